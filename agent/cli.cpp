@@ -1,0 +1,98 @@
+#include "agent/cli.hpp"
+
+#include <algorithm>
+#include <array>
+
+namespace blkpolicy::agent {
+
+namespace {
+constexpr std::array<const char*, 4> kCommands = {"check", "plan", "apply", "status"};
+}
+
+std::string usage_text() {
+    return R"(Usage: blkpolicy COMMAND [OPTIONS] [DEVICE...]
+
+Keeps block-queue settings (scheduler, read_ahead_kb, wbt_lat_usec, ...) the
+way a declarative TOML policy says.
+
+Commands:
+  check    validate the policy; errors as file:line:col: message
+  plan     show each device's facts, matching rules and the ordered writes
+           apply would make; writes nothing
+  apply    apply the plan, read every value back, report per attribute
+  status   compare each managed value with the policy
+
+Options:
+  -p, --policy PATH     policy file or directory of *.toml files; repeatable
+                        (default: /etc/blkpolicy/policy.toml and drop-ins in
+                        /usr/lib, /run and /etc/blkpolicy/policy.d)
+      --sysfs-root DIR  where sysfs is mounted (default: /sys)
+      --state-dir DIR   where facts are frozen (default: /run/blkpolicy)
+      --json            machine-readable output (stable format, see blkpolicy(8))
+  -h, --help            show this help
+  -V, --version         show the version
+
+DEVICE limits plan, apply and status to the named block devices (e.g. sda).
+
+Exit status: 0 success; 1 apply left something failed, not stuck or refused,
+or status found drift; 2 usage error; 3 invalid policy; 4 system error.
+)";
+}
+
+ParseResult parse_command_line(const std::vector<std::string>& args) {
+    ParseResult r;
+    auto& o = r.options;
+    bool only_positional = false;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        const std::string& a = args[i];
+        auto value = [&](const std::string& name) -> std::optional<std::string> {
+            auto eq = a.find('=');
+            if (eq != std::string::npos) return a.substr(eq + 1);
+            if (i + 1 >= args.size()) {
+                r.error = "option " + name + " needs a value";
+                return std::nullopt;
+            }
+            return args[++i];
+        };
+        auto is = [&](const char* long_name) {
+            return a == long_name || a.rfind(std::string(long_name) + "=", 0) == 0;
+        };
+        if (!only_positional && a == "--") {
+            only_positional = true;
+        } else if (!only_positional && (a == "-h" || a == "--help")) {
+            o.help = true;
+        } else if (!only_positional && (a == "-V" || a == "--version")) {
+            o.version = true;
+        } else if (!only_positional && a == "--json") {
+            o.json = true;
+        } else if (!only_positional && (a == "-p" || is("--policy"))) {
+            auto v = value("--policy");
+            if (!v) return r;
+            o.policies.push_back(*v);
+        } else if (!only_positional && is("--sysfs-root")) {
+            auto v = value("--sysfs-root");
+            if (!v) return r;
+            o.sysfs_root = *v;
+        } else if (!only_positional && is("--state-dir")) {
+            auto v = value("--state-dir");
+            if (!v) return r;
+            o.state_dir = *v;
+        } else if (!only_positional && a.size() > 1 && a[0] == '-') {
+            r.error = "unknown option " + a;
+            return r;
+        } else if (o.command.empty()) {
+            if (std::find(kCommands.begin(), kCommands.end(), a) == kCommands.end()) {
+                r.error = "unknown command " + a + " (commands: check, plan, apply, status)";
+                return r;
+            }
+            o.command = a;
+        } else {
+            o.devices.push_back(a);
+        }
+    }
+    if (o.command.empty() && !o.help && !o.version) r.error = "no command given";
+    if (o.command == "check" && !o.devices.empty()) r.error = "check takes no device arguments";
+    return r;
+}
+
+}  // namespace blkpolicy::agent

@@ -1,0 +1,153 @@
+#include "agent/executor.hpp"
+
+#include <cerrno>
+
+#include "policy/values.hpp"
+
+namespace blkpolicy::agent {
+
+using policy::Action;
+using policy::ActionKind;
+
+const char* to_string(Outcome o) {
+    switch (o) {
+        case Outcome::unchanged: return "unchanged";
+        case Outcome::applied: return "applied";
+        case Outcome::skipped: return "skipped";
+        case Outcome::failed: return "failed";
+        case Outcome::not_stuck: return "not-stuck";
+        case Outcome::refused: return "refused";
+    }
+    return "?";
+}
+
+bool is_failure(Outcome o) { return o == Outcome::failed || o == Outcome::not_stuck || o == Outcome::refused; }
+
+namespace {
+
+class DeviceExecutor {
+public:
+    DeviceExecutor(udev::Sysfs& sysfs, const policy::DevicePlan& plan)
+        : sysfs_(sysfs), plan_(plan), dir_("block/" + plan.device + "/") {}
+
+    DeviceResult run() {
+        DeviceResult out;
+        out.device = plan_.device;
+        out.not_tuned = plan_.not_tuned;
+        for (const auto& a : plan_.actions) out.results.push_back(first_pass(a));
+        verify_and_reapply(out);
+        return out;
+    }
+
+private:
+    // Reads the attribute now; sets `err` when it cannot be read.
+    std::string current(const Action& a, int& err) const {
+        auto r = sysfs_.read(dir_ + a.path);
+        err = r.err;
+        return r.ok() ? policy::normalise_readback(a.attribute, r.value) : std::string();
+    }
+
+    std::string vanished_detail(const Action& a, int err) const {
+        if (!sysfs_.exists("block/" + plan_.device)) return "device vanished";
+        if (err == ENOENT) return "device has no " + a.path;
+        return "cannot read " + a.path + ": " + udev::errno_text(err);
+    }
+
+    // The write itself, with the wbt special case: when wbt reads 0 (off,
+    // e.g. after bfq disabled the default) writing a non-zero value equal to
+    // the retained latency is a silent no-op; writing 0 first makes it stick.
+    int write(const Action& a, const std::string& before) {
+        if (a.attribute == "wbt_lat_usec" && a.value != "0" && before == "0") {
+            if (int err = sysfs_.write(dir_ + a.path, "0")) return err;
+        }
+        return sysfs_.write(dir_ + a.path, a.value);
+    }
+
+    AttributeResult first_pass(const Action& a) {
+        AttributeResult r;
+        r.attribute = a.attribute;
+        r.expected = a.expected;
+        r.rule = a.rule;
+        r.before = a.current;
+        if (a.kind == ActionKind::skip) {
+            r.outcome = Outcome::skipped;
+            r.detail = a.note;
+            return r;
+        }
+        if (a.kind == ActionKind::refuse) {
+            r.outcome = Outcome::refused;
+            r.detail = a.note;
+            return r;
+        }
+        int err = 0;
+        r.before = current(a, err);
+        if (err) {
+            r.outcome = (err == ENOENT) ? Outcome::skipped : Outcome::failed;
+            r.detail = vanished_detail(a, err);
+            return r;
+        }
+        if (r.before == a.expected) {
+            r.outcome = Outcome::unchanged;
+            r.after = r.before;
+            return r;
+        }
+        if (int werr = write(a, r.before)) {
+            r.outcome = (werr == ENOENT && !sysfs_.exists("block/" + plan_.device)) ? Outcome::skipped
+                                                                                    : Outcome::failed;
+            r.detail = r.outcome == Outcome::skipped ? "device vanished" : "write " + a.value + ": " + udev::errno_text(werr);
+            return r;
+        }
+        r.outcome = Outcome::applied;
+        return r;
+    }
+
+    // Reads everything back. What differs (undone by a later write, or never
+    // taken) is written once more, in write order, and read back again.
+    void verify_and_reapply(DeviceResult& out) {
+        for (std::size_t i = 0; i < plan_.actions.size(); ++i) {
+            auto& r = out.results[i];
+            const auto& a = plan_.actions[i];
+            if (r.outcome != Outcome::applied && r.outcome != Outcome::unchanged) continue;
+            int err = 0;
+            r.after = current(a, err);
+            if (err) {
+                r.outcome = Outcome::skipped;
+                r.detail = vanished_detail(a, err);
+                continue;
+            }
+            if (r.after == a.expected) continue;
+
+            const bool was_unchanged = r.outcome == Outcome::unchanged;
+            if (int werr = write(a, r.after)) {
+                r.outcome = Outcome::failed;
+                r.detail = "write " + a.value + ": " + udev::errno_text(werr);
+                continue;
+            }
+            const std::string undone_to = r.after;
+            r.after = current(a, err);
+            if (err) {
+                r.outcome = Outcome::skipped;
+                r.detail = vanished_detail(a, err);
+            } else if (r.after == a.expected) {
+                r.outcome = Outcome::applied;
+                r.detail = "re-applied: a later write had changed it to " + undone_to;
+                if (was_unchanged) r.detail = "re-applied: a write to another attribute changed it to " + undone_to;
+            } else {
+                r.outcome = Outcome::not_stuck;
+                r.detail = "wrote " + a.value + ", reads back " + r.after;
+            }
+        }
+    }
+
+    udev::Sysfs& sysfs_;
+    const policy::DevicePlan& plan_;
+    std::string dir_;
+};
+
+}  // namespace
+
+DeviceResult execute(udev::Sysfs& sysfs, const policy::DevicePlan& plan) {
+    return DeviceExecutor(sysfs, plan).run();
+}
+
+}  // namespace blkpolicy::agent

@@ -1,0 +1,106 @@
+#include "agent/policy_files.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+namespace blkpolicy::agent {
+
+namespace fs = std::filesystem;
+using policy::PolicyError;
+
+namespace {
+
+PolicyError file_error(const std::string& path, const std::string& message) {
+    PolicyError e;
+    e.pos.file = path;
+    e.message = message;
+    return e;
+}
+
+bool is_toml_file(const fs::directory_entry& e) {
+    return e.path().extension() == ".toml" && e.path().filename().string().front() != '.';
+}
+
+// A drop-in that is a link to /dev/null (or empty) masks the same name in
+// lower-priority directories, as with systemd.
+bool is_mask(const fs::path& p) {
+    std::error_code ec;
+    auto target = fs::read_symlink(p, ec);
+    return !ec && target == "/dev/null";
+}
+
+std::vector<std::string> toml_files_in(const fs::path& dir) {
+    std::vector<std::string> out;
+    std::error_code ec;
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+        if (is_toml_file(*it)) out.push_back(it->path().string());
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+}  // namespace
+
+PolicyFileList find_policy_files(const std::vector<std::string>& explicit_paths, const PolicyLocations& defaults) {
+    PolicyFileList list;
+    std::error_code ec;
+    if (!explicit_paths.empty()) {
+        for (const auto& p : explicit_paths) {
+            if (fs::is_directory(p, ec)) {
+                auto files = toml_files_in(p);
+                if (files.empty()) list.errors.push_back(file_error(p, "directory holds no *.toml policy files"));
+                for (auto& f : files)
+                    if (!is_mask(f)) list.files.push_back(std::move(f));
+            } else if (fs::exists(p, ec)) {
+                list.files.push_back(p);
+            } else {
+                list.errors.push_back(file_error(p, "no such policy file or directory"));
+            }
+        }
+        return list;
+    }
+
+    if (fs::exists(defaults.main_file, ec)) list.files.push_back(defaults.main_file);
+    std::map<std::string, fs::path> by_name;  // file name -> highest-priority path
+    for (const auto& dir : defaults.dropin_dirs) {
+        for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+            if (is_toml_file(*it)) by_name[it->path().filename().string()] = it->path();
+        }
+    }
+    for (const auto& [name, path] : by_name)
+        if (!is_mask(path)) list.files.push_back(path.string());
+    if (list.files.empty()) {
+        std::string where = defaults.main_file;
+        for (const auto& d : defaults.dropin_dirs) where += ", " + d + "/*.toml";
+        list.errors.push_back(file_error("blkpolicy", "no policy found (looked for " + where +
+                                                          "); pass --policy PATH"));
+    }
+    return list;
+}
+
+policy::LoadResult load_policy_from(const std::vector<std::string>& explicit_paths, const PolicyLocations& defaults) {
+    auto list = find_policy_files(explicit_paths, defaults);
+    policy::LoadResult result;
+    result.errors = list.errors;
+    std::vector<policy::PolicySource> sources;
+    for (const auto& path : list.files) {
+        std::ifstream in(path, std::ios::binary);
+        if (!in) {
+            result.errors.push_back(file_error(path, std::string("cannot read: ") + std::strerror(errno)));
+            continue;
+        }
+        std::ostringstream ss;
+        ss << in.rdbuf();
+        sources.push_back({path, ss.str()});
+    }
+    auto loaded = policy::load_policy(sources);
+    result.policy = std::move(loaded.policy);
+    result.errors.insert(result.errors.end(), loaded.errors.begin(), loaded.errors.end());
+    return result;
+}
+
+}  // namespace blkpolicy::agent

@@ -1,0 +1,27 @@
+// One consistent look at the devices: facts (frozen where recorded), current
+// values, and the plan for each under a policy.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "agent/state.hpp"
+#include "policy/plan.hpp"
+#include "udev/sysfs.hpp"
+
+namespace blkpolicy::agent {
+
+struct DeviceView {
+    policy::DeviceFacts facts;
+    policy::Values values;
+    policy::DevicePlan plan;
+};
+
+// Every device under <sysfs>/block, or only `only` (validated by the caller).
+// With `record`, facts of first-seen devices are written to the state dir.
+std::vector<DeviceView> look(const udev::Sysfs& sysfs, const StateDir& state, const policy::Policy& policy,
+                             const std::vector<std::string>& only, bool record, std::vector<std::string>& warnings);
+
+policy::PlanContext host_plan_context();
+
+}  // namespace blkpolicy::agent

@@ -1,0 +1,84 @@
+#include "agent/state.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <unistd.h>
+
+namespace blkpolicy::agent {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::string identity_of(const policy::DeviceFacts& f) {
+    json id = {{"devnum", f.devnum},   {"diskseq", f.diskseq}, {"driver", f.driver},
+               {"model", f.model},     {"serial", f.serial},   {"wwid", f.wwid},
+               {"dm_uuid", f.dm_uuid}, {"loop_backing_file", f.loop_backing_file}};
+    return id.dump();
+}
+
+StateDir::StateDir(fs::path dir) : dir_(std::move(dir)) {}
+
+fs::path StateDir::facts_path(const std::string& device) const { return dir_ / "facts" / (device + ".json"); }
+
+std::optional<StateDir::Frozen> StateDir::load(const policy::DeviceFacts& live, std::string* problem) const {
+    std::ifstream in(facts_path(live.name));
+    if (!in) return std::nullopt;
+    json j = json::parse(in, nullptr, false);
+    if (j.is_discarded() || !j.is_object() || !j.contains("identity") || !j.contains("rotational") ||
+        !j["rotational"].is_boolean() || !j["identity"].is_string()) {
+        if (problem) *problem = "ignoring corrupt state file " + facts_path(live.name).string();
+        return std::nullopt;
+    }
+    if (j["identity"].get<std::string>() != identity_of(live)) return std::nullopt;
+    Frozen f;
+    f.rotational = j["rotational"].get<bool>();
+    f.removable = j.value("removable", false);
+    return f;
+}
+
+std::string StateDir::save(const policy::DeviceFacts& live) const {
+    std::error_code ec;
+    fs::create_directories(dir_ / "facts", ec);
+    if (ec) return "cannot create " + (dir_ / "facts").string() + ": " + ec.message();
+    const auto path = facts_path(live.name);
+    const auto tmp = path.string() + ".tmp";
+    {
+        std::ofstream out(tmp, std::ios::trunc);
+        if (!out) return "cannot write " + tmp + ": " + std::strerror(errno);
+        json j = {{"device", live.name},
+                  {"identity", identity_of(live)},
+                  {"rotational", live.rotational},
+                  {"removable", live.removable}};
+        out << j.dump(2) << '\n';
+        if (!out.flush()) return "cannot write " + tmp + ": " + std::strerror(errno);
+    }
+    if (::rename(tmp.c_str(), path.c_str()) != 0) return "cannot rename " + tmp + ": " + std::strerror(errno);
+    return {};
+}
+
+void StateDir::forget(const std::string& device) const {
+    std::error_code ec;
+    fs::remove(facts_path(device), ec);
+}
+
+policy::DeviceFacts freeze_facts(const StateDir& state, policy::DeviceFacts live, bool record, std::string* warning) {
+    std::string problem;
+    if (auto frozen = state.load(live, &problem)) {
+        live.rotational = frozen->rotational;
+        live.removable = frozen->removable;
+        live.facts_frozen = true;
+        return live;
+    }
+    if (!problem.empty() && warning) *warning = problem;
+    if (record) {
+        auto err = state.save(live);
+        if (!err.empty() && warning)
+            *warning = err + "; facts of " + live.name +
+                       " are not frozen, so rules matching rotational may stop matching once it is written";
+    }
+    return live;
+}
+
+}  // namespace blkpolicy::agent

@@ -1,0 +1,44 @@
+// The state directory (--state-dir, default /run/blkpolicy): match facts
+// frozen at first sight, so that a rule matching rotational = true keeps
+// matching after it set rotational = 0.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include "policy/facts.hpp"
+
+namespace blkpolicy::agent {
+
+// What makes a device the same device: when any of it changes (a loop device
+// re-bound, a disk replaced under the same name) the facts are read afresh.
+std::string identity_of(const policy::DeviceFacts& facts);
+
+class StateDir {
+public:
+    explicit StateDir(std::filesystem::path dir);
+    const std::filesystem::path& dir() const { return dir_; }
+
+    struct Frozen {
+        bool rotational = false;
+        bool removable = false;
+    };
+    // Frozen facts recorded for this device with the same identity. A corrupt
+    // record is treated as absent and explained in `problem`.
+    std::optional<Frozen> load(const policy::DeviceFacts& live, std::string* problem = nullptr) const;
+    // Records the live facts; returns an error message, empty on success.
+    std::string save(const policy::DeviceFacts& live) const;
+    void forget(const std::string& device) const;
+
+private:
+    std::filesystem::path facts_path(const std::string& device) const;
+    std::filesystem::path dir_;
+};
+
+// Overlays frozen facts (when recorded for the same identity) on live ones;
+// with `record`, first-seen devices are recorded. Warnings go to `warning`.
+policy::DeviceFacts freeze_facts(const StateDir& state, policy::DeviceFacts live, bool record,
+                                 std::string* warning);
+
+}  // namespace blkpolicy::agent

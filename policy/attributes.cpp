@@ -1,0 +1,118 @@
+#include "policy/attributes.hpp"
+
+#include <algorithm>
+#include <limits>
+
+namespace blkpolicy::policy {
+namespace {
+
+constexpr std::int64_t kInt32Max = std::numeric_limits<std::int32_t>::max();
+constexpr std::int64_t kInt64Max = std::numeric_limits<std::int64_t>::max();
+
+AttributeSpec make(std::string key, std::string path, Phase phase, int order, ValueKind kind,
+                   std::int64_t min = 0, std::int64_t max = 0, std::string note = {}) {
+    AttributeSpec s;
+    s.key = std::move(key);
+    s.path = std::move(path);
+    s.phase = phase;
+    s.order = order;
+    s.kind = kind;
+    s.min = min;
+    s.max = max;
+    s.range_note = std::move(note);
+    return s;
+}
+
+std::vector<AttributeSpec> build_table() {
+    std::vector<AttributeSpec> t;
+    // Phase 1: queue-limits commits. rotational first: it changes the
+    // readahead formula the later commits apply.
+    t.push_back(make("rotational", "queue/rotational", Phase::limits, 0, ValueKind::flag, 0, 1));
+    t.push_back(make("max_sectors_kb", "queue/max_sectors_kb", Phase::limits, 1, ValueKind::integer, 4,
+                     kInt32Max, "at least one 4 KiB page; the kernel rejects values above max_hw_sectors_kb"));
+    t.push_back(make("discard_max_bytes", "queue/discard_max_bytes", Phase::limits, 2, ValueKind::integer, 1,
+                     kInt64Max, "0 can disable discard for good on recent kernels; leave the key out instead"));
+    auto wc = make("write_cache", "queue/write_cache", Phase::limits, 3, ValueKind::choice);
+    wc.choices = {"write back", "write through"};
+    t.push_back(wc);
+    t.push_back(make("add_random", "queue/add_random", Phase::limits, 4, ValueKind::flag, 0, 1));
+    t.push_back(make("iostats", "queue/iostats", Phase::limits, 5, ValueKind::flag, 0, 1));
+    for (auto& s : t) s.limits_commit = true;
+
+    auto sched = make("scheduler", "queue/scheduler", Phase::scheduler, 0, ValueKind::scheduler);
+    sched.mq_only = true;
+    t.push_back(sched);
+
+    auto nr = make("nr_requests", "queue/nr_requests", Phase::requests, 0, ValueKind::integer, 4, 65536,
+                   "the kernel silently raises values below 4");
+    nr.mq_only = true;
+    t.push_back(nr);
+
+    auto wbt = make("wbt_lat_usec", "queue/wbt_lat_usec", Phase::wbt, 0, ValueKind::wbt, 0, 60'000'000,
+                    "microseconds, at most 60 s; use \"default\" for the kernel's own value");
+    wbt.mq_only = true;
+    t.push_back(wbt);
+
+    t.push_back(make("nomerges", "queue/nomerges", Phase::late, 0, ValueKind::integer, 0, 2,
+                     "0 merges, 1 simple merges only, 2 no merges"));
+    auto rq = make("rq_affinity", "queue/rq_affinity", Phase::late, 1, ValueKind::integer, 0, 2,
+                   "the kernel accepts 3 without error and ignores it");
+    rq.mq_only = true;
+    t.push_back(rq);
+    t.push_back(make("device.timeout", "device/timeout", Phase::late, 2, ValueKind::integer, 1, 86400,
+                     "seconds"));
+    t.push_back(make("device.queue_depth", "device/queue_depth", Phase::late, 3, ValueKind::integer, 1, 65535));
+
+    t.push_back(make("read_ahead_kb", "queue/read_ahead_kb", Phase::readahead, 0, ValueKind::integer, 0,
+                     1'048'576, "KiB, at most 1 GiB"));
+    return t;
+}
+
+const std::vector<AttributeSpec>& table() {
+    static const std::vector<AttributeSpec> t = build_table();
+    return t;
+}
+
+bool valid_tunable_name(std::string_view name) {
+    if (name.empty() || name.size() > 64) return false;
+    return std::all_of(name.begin(), name.end(),
+                       [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'; });
+}
+
+}  // namespace
+
+std::optional<AttributeSpec> find_attribute(std::string_view key) {
+    for (const auto& s : table())
+        if (s.key == key) return s;
+    constexpr std::string_view iosched = "iosched.";
+    if (key.substr(0, iosched.size()) == iosched) {
+        auto name = key.substr(iosched.size());
+        if (!valid_tunable_name(name)) return std::nullopt;
+        auto s = make(std::string(key), "queue/iosched/" + std::string(name), Phase::requests, 1,
+                      ValueKind::integer, 0, kInt64Max);
+        s.mq_only = true;
+        return s;
+    }
+    return std::nullopt;
+}
+
+std::vector<std::string> fixed_attribute_keys() {
+    std::vector<const AttributeSpec*> specs;
+    for (const auto& s : table()) specs.push_back(&s);
+    std::stable_sort(specs.begin(), specs.end(),
+                     [](const auto* a, const auto* b) { return write_rank(*a) < write_rank(*b); });
+    std::vector<std::string> keys;
+    for (const auto* s : specs) keys.push_back(s->key);
+    return keys;
+}
+
+const std::vector<std::string>& known_schedulers() {
+    static const std::vector<std::string> names = {"none", "mq-deadline", "kyber", "bfq"};
+    return names;
+}
+
+int write_rank(const AttributeSpec& spec) { return static_cast<int>(spec.phase) * 100 + spec.order; }
+
+std::int64_t wbt_default_usec(bool rotational) { return rotational ? 75000 : 2000; }
+
+}  // namespace blkpolicy::policy

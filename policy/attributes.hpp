@@ -1,0 +1,68 @@
+// The fixed allow-list of attributes blkpolicy may write, with where they live
+// in sysfs, how their values are validated, and when in the write order they
+// go. Nothing outside this list is ever written; policy keys never become
+// paths except through it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace blkpolicy::policy {
+
+// Write order (DESIGN.md "Write order"); lower phases are written first.
+enum class Phase : int {
+    limits = 1,     // queue-limits commits: each can raise read_ahead_kb again
+    scheduler = 2,  // resets nr_requests, recreates iosched/, may disable wbt
+    requests = 3,   // nr_requests, then iosched.* tunables
+    wbt = 4,        // wbt_lat_usec
+    late = 5,       // nomerges, rq_affinity, SCSI device.*
+    readahead = 6,  // read_ahead_kb last
+};
+
+enum class ValueKind {
+    integer,    // a whole number within [min, max]
+    flag,       // 0/1, also written as false/true
+    choice,     // one of `choices`, exactly
+    scheduler,  // a scheduler name or a preference list of them
+    wbt,        // microseconds, or "default" (the kernel's own default, written as -1)
+};
+
+struct AttributeSpec {
+    std::string key;   // policy key, e.g. "read_ahead_kb", "iosched.fifo_batch"
+    std::string path;  // relative to the device's sysfs directory
+    Phase phase = Phase::late;
+    int order = 0;  // position within the phase
+    ValueKind kind = ValueKind::integer;
+    std::int64_t min = 0;
+    std::int64_t max = 0;
+    std::vector<std::string> choices;
+    // Writing this attribute commits queue limits, after which the kernel
+    // recomputes read_ahead_kb (it only ever raises it on 6.15+).
+    bool limits_commit = false;
+    // Present only on request-based (blk-mq) queues.
+    bool mq_only = false;
+    // Why the range is what it is, shown in validation errors.
+    std::string range_note;
+};
+
+// The spec for a policy set-key, or nullopt when the key is not writable.
+// Handles the fixed names and the `iosched.NAME` family.
+std::optional<AttributeSpec> find_attribute(std::string_view key);
+
+// Every fixed attribute key, in write order (for help texts and documentation).
+std::vector<std::string> fixed_attribute_keys();
+
+// The schedulers the kernel ships; the policy accepts only these names.
+const std::vector<std::string>& known_schedulers();
+
+// Rank for sorting actions into write order.
+int write_rank(const AttributeSpec& spec);
+
+// The wbt latency the kernel picks on its own (block/blk-wbt.c
+// wbt_default_latency_nsec): 75 ms for rotational queues, 2 ms otherwise.
+std::int64_t wbt_default_usec(bool rotational);
+
+}  // namespace blkpolicy::policy

@@ -1,0 +1,418 @@
+#include "policy/loader.hpp"
+
+#include <algorithm>
+#include <map>
+#include <toml++/toml.h>
+
+#include "policy/attributes.hpp"
+#include "policy/values.hpp"
+
+namespace blkpolicy::policy {
+namespace {
+
+SourcePos pos_of(const toml::source_region& r, const std::string& file) {
+    SourcePos p;
+    p.file = file;
+    p.line = r.begin.line;
+    p.column = r.begin.column;
+    return p;
+}
+
+std::string quoted(std::string_view s) { return "\"" + std::string(s) + "\""; }
+
+std::string type_name(const toml::node& n) {
+    switch (n.type()) {
+        case toml::node_type::string: return "a string";
+        case toml::node_type::integer: return "an integer";
+        case toml::node_type::floating_point: return "a float";
+        case toml::node_type::boolean: return "a boolean";
+        case toml::node_type::array: return "an array";
+        case toml::node_type::table: return "a table";
+        default: return "a date or time";
+    }
+}
+
+std::string known_list(const std::vector<std::string>& names) {
+    std::vector<std::string> q;
+    for (const auto& n : names) q.push_back(quoted(n));
+    return join(q, ", ");
+}
+
+class FileLoader {
+public:
+    FileLoader(const PolicySource& src, Policy& policy, std::vector<PolicyError>& errors,
+               std::map<std::string, SourcePos>& rule_names)
+        : src_(src), policy_(policy), errors_(errors), rule_names_(rule_names) {}
+
+    void load() {
+        toml::table root;
+        try {
+            root = toml::parse(src_.text, src_.name);
+        } catch (const toml::parse_error& e) {
+            error(pos_of(e.source(), src_.name), std::string(e.description()));
+            return;
+        }
+        for (auto&& [key, node] : root) {
+            const auto k = std::string(key.str());
+            if (k == "daemon") {
+                load_daemon(node, key);
+            } else if (k == "rule") {
+                load_rules(node, key);
+            } else {
+                error(pos(key), "unknown top-level key " + quoted(k) + " (expected \"daemon\" or \"rule\")");
+            }
+        }
+    }
+
+private:
+    SourcePos pos(const toml::key& k) const { return pos_of(k.source(), src_.name); }
+    SourcePos pos(const toml::node& n) const { return pos_of(n.source(), src_.name); }
+    void error(SourcePos p, std::string msg) { errors_.push_back({std::move(p), std::move(msg)}); }
+
+    void load_daemon(const toml::node& node, const toml::key& key) {
+        const auto* tbl = node.as_table();
+        if (!tbl) {
+            error(pos(key), "\"daemon\" must be a table, not " + type_name(node));
+            return;
+        }
+        for (auto&& [k, v] : *tbl) {
+            const auto name = std::string(k.str());
+            if (name == "mode") {
+                const auto* s = v.as_string();
+                if (s && s->get() == "enforce") {
+                    policy_.daemon.mode = Mode::enforce;
+                } else if (s && s->get() == "observe") {
+                    policy_.daemon.mode = Mode::observe;
+                } else {
+                    error(pos(v), "daemon.mode must be \"enforce\" or \"observe\"");
+                }
+            } else if (name == "verify_interval") {
+                const auto* s = v.as_string();
+                auto d = s ? parse_duration(s->get()) : std::nullopt;
+                if (!d) {
+                    error(pos(v), "daemon.verify_interval must be a duration such as \"30s\", \"500ms\" or \"5m\"");
+                } else if (*d < std::chrono::milliseconds(100) || *d > std::chrono::hours(24)) {
+                    error(pos(v), "daemon.verify_interval must be between 100ms and 24h");
+                } else {
+                    policy_.daemon.verify_interval = *d;
+                }
+            } else {
+                error(pos(k), "unknown key " + quoted(name) + " in [daemon] (expected \"mode\" or \"verify_interval\")");
+            }
+        }
+    }
+
+    void load_rules(const toml::node& node, const toml::key& key) {
+        const auto* arr = node.as_array();
+        if (!arr) {
+            error(pos(key), "\"rule\" must be an array of tables: write each rule as [[rule]]");
+            return;
+        }
+        for (const auto& elem : *arr) {
+            const auto* tbl = elem.as_table();
+            if (!tbl) {
+                error(pos(elem), "each rule must be a table, not " + type_name(elem));
+                continue;
+            }
+            load_rule(*tbl);
+        }
+    }
+
+    void load_rule(const toml::table& tbl) {
+        Rule rule;
+        rule.pos = pos(tbl);
+        bool have_set = false;
+        bool ok = true;
+        const auto errors_before = errors_.size();
+        for (auto&& [k, v] : tbl) {
+            const auto name = std::string(k.str());
+            if (name == "name") {
+                const auto* s = v.as_string();
+                if (!s || trim(s->get()).empty()) {
+                    error(pos(v), "rule name must be a non-empty string");
+                    ok = false;
+                } else {
+                    rule.name = s->get();
+                }
+            } else if (name == "match") {
+                load_match(v, k, rule);
+            } else if (name == "set") {
+                have_set = true;
+                load_set(v, k, rule);
+            } else if (name == "acknowledge") {
+                load_acknowledge(v, rule);
+            } else {
+                error(pos(k), "unknown key " + quoted(name) +
+                                  " in rule (expected \"name\", \"match\", \"set\" or \"acknowledge\")");
+            }
+        }
+        if (rule.name.empty() && ok) error(rule.pos, "rule has no name: add name = \"...\"");
+        if (!rule.name.empty()) {
+            auto [it, inserted] = rule_names_.emplace(rule.name, rule.pos);
+            if (!inserted)
+                error(rule.pos, "duplicate rule name " + quoted(rule.name) + " (first defined at " +
+                                    it->second.str() + ")");
+        }
+        if (!have_set) error(rule.pos, "rule " + quoted(rule.name) + " has no [rule.set] table: it would do nothing");
+        check_write_through(rule);
+        if (errors_.size() == errors_before) policy_.rules.push_back(std::move(rule));
+    }
+
+    // Strings or a non-empty array of strings.
+    std::optional<std::vector<std::string>> string_list(const toml::node& v, const std::string& what) {
+        if (const auto* s = v.as_string()) return std::vector<std::string>{s->get()};
+        const auto* arr = v.as_array();
+        if (!arr) {
+            error(pos(v), what + " must be a string or an array of strings, not " + type_name(v));
+            return std::nullopt;
+        }
+        if (arr->empty()) {
+            error(pos(v), what + " must not be an empty array (it could never match)");
+            return std::nullopt;
+        }
+        std::vector<std::string> out;
+        for (const auto& e : *arr) {
+            const auto* s = e.as_string();
+            if (!s) {
+                error(pos(e), what + " must contain only strings, not " + type_name(e));
+                return std::nullopt;
+            }
+            out.push_back(s->get());
+        }
+        return out;
+    }
+
+    void load_match(const toml::node& node, const toml::key& key, Rule& rule) {
+        const auto* tbl = node.as_table();
+        if (!tbl) {
+            error(pos(key), "\"match\" must be a table ([rule.match])");
+            return;
+        }
+        for (auto&& [k, v] : *tbl) {
+            const auto name = std::string(k.str());
+            auto mk = match_key_from_string(name);
+            if (!mk) {
+                error(pos(k), "unknown match key " + quoted(name) +
+                                  " (known: kernel, driver, model, vendor, serial, wwid, rotational, removable, "
+                                  "stack, dm_name, dm_uuid, md_level)");
+                continue;
+            }
+            MatchClause c;
+            c.key = *mk;
+            c.pos = pos(k);
+            if (match_key_is_flag(*mk)) {
+                const auto* b = v.as_boolean();
+                if (!b) {
+                    error(pos(v), "match." + name + " must be true or false, not " + type_name(v));
+                    continue;
+                }
+                c.patterns = {b->get() ? "true" : "false"};
+            } else {
+                auto list = string_list(v, "match." + name);
+                if (!list) continue;
+                if (*mk == MatchKey::stack) {
+                    static const std::vector<std::string> kinds = {"none", "dm", "md", "loop"};
+                    bool bad = false;
+                    for (const auto& s : *list) {
+                        if (std::find(kinds.begin(), kinds.end(), s) == kinds.end()) {
+                            error(pos(v), "match.stack " + quoted(s) + " is not one of " + known_list(kinds));
+                            bad = true;
+                        }
+                    }
+                    if (bad) continue;
+                }
+                c.patterns = std::move(*list);
+            }
+            rule.match.push_back(std::move(c));
+        }
+    }
+
+    void load_set(const toml::node& node, const toml::key& key, Rule& rule) {
+        const auto* tbl = node.as_table();
+        if (!tbl) {
+            error(pos(key), "\"set\" must be a table ([rule.set])");
+            return;
+        }
+        if (tbl->empty()) {
+            error(pos(key), "[rule.set] is empty: the rule would do nothing");
+            return;
+        }
+        for (auto&& [k, v] : *tbl) {
+            const auto name = std::string(k.str());
+            if ((name == "iosched" || name == "device") && v.is_table()) {
+                for (auto&& [k2, v2] : *v.as_table()) set_one(name + "." + std::string(k2.str()), k2, v2, rule);
+                continue;
+            }
+            set_one(name, k, v, rule);
+        }
+    }
+
+    void set_one(const std::string& name, const toml::key& k, const toml::node& v, Rule& rule) {
+        auto spec = find_attribute(name);
+        if (!spec) {
+            error(pos(k), "unknown attribute " + quoted(name) + " in [rule.set] (writable: " +
+                              join(fixed_attribute_keys(), ", ") + ", iosched.<tunable>)");
+            return;
+        }
+        Setting s;
+        s.attribute = name;
+        s.pos = pos(v);
+        if (!validate(*spec, v, s.values)) return;
+        rule.set.push_back(std::move(s));
+    }
+
+    bool check_range(const AttributeSpec& spec, const toml::node& v, std::int64_t n) {
+        if (n >= spec.min && n <= spec.max) return true;
+        std::string msg = spec.key + " = " + std::to_string(n) + " is out of range: ";
+        if (n < 0 && spec.min >= 0) msg = spec.key + " = " + std::to_string(n) + " is negative: ";
+        msg += "must be " + std::to_string(spec.min) + ".." + std::to_string(spec.max);
+        if (!spec.range_note.empty()) msg += " (" + spec.range_note + ")";
+        error(pos(v), msg);
+        return false;
+    }
+
+    bool validate(const AttributeSpec& spec, const toml::node& v, std::vector<std::string>& out) {
+        switch (spec.kind) {
+            case ValueKind::integer: {
+                const auto* i = v.as_integer();
+                if (!i) {
+                    error(pos(v), spec.key + " must be an integer, not " + type_name(v));
+                    return false;
+                }
+                if (!check_range(spec, v, i->get())) return false;
+                out = {std::to_string(i->get())};
+                return true;
+            }
+            case ValueKind::flag: {
+                if (const auto* b = v.as_boolean()) {
+                    out = {b->get() ? "1" : "0"};
+                    return true;
+                }
+                const auto* i = v.as_integer();
+                if (!i || (i->get() != 0 && i->get() != 1)) {
+                    error(pos(v), spec.key + " must be 0, 1, true or false");
+                    return false;
+                }
+                out = {std::to_string(i->get())};
+                return true;
+            }
+            case ValueKind::choice: {
+                const auto* s = v.as_string();
+                if (!s || std::find(spec.choices.begin(), spec.choices.end(), s->get()) == spec.choices.end()) {
+                    std::string msg = spec.key + " must be exactly one of " + known_list(spec.choices);
+                    if (s) msg = spec.key + " = " + quoted(s->get()) + " is not exactly one of " + known_list(spec.choices);
+                    if (spec.key == "write_cache")
+                        msg += " (the kernel matches only the start of the text, so a typo would silently "
+                               "apply another mode)";
+                    error(pos(v), msg);
+                    return false;
+                }
+                out = {s->get()};
+                return true;
+            }
+            case ValueKind::scheduler: {
+                auto list = string_list(v, spec.key);
+                if (!list) return false;
+                for (const auto& name : *list) {
+                    const auto& known = known_schedulers();
+                    if (std::find(known.begin(), known.end(), name) == known.end()) {
+                        error(pos(v), "unknown scheduler " + quoted(name) + " (known: " + known_list(known) + ")");
+                        return false;
+                    }
+                    if (std::count(list->begin(), list->end(), name) > 1) {
+                        error(pos(v), "scheduler " + quoted(name) + " is listed twice");
+                        return false;
+                    }
+                }
+                out = std::move(*list);
+                return true;
+            }
+            case ValueKind::wbt: {
+                if (const auto* s = v.as_string()) {
+                    if (s->get() == "default") {
+                        out = {"default"};
+                        return true;
+                    }
+                    error(pos(v), spec.key + " must be an integer (microseconds, 0 turns wbt off) or \"default\"");
+                    return false;
+                }
+                const auto* i = v.as_integer();
+                if (!i) {
+                    error(pos(v), spec.key + " must be an integer (microseconds) or \"default\", not " + type_name(v));
+                    return false;
+                }
+                if (!check_range(spec, v, i->get())) return false;
+                out = {std::to_string(i->get())};
+                return true;
+            }
+        }
+        return false;
+    }
+
+    void load_acknowledge(const toml::node& v, Rule& rule) {
+        auto list = string_list(v, "acknowledge");
+        if (!list) return;
+        for (const auto& a : *list) {
+            if (a != kAckWriteThrough && a != kAckVolatileCache) {
+                error(pos(v), "unknown acknowledgement " + quoted(a) + " (known: \"" + kAckWriteThrough +
+                                  "\", \"" + kAckVolatileCache + "\")");
+                continue;
+            }
+            rule.acknowledge.insert(a);
+        }
+    }
+
+    void check_write_through(const Rule& rule) {
+        for (const auto& s : rule.set) {
+            if (s.attribute != "write_cache" || s.values.front() != "write through") continue;
+            if (rule.acknowledge.count(kAckWriteThrough)) continue;
+            error(s.pos, std::string("write_cache = \"write through\" makes the kernel stop sending cache flushes: "
+                                     "fsync still succeeds, but data in the device's volatile cache is lost on "
+                                     "power failure; if that is intended, add acknowledge = [\"") +
+                             kAckWriteThrough + "\"] to rule " + quoted(rule.name));
+        }
+    }
+
+    const PolicySource& src_;
+    Policy& policy_;
+    std::vector<PolicyError>& errors_;
+    std::map<std::string, SourcePos>& rule_names_;
+};
+
+}  // namespace
+
+std::optional<std::chrono::milliseconds> parse_duration(std::string_view text) {
+    if (text.empty()) return std::nullopt;
+    std::int64_t total = 0;
+    std::size_t i = 0;
+    while (i < text.size()) {
+        std::size_t j = i;
+        while (j < text.size() && text[j] >= '0' && text[j] <= '9') ++j;
+        if (j == i || j - i > 9) return std::nullopt;
+        const auto n = std::stoll(std::string(text.substr(i, j - i)));
+        std::size_t k = j;
+        while (k < text.size() && text[k] >= 'a' && text[k] <= 'z') ++k;
+        const auto unit = text.substr(j, k - j);
+        std::int64_t scale = 0;
+        if (unit == "ms") scale = 1;
+        else if (unit == "s") scale = 1000;
+        else if (unit == "m" || unit == "min") scale = 60'000;
+        else if (unit == "h") scale = 3'600'000;
+        else return std::nullopt;
+        total += n * scale;
+        i = k;
+    }
+    return std::chrono::milliseconds(total);
+}
+
+LoadResult load_policy(const std::vector<PolicySource>& sources) {
+    LoadResult result;
+    std::map<std::string, SourcePos> rule_names;
+    for (const auto& src : sources) {
+        result.policy.files.push_back(src.name);
+        FileLoader(src, result.policy, result.errors, rule_names).load();
+    }
+    return result;
+}
+
+}  // namespace blkpolicy::policy

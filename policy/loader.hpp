@@ -1,0 +1,30 @@
+// TOML text -> Policy, with every error as file:line:col. Pure: the caller
+// reads the files (agent/policy_files) and passes their text.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "policy/policy.hpp"
+
+namespace blkpolicy::policy {
+
+struct PolicySource {
+    std::string name;  // shown in errors and reports, usually the path
+    std::string text;
+};
+
+struct LoadResult {
+    Policy policy;
+    std::vector<PolicyError> errors;
+    bool ok() const { return errors.empty(); }
+};
+
+// Parses and validates every source in order. Rules keep file order; a
+// later [daemon] key overrides an earlier one. All errors are collected.
+LoadResult load_policy(const std::vector<PolicySource>& sources);
+
+// "30s", "500ms", "5m", "1h", "1m30s" -> milliseconds; nullopt when malformed.
+std::optional<std::chrono::milliseconds> parse_duration(std::string_view text);
+
+}  // namespace blkpolicy::policy

@@ -1,0 +1,49 @@
+#include "policy/match.hpp"
+
+#include <fnmatch.h>
+
+namespace blkpolicy::policy {
+
+std::vector<std::string> fact_values(MatchKey key, const DeviceFacts& f) {
+    switch (key) {
+        case MatchKey::kernel: return {f.name};
+        case MatchKey::driver: return f.drivers;
+        case MatchKey::model: return {f.model};
+        case MatchKey::vendor: return {f.vendor};
+        case MatchKey::serial: return {f.serial};
+        case MatchKey::wwid: return {f.wwid};
+        case MatchKey::stack: return {to_string(f.stack)};
+        case MatchKey::dm_name: return {f.dm_name};
+        case MatchKey::dm_uuid: return {f.dm_uuid};
+        case MatchKey::md_level: return {f.md_level};
+        case MatchKey::rotational: return {f.rotational ? "true" : "false"};
+        case MatchKey::removable: return {f.removable ? "true" : "false"};
+    }
+    return {};
+}
+
+bool glob_match(const std::string& pattern, const std::string& value) {
+    if (value.empty()) return pattern.empty();
+    return ::fnmatch(pattern.c_str(), value.c_str(), 0) == 0;
+}
+
+bool clause_matches(const MatchClause& clause, const DeviceFacts& facts) {
+    const auto values = fact_values(clause.key, facts);
+    for (const auto& pattern : clause.patterns) {
+        if (match_key_is_flag(clause.key) || clause.key == MatchKey::stack) {
+            if (!values.empty() && values.front() == pattern) return true;
+            continue;
+        }
+        for (const auto& v : values)
+            if (glob_match(pattern, v)) return true;
+    }
+    return false;
+}
+
+bool rule_matches(const Rule& rule, const DeviceFacts& facts) {
+    for (const auto& c : rule.match)
+        if (!clause_matches(c, facts)) return false;
+    return true;
+}
+
+}  // namespace blkpolicy::policy

@@ -1,0 +1,25 @@
+// Does a rule apply to a device? Pure.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "policy/facts.hpp"
+#include "policy/policy.hpp"
+
+namespace blkpolicy::policy {
+
+// The fact values a match key is compared with (several for `driver`: every
+// driver on the parent chain). Empty when the device does not have the fact.
+std::vector<std::string> fact_values(MatchKey key, const DeviceFacts& facts);
+
+// A glob (fnmatch: *, ?, [...]) against one value. A missing fact (empty
+// value) matches only the empty pattern.
+bool glob_match(const std::string& pattern, const std::string& value);
+
+bool clause_matches(const MatchClause& clause, const DeviceFacts& facts);
+
+// Every clause must match; a rule without clauses matches every device.
+bool rule_matches(const Rule& rule, const DeviceFacts& facts);
+
+}  // namespace blkpolicy::policy

@@ -1,0 +1,206 @@
+#include "policy/plan.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include "policy/match.hpp"
+#include "policy/values.hpp"
+
+namespace blkpolicy::policy {
+
+const char* to_string(ActionKind k) {
+    switch (k) {
+        case ActionKind::write: return "write";
+        case ActionKind::unchanged: return "unchanged";
+        case ActionKind::skip: return "skip";
+        case ActionKind::refuse: return "refuse";
+    }
+    return "?";
+}
+
+namespace {
+
+struct Winner {
+    const Setting* setting = nullptr;
+    RuleRef rule;
+    std::vector<RuleRef> overridden;
+    const Rule* rule_ptr = nullptr;
+};
+
+bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
+
+// Fills value/expected/kind for one action from the winning setting,
+// deciding skip or refuse where the device cannot take the value.
+void resolve(Action& a, const AttributeSpec& spec, const Winner& w, const DeviceFacts& facts, const Values& current,
+             const PlanContext& ctx, bool final_rotational) {
+    const auto& values = w.setting->values;
+    a.desired = join(values, ", ");
+    a.value = values.front();
+    a.expected = a.value;
+
+    if (spec.kind == ValueKind::scheduler) {
+        auto it = std::find_if(values.begin(), values.end(), [&](const std::string& s) {
+            return std::find(facts.schedulers.begin(), facts.schedulers.end(), s) != facts.schedulers.end();
+        });
+        if (it == values.end()) {
+            a.kind = ActionKind::skip;
+            a.note = "device offers none of " + a.desired + " (offers: " + join(facts.schedulers, " ") + ")";
+            return;
+        }
+        a.value = a.expected = *it;
+        if (it != values.begin()) a.note = "first offered of " + a.desired;
+    } else if (spec.kind == ValueKind::wbt && a.value == "default") {
+        a.value = "-1";
+        a.expected = std::to_string(wbt_default_usec(final_rotational));
+        a.note = std::string("kernel default for a ") + (final_rotational ? "rotational" : "non-rotational") +
+                 " queue";
+    } else if (spec.key == "read_ahead_kb") {
+        auto n = parse_int(a.value).value_or(0);
+        a.expected = std::to_string(readahead_readback(n, ctx.page_size));
+        if (a.expected != a.value) a.note = "reads back as " + a.expected + " (whole pages)";
+    }
+
+    if (spec.key == "write_cache" && a.value == "write through" && starts_with(facts.cache_type, "write back") &&
+        !w.rule_ptr->acknowledge.count(kAckVolatileCache)) {
+        a.kind = ActionKind::refuse;
+        a.note = std::string("the device's own cache is write back: write through would drop the flushes that "
+                             "make its volatile cache durable; add \"") +
+                 kAckVolatileCache + "\" to the rule's acknowledge list to allow it";
+        return;
+    }
+    if (spec.key == "max_sectors_kb") {
+        auto hw = current.find("max_hw_sectors_kb");
+        auto want = parse_int(a.value);
+        if (hw != current.end() && want) {
+            auto hwv = parse_int(hw->second);
+            if (hwv && *want > *hwv) {
+                a.kind = ActionKind::refuse;
+                a.note = "above max_hw_sectors_kb (" + hw->second + "): the kernel rejects it";
+                return;
+            }
+        }
+    }
+    if (spec.key == "discard_max_bytes") {
+        auto g = current.find("discard_granularity");
+        auto gv = g == current.end() ? std::optional<std::int64_t>{} : parse_int(g->second);
+        auto want = parse_int(a.value).value_or(0);
+        if (gv && *gv == 0) {
+            a.kind = ActionKind::skip;
+            a.note = "device does not support discard (discard_granularity is 0)";
+            return;
+        }
+        if (gv && want % *gv != 0) {
+            a.kind = ActionKind::refuse;
+            a.note = "not a multiple of discard_granularity (" + g->second + ")";
+            return;
+        }
+    }
+    a.kind = (a.current == a.expected) ? ActionKind::unchanged : ActionKind::write;
+}
+
+}  // namespace
+
+DevicePlan plan_device(const Policy& policy, const DeviceFacts& facts, const Values& current,
+                       const PlanContext& ctx) {
+    DevicePlan plan;
+    plan.device = facts.name;
+
+    std::map<std::string, Winner> winners;
+    for (const auto& rule : policy.rules) {
+        if (!rule_matches(rule, facts)) continue;
+        RuleRef ref{rule.name, rule.pos};
+        plan.matched.push_back(ref);
+        for (const auto& s : rule.set) {
+            auto& w = winners[s.attribute];
+            if (w.setting) w.overridden.push_back(w.rule);
+            w.setting = &s;
+            w.rule = ref;
+            w.rule_ptr = &rule;
+        }
+    }
+    if (!facts.has_queue) {
+        plan.not_tuned = "no queue/ directory: nothing to tune";
+        return plan;
+    }
+
+    // What rotational will read once the plan has run (wbt "default" depends on it).
+    bool final_rotational = current.count("rotational") ? current.at("rotational") == "1" : facts.rotational;
+    if (auto it = winners.find("rotational"); it != winners.end()) final_rotational = it->second.setting->values.front() == "1";
+
+    for (const auto& [key, w] : winners) {
+        auto spec = find_attribute(key);
+        if (!spec) continue;  // the loader only admits known keys
+        Action a;
+        a.attribute = key;
+        a.path = spec->path;
+        a.phase = spec->phase;
+        a.rank = write_rank(*spec);
+        a.rule = w.rule;
+        a.overridden = w.overridden;
+        a.desired = join(w.setting->values, ", ");
+        auto cur = current.find(key);
+        if (cur != current.end()) a.current = cur->second;
+
+        if (spec->mq_only && !facts.request_based) {
+            a.kind = ActionKind::skip;
+            a.note = "bio-based queue: no " + spec->path;
+        } else if (cur == current.end() && starts_with(key, "iosched.")) {
+            // Under another scheduler the tunable may appear after the switch;
+            // resolved below once the scheduler action is known.
+            resolve(a, *spec, w, facts, current, ctx, final_rotational);
+            a.kind = ActionKind::write;
+        } else if (cur == current.end()) {
+            a.kind = ActionKind::skip;
+            a.note = "device has no " + spec->path;
+        } else {
+            resolve(a, *spec, w, facts, current, ctx, final_rotational);
+        }
+        plan.actions.push_back(std::move(a));
+    }
+
+    std::stable_sort(plan.actions.begin(), plan.actions.end(),
+                     [](const Action& x, const Action& y) { return x.rank < y.rank; });
+
+    // Side effects of earlier writes on later attributes (KERNEL.md).
+    bool limits_written = false;
+    bool scheduler_switch = false;
+    std::string final_scheduler = facts.scheduler;
+    for (auto& a : plan.actions) {
+        auto spec = find_attribute(a.attribute);
+        if (a.kind == ActionKind::write && spec->limits_commit) limits_written = true;
+        if (a.attribute == "scheduler" && a.kind == ActionKind::write) {
+            scheduler_switch = true;
+            final_scheduler = a.expected;
+        }
+        if (a.kind != ActionKind::write && a.kind != ActionKind::unchanged) continue;
+
+        if (starts_with(a.attribute, "iosched.")) {
+            if (final_scheduler == "none") {
+                a.kind = ActionKind::skip;
+                a.note = "scheduler none has no tunables";
+            } else if (a.current.empty() && !scheduler_switch) {
+                a.kind = ActionKind::skip;
+                a.note = "scheduler " + final_scheduler + " has no tunable " + a.attribute.substr(8);
+            } else if (scheduler_switch) {
+                a.kind = ActionKind::write;
+                a.note = "the switch to " + final_scheduler + " recreates iosched/ with defaults";
+            }
+        } else if (a.attribute == "nr_requests" && scheduler_switch) {
+            a.kind = ActionKind::write;
+            a.note = "the scheduler switch resets nr_requests";
+        } else if (a.attribute == "wbt_lat_usec" && a.expected != "0") {
+            if (scheduler_switch && final_scheduler == "bfq") {
+                a.kind = ActionKind::write;
+                a.note = "switching to bfq turns default wbt off: written as 0, then the value";
+            } else if (a.current == "0") {
+                a.note = "wbt is off: written as 0, then the value (the value alone can be a no-op)";
+            }
+        } else if (a.attribute == "read_ahead_kb" && limits_written && a.kind == ActionKind::unchanged) {
+            a.kind = ActionKind::write;
+            a.note = "checked again after the limits writes: the kernel can raise read_ahead_kb";
+        }
+    }
+    return plan;
+}
+
+}  // namespace blkpolicy::policy

@@ -1,0 +1,52 @@
+// plan(facts, current values, policy) -> ordered actions. Pure: the heart of
+// blkpolicy. The executor (agent/) carries the actions out.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "policy/attributes.hpp"
+#include "policy/facts.hpp"
+#include "policy/policy.hpp"
+
+namespace blkpolicy::policy {
+
+enum class ActionKind {
+    write,      // the value differs now, or an earlier write in this plan will disturb it
+    unchanged,  // already as desired
+    skip,       // the device lacks the attribute, or offers none of the wanted schedulers
+    refuse,     // the policy asks for something unsafe or impossible on this device
+};
+const char* to_string(ActionKind k);
+
+struct Action {
+    std::string attribute;  // policy key
+    std::string path;       // relative to the device's sysfs directory
+    Phase phase = Phase::late;
+    int rank = 0;            // write order
+    std::string current;     // normalised value at plan time; empty when absent
+    std::string desired;     // as the policy says it ("bfq", "default", "128")
+    std::string value;       // what is written ("-1" for wbt "default")
+    std::string expected;    // what a correct read-back shows
+    ActionKind kind = ActionKind::write;
+    std::string note;        // why this kind, or what the write disturbs
+    RuleRef rule;            // the winning rule
+    std::vector<RuleRef> overridden;  // earlier matching rules that set the same attribute
+};
+
+struct DevicePlan {
+    std::string device;
+    std::vector<RuleRef> matched;  // in policy order
+    std::vector<Action> actions;   // in write order
+    std::string not_tuned;         // non-empty: why the device is left alone entirely
+};
+
+struct PlanContext {
+    std::int64_t page_size = 4096;
+};
+
+DevicePlan plan_device(const Policy& policy, const DeviceFacts& facts, const Values& current,
+                       const PlanContext& ctx);
+
+}  // namespace blkpolicy::policy

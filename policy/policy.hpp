@@ -1,0 +1,80 @@
+// The policy model: rules with their source positions.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace blkpolicy::policy {
+
+struct SourcePos {
+    std::string file;
+    std::uint32_t line = 0;
+    std::uint32_t column = 0;
+    // "file:line:col", or "file:line" when column is 0, or "file".
+    std::string str() const;
+    // "file:line", what reports show for a rule.
+    std::string file_line() const;
+};
+
+struct PolicyError {
+    SourcePos pos;
+    std::string message;
+    std::string str() const;  // "file:line:col: message"
+};
+
+enum class MatchKey {
+    kernel, driver, model, vendor, serial, wwid, stack, dm_name, dm_uuid, md_level, rotational, removable,
+};
+const char* to_string(MatchKey k);
+std::optional<MatchKey> match_key_from_string(std::string_view s);
+bool match_key_is_flag(MatchKey k);
+
+struct MatchClause {
+    MatchKey key = MatchKey::kernel;
+    std::vector<std::string> patterns;  // any of (globs); for flags "true"/"false"
+    SourcePos pos;
+};
+
+struct Setting {
+    std::string attribute;            // policy key, validated against the allow-list
+    std::vector<std::string> values;  // normalised; more than one only for a scheduler preference list
+    SourcePos pos;
+};
+
+// Acknowledgements a rule can carry to allow dangerous settings.
+inline constexpr const char* kAckWriteThrough = "write-through-drops-flushes";
+inline constexpr const char* kAckVolatileCache = "volatile-cache-data-loss";
+
+struct Rule {
+    std::string name;
+    SourcePos pos;  // the [[rule]] header
+    std::vector<MatchClause> match;
+    std::vector<Setting> set;
+    std::set<std::string> acknowledge;
+};
+
+enum class Mode { enforce, observe };
+const char* to_string(Mode m);
+
+struct DaemonConfig {
+    Mode mode = Mode::enforce;
+    std::chrono::milliseconds verify_interval{30'000};
+};
+
+struct Policy {
+    DaemonConfig daemon;
+    std::vector<Rule> rules;
+    std::vector<std::string> files;  // in the order they were read
+};
+
+// A reference to the rule that decided something, for reports.
+struct RuleRef {
+    std::string name;
+    SourcePos pos;
+};
+
+}  // namespace blkpolicy::policy

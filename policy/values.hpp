@@ -1,0 +1,38 @@
+// Parsing and normalising the text the kernel shows in sysfs attributes.
+// Pure functions: no I/O.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace blkpolicy::policy {
+
+// Strips leading and trailing whitespace (SCSI strings are space padded,
+// sysfs values end in a newline).
+std::string trim(std::string_view s);
+
+// A whole decimal integer, optionally signed; nothing else on the line.
+std::optional<std::int64_t> parse_int(std::string_view s);
+
+// "none [mq-deadline] kyber bfq" -> the offered names and the active one.
+struct SchedulerLine {
+    std::vector<std::string> offered;
+    std::string active;  // empty when no name is bracketed
+};
+SchedulerLine parse_scheduler_line(std::string_view line);
+
+// The kernel keeps read_ahead_kb in pages: a written value reads back rounded
+// down to a whole number of pages.
+std::int64_t readahead_readback(std::int64_t kb, std::int64_t page_size);
+
+// The value of an attribute as it reads back, in the form the policy compares:
+// the bracketed scheduler name, trimmed text otherwise.
+std::string normalise_readback(std::string_view attribute, std::string_view raw);
+
+// Joins with a separator.
+std::string join(const std::vector<std::string>& parts, std::string_view sep);
+
+}  // namespace blkpolicy::policy

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Install everything blkpolicy needs to build, run and test, from Debian's
+# packages. Idempotent; needs root (apt-get). Set BLKPOLICY_SKIP_APT=1 to skip
+# (for example in a container image that already has the packages).
+set -euo pipefail
+
+if [[ "${BLKPOLICY_SKIP_APT:-0}" == 1 ]]; then
+    exit 0
+fi
+
+packages=(
+    # build
+    build-essential cmake pkg-config git
+    # libraries
+    libudev-dev libsystemd-dev libtomlplusplus-dev libspdlog-dev doctest-dev nlohmann-json3-dev
+    # run time and tests: losetup, udevadm, systemd-udevd, systemd-journald, journalctl
+    util-linux udev systemd
+)
+
+missing=()
+for p in "${packages[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+        missing+=("$p")
+    fi
+done
+
+if ((${#missing[@]} == 0)); then
+    exit 0
+fi
+
+if [[ $(id -u) -ne 0 ]]; then
+    echo "install-deps: missing packages: ${missing[*]}" >&2
+    echo "install-deps: run as root (apt-get) or install them yourself" >&2
+    exit 1
+fi
+
+echo "install-deps: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

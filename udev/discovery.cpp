@@ -1,0 +1,141 @@
+#include "udev/discovery.hpp"
+
+#include <algorithm>
+
+#include "policy/attributes.hpp"
+#include "policy/values.hpp"
+
+namespace blkpolicy::udev {
+
+using policy::DeviceFacts;
+using policy::trim;
+
+namespace {
+
+std::string read_trimmed(const Sysfs& s, const std::string& rel) {
+    auto r = s.read(rel);
+    return r.ok() ? trim(r.value) : std::string();
+}
+
+// SCSI VPD page 0x80 (unit serial number): 4-byte header, byte 3 = length.
+std::string serial_from_vpd80(const std::string& raw) {
+    if (raw.size() < 4) return {};
+    const auto len = static_cast<unsigned char>(raw[3]);
+    if (raw.size() < 4u + len) return {};
+    return trim(raw.substr(4, len));
+}
+
+// Walks from the block device's directory up to the root of devices/,
+// collecting the driver of each ancestor that has one (udev's DRIVERS==).
+std::vector<std::string> drivers_of(const Sysfs& s, const std::string& syspath) {
+    std::vector<std::string> out;
+    std::filesystem::path p(syspath);
+    while (!p.empty() && p != "devices" && p != "/") {
+        if (auto target = s.readlink((p / "driver").string())) {
+            out.push_back(std::filesystem::path(*target).filename().string());
+        }
+        p = p.parent_path();
+    }
+    return out;
+}
+
+}  // namespace
+
+bool valid_device_name(std::string_view name) {
+    if (name.empty() || name.size() > 64 || name == "." || name == "..") return false;
+    return std::all_of(name.begin(), name.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+               c == '_' || c == '-' || c == ':' || c == '!';
+    });
+}
+
+std::vector<std::string> list_block_devices(const Sysfs& sysfs) {
+    auto names = sysfs.list("block");
+    names.erase(std::remove_if(names.begin(), names.end(), [](const auto& n) { return !valid_device_name(n); }),
+                names.end());
+    return names;
+}
+
+std::optional<DeviceFacts> read_facts(const Sysfs& s, const std::string& name) {
+    if (!valid_device_name(name)) return std::nullopt;
+    const std::string dir = "block/" + name;
+    auto syspath = s.resolve(dir);
+    if (!syspath) return std::nullopt;
+
+    DeviceFacts f;
+    f.name = name;
+    f.syspath = *syspath;
+    f.devnum = read_trimmed(s, dir + "/dev");
+    f.diskseq = read_trimmed(s, dir + "/diskseq");
+    f.removable = read_trimmed(s, dir + "/removable") == "1";
+    f.has_queue = s.is_dir(dir + "/queue");
+    f.request_based = s.is_dir(dir + "/mq");
+    f.rotational = read_trimmed(s, dir + "/queue/rotational") == "1";
+
+    f.drivers = drivers_of(s, *syspath);
+    if (!f.drivers.empty()) f.driver = f.drivers.front();
+
+    // Identity strings: SCSI and NVMe keep them on the parent device,
+    // virtio and NVMe namespaces on the disk itself. Only SCSI's vendor is a
+    // name (virtio's device/vendor is a numeric PCI vendor id).
+    const auto parent_bus = s.readlink(dir + "/device/subsystem");
+    const auto bus = parent_bus ? std::filesystem::path(*parent_bus).filename().string() : std::string();
+    if (bus == "scsi") f.vendor = read_trimmed(s, dir + "/device/vendor");
+    if (bus == "scsi" || bus == "nvme") f.model = read_trimmed(s, dir + "/device/model");
+    f.serial = read_trimmed(s, dir + "/serial");
+    if (f.serial.empty()) f.serial = read_trimmed(s, dir + "/device/serial");
+    if (f.serial.empty()) {
+        auto vpd = s.read(dir + "/device/vpd_pg80");
+        if (vpd.ok()) f.serial = serial_from_vpd80(vpd.value);
+    }
+    f.wwid = read_trimmed(s, dir + "/wwid");
+    if (f.wwid.empty()) f.wwid = read_trimmed(s, dir + "/device/wwid");
+
+    f.cache_type = read_trimmed(s, dir + "/cache_type");
+    if (f.cache_type.empty()) {
+        for (const auto& hctl : s.list(dir + "/device/scsi_disk")) {
+            f.cache_type = read_trimmed(s, dir + "/device/scsi_disk/" + hctl + "/cache_type");
+            if (!f.cache_type.empty()) break;
+        }
+    }
+
+    if (s.is_dir(dir + "/dm")) {
+        f.stack = policy::Stack::dm;
+        f.dm_name = read_trimmed(s, dir + "/dm/name");
+        f.dm_uuid = read_trimmed(s, dir + "/dm/uuid");
+    } else if (s.is_dir(dir + "/md")) {
+        f.stack = policy::Stack::md;
+        f.md_level = read_trimmed(s, dir + "/md/level");
+    } else if (s.is_dir(dir + "/loop") || f.devnum.rfind("7:", 0) == 0) {
+        f.stack = policy::Stack::loop;  // loop/ exists only while bound; major 7 is loop
+        f.loop_backing_file = read_trimmed(s, dir + "/loop/backing_file");
+    }
+    f.slaves = s.list(dir + "/slaves");
+    f.holders = s.list(dir + "/holders");
+
+    auto sched = s.read(dir + "/queue/scheduler");
+    if (sched.ok()) {
+        auto line = policy::parse_scheduler_line(sched.value);
+        f.schedulers = line.offered;
+        f.scheduler = line.active;
+    }
+    return f;
+}
+
+policy::Values read_values(const Sysfs& s, const std::string& name) {
+    policy::Values v;
+    const std::string dir = "block/" + name + "/";
+    auto put = [&](const std::string& key, const std::string& path) {
+        auto r = s.read(dir + path);
+        if (r.ok()) v[key] = policy::normalise_readback(key, r.value);
+    };
+    for (const auto& key : policy::fixed_attribute_keys()) put(key, policy::find_attribute(key)->path);
+    put("max_hw_sectors_kb", "queue/max_hw_sectors_kb");
+    put("discard_granularity", "queue/discard_granularity");
+    for (const auto& tunable : s.list(dir + "queue/iosched")) {
+        if (auto spec = policy::find_attribute("iosched." + tunable)) put(spec->key, spec->path);
+    }
+    return v;
+}
+
+}  // namespace blkpolicy::udev

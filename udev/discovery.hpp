@@ -1,0 +1,28 @@
+// Device facts and current attribute values, read from sysfs.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "policy/facts.hpp"
+#include "udev/sysfs.hpp"
+
+namespace blkpolicy::udev {
+
+// A kernel block device name: letters, digits, '.', '_', '-', ':' and '!'
+// only; never a path.
+bool valid_device_name(std::string_view name);
+
+// Names under <root>/block, sorted. Partitions are never listed there.
+std::vector<std::string> list_block_devices(const Sysfs& sysfs);
+
+// Facts as the kernel reports them now; nullopt when the device is gone.
+std::optional<policy::DeviceFacts> read_facts(const Sysfs& sysfs, const std::string& name);
+
+// Current values of every writable attribute the device has, normalised,
+// plus the read-only inputs the planner uses (max_hw_sectors_kb,
+// discard_granularity) and every iosched tunable of the active scheduler.
+policy::Values read_values(const Sysfs& sysfs, const std::string& name);
+
+}  // namespace blkpolicy::udev

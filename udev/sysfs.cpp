@@ -1,0 +1,102 @@
+#include "udev/sysfs.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <unistd.h>
+
+namespace blkpolicy::udev {
+
+namespace fs = std::filesystem;
+
+Sysfs::Sysfs(fs::path root) : root_(std::move(root)) {
+    std::error_code ec;
+    canonical_root_ = fs::canonical(root_, ec);
+    if (ec) canonical_root_ = root_;
+}
+
+ReadResult Sysfs::read(const std::string& rel) const {
+    ReadResult r;
+    const auto path = root_ / rel;
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        r.err = errno;
+        return r;
+    }
+    char buf[4096];
+    for (;;) {
+        ssize_t n = ::read(fd, buf, sizeof buf);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            r.err = errno;
+            break;
+        }
+        if (n == 0) break;
+        r.value.append(buf, static_cast<std::size_t>(n));
+        if (r.value.size() > (1u << 20)) break;  // no sysfs attribute is this large
+    }
+    ::close(fd);
+    return r;
+}
+
+int Sysfs::write(const std::string& rel, std::string_view value) {
+    if (rel.empty() || rel.front() == '/' || rel.find("..") != std::string::npos) return EPERM;
+    const auto path = root_ / rel;
+    // O_TRUNC is ignored by sysfs and makes a fake tree's regular file behave like it.
+    int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_TRUNC);
+    if (fd < 0) return errno;
+    int err = 0;
+    ssize_t n;
+    do {
+        n = ::write(fd, value.data(), value.size());
+    } while (n < 0 && errno == EINTR);
+    if (n < 0) err = errno;
+    else if (static_cast<std::size_t>(n) != value.size()) err = EIO;
+    if (::close(fd) < 0 && err == 0) err = errno;
+    return err;
+}
+
+bool Sysfs::exists(const std::string& rel) const {
+    std::error_code ec;
+    return fs::exists(root_ / rel, ec);
+}
+
+bool Sysfs::is_dir(const std::string& rel) const {
+    std::error_code ec;
+    return fs::is_directory(root_ / rel, ec);
+}
+
+std::vector<std::string> Sysfs::list(const std::string& rel) const {
+    std::vector<std::string> out;
+    std::error_code ec;
+    for (fs::directory_iterator it(root_ / rel, ec), end; !ec && it != end; it.increment(ec))
+        out.push_back(it->path().filename().string());
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+std::optional<std::string> Sysfs::readlink(const std::string& rel) const {
+    std::error_code ec;
+    auto target = fs::read_symlink(root_ / rel, ec);
+    if (ec) return std::nullopt;
+    return target.string();
+}
+
+std::optional<std::string> Sysfs::resolve(const std::string& rel) const {
+    std::error_code ec;
+    auto p = fs::canonical(root_ / rel, ec);
+    if (ec) return std::nullopt;
+    auto r = p.lexically_relative(canonical_root_);
+    if (r.empty() || *r.begin() == "..") return std::nullopt;
+    return r == "." ? std::string() : r.string();
+}
+
+std::string errno_text(int err) {
+    const char* name = ::strerrorname_np(err);
+    std::string s = ::strerror(err);
+    if (name) s += std::string(" (") + name + ")";
+    return s;
+}
+
+}  // namespace blkpolicy::udev
