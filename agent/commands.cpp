@@ -38,14 +38,13 @@ int check(const Options& o, std::ostream& out, std::ostream& err) {
     return kExitOk;
 }
 
-int with_devices(const Options& o, std::ostream& out, std::ostream& err) {
+int with_devices(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::ostream& err) {
     auto loaded = load_policy_from(o.policies);
     if (!loaded.ok()) {
         for (const auto& e : loaded.errors) err << e.str() << '\n';
         err << "blkpolicy: the policy is invalid; nothing was done\n";
         return kExitPolicy;
     }
-    udev::Sysfs sysfs(o.sysfs_root);
     if (!sysfs.is_dir("block")) {
         err << "blkpolicy: " << o.sysfs_root << "/block is not a directory: is sysfs mounted there?\n";
         return kExitRuntime;
@@ -90,8 +89,13 @@ int with_devices(const Options& o, std::ostream& out, std::ostream& err) {
 }  // namespace
 
 int run_command(const Options& o, std::ostream& out, std::ostream& err) {
+    udev::Sysfs sysfs(o.sysfs_root);
+    return run_command(o, sysfs, out, err);
+}
+
+int run_command(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::ostream& err) {
     if (o.command == "check") return check(o, out, err);
-    return with_devices(o, out, err);
+    return with_devices(o, sysfs, out, err);
 }
 
 }  // namespace blkpolicy::agent

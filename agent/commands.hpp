@@ -4,9 +4,13 @@
 #include <ostream>
 
 #include "agent/cli.hpp"
+#include "udev/sysfs.hpp"
 
 namespace blkpolicy::agent {
 
+// Runs on the sysfs at options.sysfs_root.
 int run_command(const Options& options, std::ostream& out, std::ostream& err);
+// Runs on the given sysfs (tests pass one that models the kernel).
+int run_command(const Options& options, udev::Sysfs& sysfs, std::ostream& out, std::ostream& err);
 
 }  // namespace blkpolicy::agent

@@ -134,7 +134,7 @@ private:
                 if (was_unchanged) r.detail = "re-applied: a write to another attribute changed it to " + undone_to;
             } else {
                 r.outcome = Outcome::not_stuck;
-                r.detail = "wrote " + a.value + ", reads back " + r.after;
+                r.detail = "wrote " + a.value + ", reads back " + (r.after.empty() ? "nothing" : r.after);
             }
         }
     }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <tuple>
 #include <toml++/toml.h>
 
 #include "policy/attributes.hpp"
@@ -45,6 +46,17 @@ public:
         : src_(src), policy_(policy), errors_(errors), rule_names_(rule_names) {}
 
     void load() {
+        const auto first_error = errors_.size();
+        parse_and_check();
+        // toml++ walks keys in sorted order; report in file order instead.
+        std::stable_sort(errors_.begin() + static_cast<std::ptrdiff_t>(first_error), errors_.end(),
+                         [](const PolicyError& a, const PolicyError& b) {
+                             return std::tie(a.pos.line, a.pos.column) < std::tie(b.pos.line, b.pos.column);
+                         });
+    }
+
+private:
+    void parse_and_check() {
         toml::table root;
         try {
             root = toml::parse(src_.text, src_.name);
@@ -64,7 +76,6 @@ public:
         }
     }
 
-private:
     SourcePos pos(const toml::key& k) const { return pos_of(k.source(), src_.name); }
     SourcePos pos(const toml::node& n) const { return pos_of(n.source(), src_.name); }
     void error(SourcePos p, std::string msg) { errors_.push_back({std::move(p), std::move(msg)}); }
@@ -249,6 +260,11 @@ private:
 
     void set_one(const std::string& name, const toml::key& k, const toml::node& v, Rule& rule) {
         auto spec = find_attribute(name);
+        if (!spec && (name == "acknowledge" || name == "name")) {
+            error(pos(k), quoted(name) + " belongs to the rule itself: put it under [[rule]], before [rule.match] "
+                                         "and [rule.set]");
+            return;
+        }
         if (!spec) {
             error(pos(k), "unknown attribute " + quoted(name) + " in [rule.set] (writable: " +
                               join(fixed_attribute_keys(), ", ") + ", iosched.<tunable>)");

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The whole test suite on a fresh Debian machine: install what is needed,
+# build with warnings as errors, run every test (unit, fake-sysfs goldens,
+# the real binary, real-kernel loop-device tests), then build again with
+# AddressSanitizer and UndefinedBehaviorSanitizer and run everything again.
+# Real-kernel tests need root; without it they report themselves skipped.
+#
+# SANITIZE=0 skips the sanitizer pass.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+
+echo "== build (warnings are errors)"
+BUILD_DIR=build scripts/build.sh -DBLKPOLICY_WERROR=ON -DBLKPOLICY_TESTS=ON
+echo "== tests"
+(cd build && ctest --output-on-failure -j1)
+
+if [[ "${SANITIZE:-1}" == 1 ]]; then
+    echo "== build with ASan + UBSan"
+    BUILD_DIR=build-sanitize BUILD_TYPE=Debug scripts/build.sh -DBLKPOLICY_WERROR=ON -DBLKPOLICY_TESTS=ON \
+        -DBLKPOLICY_SANITIZE=address,undefined
+    echo "== tests under ASan + UBSan"
+    (cd build-sanitize && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+        UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j1)
+fi

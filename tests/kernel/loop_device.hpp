@@ -1,0 +1,38 @@
+// A fresh loop device for real-kernel tests: made with LOOP_CTL_ADD at a high
+// index, bound to a sparse file, and always detached, removed and unlinked
+// again by the destructor.
+#pragma once
+
+#include <string>
+
+namespace blkpolicy::test {
+
+// Backing files carry this prefix, so leftovers of a crashed run are ours to remove.
+inline constexpr const char* kLoopBackingPrefix = "/tmp/blkpolicy-test-";
+inline constexpr int kFirstLoopIndex = 240;
+
+class LoopDevice {
+public:
+    // Throws std::runtime_error with the reason when the kernel refuses.
+    explicit LoopDevice(bool bind = true);
+    ~LoopDevice();
+    LoopDevice(const LoopDevice&) = delete;
+    LoopDevice& operator=(const LoopDevice&) = delete;
+
+    const std::string& name() const { return name_; }
+    std::string queue(const std::string& attr) const;           // trimmed value of queue/ATTR
+    void write_queue(const std::string& attr, const std::string& value) const;  // throws on error
+    int try_write_queue(const std::string& attr, const std::string& value) const;  // errno or 0
+
+private:
+    int index_ = -1;
+    std::string name_;
+    std::string backing_;
+    bool bound_ = false;
+};
+
+// Detaches and removes loop devices left bound to our backing files by a
+// run that crashed. Returns how many it removed.
+int remove_leftover_loops();
+
+}  // namespace blkpolicy::test

@@ -1,0 +1,195 @@
+// apply on fresh loop devices of the running kernel, through the real binary.
+// Each test first shows the kernel trap is real here (so a pass means
+// blkpolicy handled it, not that the kernel stopped doing it), then applies a
+// policy and reads the result from sysfs directly.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "kernel/loop_device.hpp"
+#include "support/run_binary.hpp"
+
+using namespace blkpolicy::test;
+using nlohmann::json;
+
+namespace {
+
+// A policy file and state dir in a scratch directory, removed afterwards.
+struct Scratch {
+    std::filesystem::path dir;
+    Scratch() {
+        std::string t = "/tmp/blkpolicy-kernel.XXXXXX";
+        REQUIRE(::mkdtemp(t.data()));
+        dir = t;
+    }
+    ~Scratch() { std::filesystem::remove_all(dir); }
+
+    // Writes a one-rule policy matching exactly `dev` (and never anything else).
+    std::string policy(const std::string& dev, const std::string& set, const std::string& match = "") {
+        const auto path = (dir / "policy.toml").string();
+        std::ofstream(path, std::ios::trunc) << "[[rule]]\nname = \"test\"\n[rule.match]\nkernel = \"" << dev << "\"\n"
+                                             << match << "\n[rule.set]\n" << set << "\n";
+        return path;
+    }
+
+    // Runs a command limited to `dev` and returns the parsed JSON.
+    json run(const std::string& command, const std::string& policy_path, const std::string& dev, int* exit_code = nullptr) {
+        auto r = run_blkpolicy({command, "--json", "--policy", policy_path, "--state-dir", (dir / "state").string(), dev});
+        INFO("stderr: " << r.err);
+        if (exit_code) *exit_code = r.exit_code;
+        REQUIRE_FALSE(r.out.empty());
+        return json::parse(r.out);
+    }
+};
+
+std::map<std::string, json> results_of(const json& doc) {
+    std::map<std::string, json> out;
+    for (const auto& r : doc["devices"][0]["results"]) out[r["attribute"].get<std::string>()] = r;
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("kernel: read_ahead_kb survives a max_sectors_kb write in the same policy") {
+    {
+        LoopDevice trap;
+        REQUIRE(trap.queue("rotational") == "1");
+        trap.write_queue("read_ahead_kb", "128");
+        trap.write_queue("max_sectors_kb", trap.queue("max_sectors_kb"));
+        CHECK(trap.queue("read_ahead_kb") != "128");  // the kernel raised it again, silently
+    }
+    LoopDevice loop;
+    Scratch s;
+    int rc = -1;
+    auto doc = s.run("apply", s.policy(loop.name(), "read_ahead_kb = 128\nmax_sectors_kb = 1024"), loop.name(), &rc);
+    CHECK(rc == 0);
+    auto r = results_of(doc);
+    CHECK(r["max_sectors_kb"]["outcome"] == "applied");
+    CHECK(r["read_ahead_kb"]["outcome"] == "applied");
+    CHECK(loop.queue("max_sectors_kb") == "1024");
+    CHECK(loop.queue("read_ahead_kb") == "128");
+}
+
+TEST_CASE("kernel: nr_requests survives the scheduler switch") {
+    {
+        LoopDevice trap;
+        trap.write_queue("nr_requests", "64");
+        trap.write_queue("scheduler", "mq-deadline");
+        CHECK(trap.queue("nr_requests") != "64");  // reset by the switch
+    }
+    LoopDevice loop;
+    Scratch s;
+    int rc = -1;
+    auto doc = s.run("apply", s.policy(loop.name(), "scheduler = \"mq-deadline\"\nnr_requests = 64\niosched.fifo_batch = 8"),
+                     loop.name(), &rc);
+    CHECK(rc == 0);
+    CHECK(loop.queue("scheduler").find("[mq-deadline]") != std::string::npos);
+    CHECK(loop.queue("nr_requests") == "64");
+    CHECK(loop.queue("iosched/fifo_batch") == "8");
+    CHECK(results_of(doc)["nr_requests"]["outcome"] == "applied");
+}
+
+TEST_CASE("kernel: scheduler bfq with wbt_lat_usec 2000 ends at 2000 on a fresh device") {
+    {
+        LoopDevice trap;
+        REQUIRE(trap.queue("wbt_lat_usec") == "2000");
+        trap.write_queue("scheduler", "bfq");
+        CHECK(trap.queue("wbt_lat_usec") == "0");  // bfq turned the default wbt off
+        trap.write_queue("wbt_lat_usec", "2000");
+        CHECK(trap.queue("wbt_lat_usec") == "0");  // the retained value: a silent no-op
+    }
+    LoopDevice loop;
+    Scratch s;
+    int rc = -1;
+    auto doc = s.run("apply", s.policy(loop.name(), "scheduler = \"bfq\"\nwbt_lat_usec = 2000"), loop.name(), &rc);
+    CHECK(rc == 0);
+    CHECK(loop.queue("scheduler").find("[bfq]") != std::string::npos);
+    CHECK(loop.queue("wbt_lat_usec") == "2000");
+    auto r = results_of(doc);
+    CHECK(r["wbt_lat_usec"]["outcome"] == "applied");
+    CHECK(r["wbt_lat_usec"]["before"] == "0");
+}
+
+TEST_CASE("kernel: a second apply is a no-op, and frozen facts keep the rule matching") {
+    LoopDevice loop;
+    Scratch s;
+    // Matches rotational = true and sets rotational = 0: without frozen facts
+    // the second run would no longer match and leave the device alone.
+    const auto policy = s.policy(loop.name(),
+                                 "rotational = 0\nread_ahead_kb = 128\nwbt_lat_usec = \"default\"\nscheduler = "
+                                 "[\"kyber\", \"mq-deadline\"]\nnr_requests = 32\nrq_affinity = 2\nnomerges = 1",
+                                 "rotational = true");
+    int rc = -1;
+    auto first = s.run("apply", policy, loop.name(), &rc);
+    CHECK(rc == 0);
+    CHECK(first["summary"]["applied"].get<int>() >= 6);
+    CHECK(loop.queue("rotational") == "0");
+    CHECK(loop.queue("wbt_lat_usec") == "2000");  // the non-rotational default, computed after rotational=0
+
+    auto second = s.run("apply", policy, loop.name(), &rc);
+    CHECK(rc == 0);
+    CHECK(second["devices"][0]["matched"].size() == 1);
+    CHECK(second["devices"][0]["facts"]["facts_frozen"] == true);
+    CHECK(second["summary"]["applied"] == 0);
+    CHECK(second["summary"]["unchanged"].get<int>() ==
+          first["summary"]["applied"].get<int>() + first["summary"]["unchanged"].get<int>());
+    auto status = s.run("status", policy, loop.name(), &rc);
+    CHECK(rc == 0);
+}
+
+TEST_CASE("kernel: read_ahead_kb is page-rounded and reported as applied, not as a failure") {
+    LoopDevice loop;
+    Scratch s;
+    int rc = -1;
+    auto doc = s.run("apply", s.policy(loop.name(), "read_ahead_kb = 130"), loop.name(), &rc);
+    CHECK(rc == 0);
+    CHECK(loop.queue("read_ahead_kb") == "128");
+    CHECK(results_of(doc)["read_ahead_kb"]["expected"] == "128");
+}
+
+TEST_CASE("kernel: the kernel's lies that the policy validation exists for") {
+    LoopDevice loop;
+    loop.write_queue("write_cache", "write backwards");  // accepted: prefix match
+    CHECK(loop.queue("write_cache") == "write back");
+    loop.write_queue("rq_affinity", "3");  // accepted and ignored
+    CHECK(loop.queue("rq_affinity") == "1");
+    Scratch s;
+    auto bad = run_blkpolicy({"check", "--policy", s.policy(loop.name(), "write_cache = \"write backwards\"")});
+    CHECK(bad.exit_code == 3);
+    auto bad2 = run_blkpolicy({"check", "--policy", s.policy(loop.name(), "rq_affinity = 3")});
+    CHECK(bad2.exit_code == 3);
+}
+
+TEST_CASE("kernel: an attribute the kernel rejects fails alone; the rest applies") {
+    LoopDevice loop;
+    Scratch s;
+    // iosched tunable of a scheduler switched to: exists; a bogus one does not
+    int rc = -1;
+    auto doc = s.run("apply", s.policy(loop.name(), "scheduler = \"mq-deadline\"\niosched.no_such_tunable = 1\nread_ahead_kb = 64"),
+                     loop.name(), &rc);
+    auto r = results_of(doc);
+    CHECK(r["iosched.no_such_tunable"]["outcome"] == "skipped");
+    CHECK(r["iosched.no_such_tunable"]["detail"] == "device has no queue/iosched/no_such_tunable");
+    CHECK(r["read_ahead_kb"]["outcome"] == "applied");
+    CHECK(rc == 0);  // skipped is not a failure
+
+    // max_hw_sectors_kb is 1280 on loop: the plan refuses 4096 rather than let the kernel EINVAL it
+    auto doc2 = s.run("apply", s.policy(loop.name(), "max_sectors_kb = 4096\nnomerges = 2"), loop.name(), &rc);
+    CHECK(rc == 1);
+    auto r2 = results_of(doc2);
+    CHECK(r2["max_sectors_kb"]["outcome"] == "refused");
+    CHECK(r2["nomerges"]["outcome"] == "applied");
+    CHECK(loop.queue("nomerges") == "2");
+}
+
+TEST_CASE("kernel: test loop devices are gone afterwards") {
+    std::string name;
+    {
+        LoopDevice loop;
+        name = loop.name();
+        CHECK(std::filesystem::exists("/sys/block/" + name));
+    }
+    CHECK_FALSE(std::filesystem::exists("/sys/block/" + name));
+}

@@ -1,0 +1,68 @@
+// Builds fake sysfs trees on disk that mirror the real layout: /sys/block/NAME
+// is a relative symlink into /sys/devices/..., `device`, `driver` and
+// `subsystem` are relative symlinks, SCSI strings carry their padding,
+// bio-based queues have no scheduler files and no mq/ directory. Used for the
+// layouts this kernel cannot produce (SCSI, NVMe, dm, md).
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace blkpolicy::test {
+
+using QueueFiles = std::map<std::string, std::string>;
+
+// queue/ of a blk-mq disk (scheduler, nr_requests, wbt, rq_affinity, iosched/).
+QueueFiles mq_queue(bool rotational, const std::string& scheduler_line = "[none] mq-deadline kyber bfq");
+// queue/ of a bio-based device (dm linear/crypt, md, zram).
+QueueFiles bio_queue();
+
+class FakeSysfs {
+public:
+    // A fresh tree in a new temporary directory, removed on destruction.
+    FakeSysfs();
+    ~FakeSysfs();
+    FakeSysfs(const FakeSysfs&) = delete;
+    FakeSysfs& operator=(const FakeSysfs&) = delete;
+
+    const std::filesystem::path& root() const { return root_; }
+
+    void file(const std::string& rel, const std::string& content);
+    // A symlink at `rel` pointing at `target_rel` (both relative to the root),
+    // stored as a relative path the way sysfs does.
+    void link(const std::string& rel, const std::string& target_rel);
+    std::string read(const std::string& rel) const;
+
+    // Registers a block device at `devpath` (relative to the root, under
+    // devices/) with block/NAME -> devpath, dev, queue/ and friends.
+    void add_block(const std::string& devpath, const std::string& devnum, const QueueFiles& queue, bool mq);
+    void add_partition(const std::string& disk_devpath, const std::string& part, const std::string& devnum);
+    // Puts iosched/ tunables for the active scheduler.
+    void set_iosched(const std::string& devpath, const std::map<std::string, std::string>& tunables);
+    void stack(const std::string& upper, const std::string& lower);  // slaves/holders links, by name
+
+    // Ready-made devices, each as on a QEMU guest.
+    void add_virtio_disk(const std::string& name, int virtio_index, const std::string& pci, int minor);
+    void add_scsi_qemu_harddisk(const std::string& name, const std::string& hctl, const std::string& cache_type);
+    void add_nvme(const std::string& name);
+    void add_dm(const std::string& name, const std::string& dm_name, const std::string& uuid, int minor);
+    void add_md(const std::string& name, const std::string& level, int minor);
+    void add_loop(const std::string& name, int minor, const std::string& backing_file);
+    void add_zram(const std::string& name);
+
+    // The devpath a name's block/ link points at.
+    std::string devpath_of(const std::string& name) const;
+
+private:
+    std::filesystem::path root_;
+};
+
+// A tree with every layout the issue names: a QEMU HARDDISK SCSI disk sda
+// with partitions sda1, sda2 (cache_type write back), a virtio disk vda, an
+// NVMe namespace nvme0n1, dm-0 (dm-crypt on sda2) under dm-1 (LVM linear),
+// md0 (raid1 over vdb and vdc), a bound loop0 and zram0.
+void build_fleet(FakeSysfs& fs);
+
+}  // namespace blkpolicy::test

@@ -1,0 +1,117 @@
+#include "support/kernel_model.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <filesystem>
+#include <fstream>
+
+#include "policy/values.hpp"
+
+namespace blkpolicy::test {
+
+using policy::parse_int;
+using policy::trim;
+
+namespace {
+const std::map<std::string, std::map<std::string, std::string>> kIoschedDefaults = {
+    {"mq-deadline", {{"fifo_batch", "16"}, {"read_expire", "500"}, {"write_expire", "5000"}}},
+    {"bfq", {{"slice_idle", "8"}, {"low_latency", "1"}}},
+    {"kyber", {{"read_lat_nsec", "2000000"}, {"write_lat_nsec", "10000000"}}},
+};
+const std::map<std::string, std::string> kNrRequests = {
+    {"none", "128"}, {"mq-deadline", "256"}, {"bfq", "256"}, {"kyber", "256"}};
+}  // namespace
+
+int KernelModelSysfs::write(const std::string& rel, std::string_view value) {
+    // rel = block/NAME/ATTRPATH
+    const auto first = rel.find('/');
+    const auto second = rel.find('/', first + 1);
+    const std::string dev = rel.substr(first + 1, second - first - 1);
+    const std::string attr = rel.substr(second + 1);
+    int err = 0;
+    if (auto f = fail.find(attr); f != fail.end()) err = f->second;
+    else err = simulate(dev, attr, value);
+    writes.push_back({attr, std::string(value), err});
+    return err;
+}
+
+int KernelModelSysfs::simulate(const std::string& dev, const std::string& attr, std::string_view value) {
+    const std::string q = "block/" + dev + "/queue/";
+    auto get = [&](const std::string& a) { return trim(read(q + a).value); };
+    auto put = [&](const std::string& a, const std::string& v) { return udev::Sysfs::write(q + a, v); };
+    if (!exists("block/" + dev + "/" + attr)) return ENOENT;
+
+    auto& wbt = wbt_[dev];
+    if (wbt.lat < 0) wbt.lat = parse_int(get("wbt_lat_usec")).value_or(0);
+
+    if (attr == "queue/scheduler") {
+        auto line = policy::parse_scheduler_line(get("scheduler"));
+        const std::string want = trim(value);
+        if (std::find(line.offered.begin(), line.offered.end(), want) == line.offered.end()) return EINVAL;
+        if (want == line.active) return 0;
+        std::string out;
+        for (const auto& s : line.offered) out += (s == want ? "[" + s + "]" : s) + " ";
+        put("scheduler", trim(out));
+        put("nr_requests", kNrRequests.at(want));
+        std::filesystem::remove_all(root() / (q + "iosched"));
+        if (auto d = kIoschedDefaults.find(want); d != kIoschedDefaults.end()) {
+            std::filesystem::create_directories(root() / (q + "iosched"));
+            for (const auto& [k, v] : d->second) std::ofstream(root() / (q + "iosched/" + k)) << v << '\n';
+        }
+        if (want == "bfq" && wbt.state == 1) {
+            wbt.state = 3;
+            put("wbt_lat_usec", "0");
+        } else if (line.active == "bfq" && wbt.state == 3) {
+            wbt.state = 1;
+            put("wbt_lat_usec", std::to_string(wbt.lat));
+        }
+        return 0;
+    }
+    if (attr == "queue/wbt_lat_usec") {
+        auto v = parse_int(value);
+        if (!v || *v < -1) return EINVAL;
+        long n = static_cast<long>(*v);
+        if (n == -1) n = get("rotational") == "1" ? 75000 : 2000;
+        if (n == wbt.lat) return 0;  // the retained value: silently nothing
+        wbt.lat = n;
+        wbt.state = n == 0 ? 4 : 2;
+        return put("wbt_lat_usec", std::to_string(n));
+    }
+    if (attr == "queue/read_ahead_kb") {
+        auto v = parse_int(value);
+        if (!v || *v < 0) return EINVAL;
+        return put("read_ahead_kb", std::to_string(policy::readahead_readback(*v, 4096)));
+    }
+    if (attr == "queue/write_cache") {
+        const std::string v(value);
+        if (v.rfind("write back", 0) == 0) return put("write_cache", "write back");
+        if (v.rfind("write through", 0) == 0 || v.rfind("none", 0) == 0) return put("write_cache", "write through");
+        return EINVAL;
+    }
+    if (attr == "queue/rq_affinity") {
+        auto v = parse_int(value);
+        if (!v) return EINVAL;
+        if (*v >= 0 && *v <= 2) return put("rq_affinity", std::to_string(*v));
+        return 0;  // 3 and friends: accepted, ignored
+    }
+    if (attr == "queue/max_sectors_kb") {
+        auto v = parse_int(value);
+        auto hw = parse_int(get("max_hw_sectors_kb"));
+        if (!v || (hw && *v > *hw)) return EINVAL;
+    }
+    int err = udev::Sysfs::write("block/" + dev + "/" + attr, value);
+    if (err) return err;
+    // Limits commits: 6.17+ readahead formula, only ever raising.
+    if (attr == "queue/max_sectors_kb" || attr == "queue/rotational" || attr == "queue/discard_max_bytes" ||
+        attr == "queue/add_random" || attr == "queue/iostats") {
+        auto cur = parse_int(get("read_ahead_kb")).value_or(0);
+        auto io_opt_kb = parse_int(get("optimal_io_size")).value_or(0) / 1024;
+        std::int64_t computed = get("rotational") == "1" && io_opt_kb == 0
+                                    ? 2 * parse_int(get("max_sectors_kb")).value_or(0)
+                                    : std::max<std::int64_t>(2 * io_opt_kb, 128);
+        put("read_ahead_kb", std::to_string(std::max(cur, computed)));
+    }
+    return 0;
+}
+
+}  // namespace blkpolicy::test

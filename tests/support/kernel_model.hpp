@@ -1,0 +1,41 @@
+// A Sysfs over a fake tree that also does what the kernel does behind the
+// writer's back (KERNEL.md): limits commits raise read_ahead_kb, a scheduler
+// switch resets nr_requests and iosched/, bfq turns default wbt off, writing
+// the retained wbt latency is a no-op, read_ahead_kb rounds to pages. It
+// records every write and can fail chosen paths. The real-kernel tests prove
+// the same behaviours on loop devices.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "udev/sysfs.hpp"
+
+namespace blkpolicy::test {
+
+class KernelModelSysfs : public udev::Sysfs {
+public:
+    using udev::Sysfs::Sysfs;
+
+    int write(const std::string& rel, std::string_view value) override;
+
+    struct Write {
+        std::string path;  // relative to block/NAME/
+        std::string value;
+        int err;
+    };
+    std::vector<Write> writes;
+    // "queue/max_sectors_kb" -> EINVAL: writes to that attribute (any device) fail.
+    std::map<std::string, int> fail;
+
+private:
+    struct Wbt {
+        int state = 1;  // 1 on-default, 2 on-manual, 3 off-default, 4 off-manual
+        long lat = -1;  // retained minimum latency; -1 until first seen
+    };
+    std::map<std::string, Wbt> wbt_;
+    int simulate(const std::string& dev, const std::string& attr, std::string_view value);
+};
+
+}  // namespace blkpolicy::test

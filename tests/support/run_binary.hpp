@@ -1,0 +1,23 @@
+// Runs the real blkpolicy binary and captures what it prints.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace blkpolicy::test {
+
+struct RunResult {
+    int exit_code = -1;
+    std::string out;
+    std::string err;
+};
+
+RunResult run_blkpolicy(const std::vector<std::string>& args);
+
+// Replaces every occurrence of `from` with `to`.
+std::string replace_all(std::string s, const std::string& from, const std::string& to);
+
+// Compares `actual` with tests/golden/NAME; BLKPOLICY_UPDATE_GOLDEN=1 rewrites it.
+bool matches_golden(const std::string& name, const std::string& actual, std::string& diff_hint);
+
+}  // namespace blkpolicy::test

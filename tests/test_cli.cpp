@@ -1,0 +1,92 @@
+// The real binary: help, version, usage errors, exit codes, check output.
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "support/fake_sysfs.hpp"
+#include "support/run_binary.hpp"
+
+using namespace blkpolicy::test;
+
+namespace {
+const std::string kData = BLKPOLICY_TEST_DATA;
+const std::string kExamples = std::string(BLKPOLICY_SOURCE_DIR) + "/examples";
+}  // namespace
+
+TEST_CASE("--help and --version") {
+    auto h = run_blkpolicy({"--help"});
+    CHECK(h.exit_code == 0);
+    CHECK(h.out.rfind("Usage: blkpolicy COMMAND", 0) == 0);
+    CHECK(h.out.find("Exit status:") != std::string::npos);
+    auto v = run_blkpolicy({"--version"});
+    CHECK(v.exit_code == 0);
+    CHECK(v.out.rfind("blkpolicy ", 0) == 0);
+}
+
+TEST_CASE("usage errors exit 2 with a pointer to --help") {
+    const std::vector<std::vector<std::string>> cases = {
+        {}, {"frobnicate"}, {"plan", "--bogus"}, {"plan", "--policy"}, {"check", "sda"}};
+    for (const auto& args : cases) {
+        auto r = run_blkpolicy(args);
+        CAPTURE(r.err);
+        CHECK(r.exit_code == 2);
+        CHECK(r.err.find("Try 'blkpolicy --help'.") != std::string::npos);
+    }
+}
+
+TEST_CASE("check: every example and test policy is valid") {
+    for (const auto& p : {kExamples, kData + "/fleet.toml"}) {
+        auto r = run_blkpolicy({"check", "--policy", p});
+        CAPTURE(p);
+        CAPTURE(r.err);
+        CHECK(r.exit_code == 0);
+        CHECK(r.out.rfind("policy OK: ", 0) == 0);
+    }
+}
+
+TEST_CASE("check: errors as file:line:col on stderr, exit 3; --json carries the same") {
+    FakeSysfs t;  // only for a scratch directory
+    const auto path = (t.root() / "bad.toml").string();
+    t.file("bad.toml", "[[rule]]\nname = \"x\"\n[rule.set]\nrq_affinity = 3");
+    auto r = run_blkpolicy({"check", "--policy", path});
+    CHECK(r.exit_code == 3);
+    CHECK(r.out.empty());
+    CHECK(r.err == path + ":4:15: rq_affinity = 3 is out of range: must be 0..2 (the kernel accepts 3 without error "
+                          "and ignores it)\n");
+    auto j = run_blkpolicy({"check", "--json", "--policy", path});
+    CHECK(j.exit_code == 3);
+    auto doc = nlohmann::json::parse(j.out);
+    CHECK(doc["valid"] == false);
+    CHECK(doc["errors"][0]["line"] == 4);
+    CHECK(doc["errors"][0]["column"] == 15);
+}
+
+TEST_CASE("plan/apply/status refuse to act on an invalid policy, writing nothing") {
+    FakeSysfs t;
+    build_fleet(t);
+    t.file("bad.toml", "[[rule]]\nname = \"x\"\n[rule.set]\nread_ahead_kb = 1\nnomerges = 9\n");
+    const auto before = t.read(t.devpath_of("vda") + "/queue/read_ahead_kb");
+    auto r = run_blkpolicy({"apply", "--policy", (t.root() / "bad.toml").string(), "--sysfs-root", t.root().string(),
+                            "--state-dir", (t.root() / "state").string()});
+    CHECK(r.exit_code == 3);
+    CHECK(r.err.find("nothing was done") != std::string::npos);
+    CHECK(t.read(t.devpath_of("vda") + "/queue/read_ahead_kb") == before);
+}
+
+TEST_CASE("unknown devices and a missing sysfs are clear errors") {
+    FakeSysfs t;
+    build_fleet(t);
+    const std::vector<std::string> common = {"--policy", kData + "/fleet.toml", "--sysfs-root", t.root().string()};
+    auto args = common;
+    args.insert(args.begin(), "plan");
+    args.push_back("sdz");
+    auto r = run_blkpolicy(args);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err == "blkpolicy: no block device \"sdz\" under " + t.root().string() + "/block\n");
+    args.back() = "sda1";  // a partition is not a block/ entry
+    CHECK(run_blkpolicy(args).exit_code == 2);
+
+    auto gone = run_blkpolicy({"status", "--policy", kData + "/fleet.toml", "--sysfs-root", "/nonexistent"});
+    CHECK(gone.exit_code == 4);
+    CHECK(gone.err == "blkpolicy: /nonexistent/block is not a directory: is sysfs mounted there?\n");
+}

@@ -1,0 +1,142 @@
+#include <doctest/doctest.h>
+
+#include "support/fake_sysfs.hpp"
+#include "udev/discovery.hpp"
+
+using namespace blkpolicy;
+using blkpolicy::test::FakeSysfs;
+
+namespace {
+policy::DeviceFacts facts(const udev::Sysfs& s, const std::string& name) {
+    auto f = udev::read_facts(s, name);
+    REQUIRE(f.has_value());
+    return *f;
+}
+}  // namespace
+
+TEST_CASE("the fake fleet mirrors the real layout") {
+    FakeSysfs t;
+    test::build_fleet(t);
+    namespace fs = std::filesystem;
+    CHECK(fs::is_symlink(t.root() / "block/sda"));
+    CHECK(fs::read_symlink(t.root() / "block/sda").string() ==
+          "../devices/pci0000:00/0000:00:03.0/virtio2/host0/target0:0:0/0:0:0:0/block/sda");
+    CHECK(fs::read_symlink(t.root() / "block/vda").string() == "../devices/pci0000:00/0000:00:02.0/virtio1/block/vda");
+    CHECK(fs::read_symlink(t.root() / t.devpath_of("vda") / "device").string() == "../../../virtio1");
+    CHECK(fs::read_symlink(t.root() / "devices/pci0000:00/0000:00:02.0/virtio1/driver").string() ==
+          "../../../../bus/virtio/drivers/virtio_blk");
+    CHECK(t.read(t.devpath_of("sda") + "/device/model") == "QEMU HARDDISK   ");
+    CHECK_FALSE(fs::exists(t.root() / "block/sda1"));  // partitions live inside their disk
+    CHECK(fs::exists(t.root() / t.devpath_of("sda") / "sda1/partition"));
+    CHECK_FALSE(fs::exists(t.root() / t.devpath_of("dm-1") / "queue/scheduler"));
+    CHECK_FALSE(fs::exists(t.root() / t.devpath_of("dm-1") / "mq"));
+}
+
+TEST_CASE("device facts from the fake fleet") {
+    FakeSysfs t;
+    test::build_fleet(t);
+    udev::Sysfs s(t.root());
+
+    CHECK(udev::list_block_devices(s) == std::vector<std::string>{"dm-0", "dm-1", "loop0", "md0", "nvme0n1", "sda",
+                                                                   "vda", "vdb", "vdc", "zram0"});
+
+    SUBCASE("SCSI QEMU HARDDISK") {
+        auto f = facts(s, "sda");
+        CHECK(f.devnum == "8:0");
+        CHECK(f.driver == "sd");
+        CHECK(f.drivers == std::vector<std::string>{"sd", "virtio_scsi", "virtio-pci"});
+        CHECK(f.vendor == "QEMU");
+        CHECK(f.model == "QEMU HARDDISK");
+        CHECK(f.serial == "drive-scsi0");
+        CHECK(f.wwid == "t10.QEMU    QEMU HARDDISK   drive-scsi0");
+        CHECK(f.rotational);
+        CHECK(f.request_based);
+        CHECK(f.stack == policy::Stack::none);
+        CHECK(f.cache_type == "write back");
+        CHECK(f.scheduler == "mq-deadline");
+        CHECK(f.holders.empty());  // dm-0 holds sda2, a partition, not the disk
+    }
+    SUBCASE("virtio disk") {
+        auto f = facts(s, "vda");
+        CHECK(f.driver == "virtio_blk");
+        CHECK(f.vendor.empty());  // device/vendor is a PCI id, not a name
+        CHECK(f.serial == "vd-serial-vda");
+        CHECK(f.cache_type == "write back");
+        CHECK(f.syspath == "devices/pci0000:00/0000:00:02.0/virtio1/block/vda");
+    }
+    SUBCASE("NVMe namespace under its controller") {
+        auto f = facts(s, "nvme0n1");
+        CHECK(f.driver == "nvme");
+        CHECK(f.model == "QEMU NVMe Ctrl");
+        CHECK(f.serial == "deadbeef");
+        CHECK(f.wwid == "eui.0000000000000000525400123456");
+        CHECK_FALSE(f.rotational);
+    }
+    SUBCASE("dm-crypt under LVM") {
+        auto crypt = facts(s, "dm-0");
+        CHECK(crypt.stack == policy::Stack::dm);
+        CHECK(crypt.dm_name == "luks-root");
+        CHECK(crypt.dm_uuid.rfind("CRYPT-", 0) == 0);
+        CHECK(crypt.slaves == std::vector<std::string>{"sda2"});
+        CHECK(crypt.holders == std::vector<std::string>{"dm-1"});
+        CHECK_FALSE(crypt.request_based);
+        CHECK(crypt.schedulers.empty());
+        CHECK(crypt.driver.empty());
+        auto lvm = facts(s, "dm-1");
+        CHECK(lvm.dm_uuid.rfind("LVM-", 0) == 0);
+        CHECK(lvm.slaves == std::vector<std::string>{"dm-0"});
+    }
+    SUBCASE("md raid1") {
+        auto f = facts(s, "md0");
+        CHECK(f.stack == policy::Stack::md);
+        CHECK(f.md_level == "raid1");
+        CHECK(f.slaves == std::vector<std::string>{"vdb", "vdc"});
+        CHECK(facts(s, "vdb").holders == std::vector<std::string>{"md0"});
+    }
+    SUBCASE("bound loop and zram") {
+        auto loop = facts(s, "loop0");
+        CHECK(loop.stack == policy::Stack::loop);
+        CHECK(loop.loop_backing_file == "/var/lib/images/disk.img");
+        CHECK(loop.driver.empty());
+        auto zram = facts(s, "zram0");
+        CHECK(zram.stack == policy::Stack::none);
+        CHECK_FALSE(zram.request_based);
+        CHECK(zram.has_queue);
+    }
+    SUBCASE("names that are not devices") {
+        CHECK_FALSE(udev::read_facts(s, "nosuch").has_value());
+        CHECK_FALSE(udev::read_facts(s, "../block").has_value());
+        CHECK_FALSE(udev::read_facts(s, "sda1").has_value());
+    }
+}
+
+TEST_CASE("values: what a device has, normalised; nothing for what it lacks") {
+    FakeSysfs t;
+    test::build_fleet(t);
+    udev::Sysfs s(t.root());
+    auto vda = udev::read_values(s, "vda");
+    CHECK(vda.at("scheduler") == "mq-deadline");
+    CHECK(vda.at("read_ahead_kb") == "8192");
+    CHECK(vda.at("iosched.fifo_batch") == "16");
+    CHECK(vda.at("max_hw_sectors_kb") == "2147483647");
+    CHECK(vda.count("device.timeout") == 0);
+    auto sda = udev::read_values(s, "sda");
+    CHECK(sda.at("device.timeout") == "30");
+    CHECK(sda.at("device.queue_depth") == "128");
+    auto zram = udev::read_values(s, "zram0");
+    CHECK(zram.count("scheduler") == 0);
+    CHECK(zram.count("wbt_lat_usec") == 0);
+    CHECK(zram.count("nr_requests") == 0);
+    CHECK(zram.count("rq_affinity") == 0);
+    CHECK(zram.at("read_ahead_kb") == "128");
+}
+
+TEST_CASE("device names are validated") {
+    CHECK(udev::valid_device_name("sda"));
+    CHECK(udev::valid_device_name("dm-0"));
+    CHECK(udev::valid_device_name("cciss!c0d0"));
+    CHECK_FALSE(udev::valid_device_name(""));
+    CHECK_FALSE(udev::valid_device_name(".."));
+    CHECK_FALSE(udev::valid_device_name("sda/queue"));
+    CHECK_FALSE(udev::valid_device_name("a b"));
+}

@@ -1,0 +1,183 @@
+#include <doctest/doctest.h>
+
+#include <cerrno>
+
+#include "agent/executor.hpp"
+#include "policy/loader.hpp"
+#include "support/fake_sysfs.hpp"
+#include "support/kernel_model.hpp"
+#include "udev/discovery.hpp"
+
+using namespace blkpolicy;
+using test::FakeSysfs;
+using test::KernelModelSysfs;
+
+namespace {
+
+policy::Policy policy_of(const std::string& set) {
+    auto r = policy::load_policy({{"p.toml", "[[rule]]\nname = \"r\"\n[rule.set]\n" + set}});
+    for (const auto& e : r.errors) MESSAGE(e.str());
+    REQUIRE(r.ok());
+    return r.policy;
+}
+
+policy::DevicePlan plan_for(const udev::Sysfs& s, const std::string& dev, const policy::Policy& p) {
+    auto facts = udev::read_facts(s, dev);
+    REQUIRE(facts);
+    return policy::plan_device(p, *facts, udev::read_values(s, dev), {});
+}
+
+std::map<std::string, agent::AttributeResult> by_attr(const agent::DeviceResult& r) {
+    std::map<std::string, agent::AttributeResult> m;
+    for (const auto& a : r.results) m[a.attribute] = a;
+    return m;
+}
+
+std::vector<std::string> writes_of(const KernelModelSysfs& s) {
+    std::vector<std::string> out;
+    for (const auto& w : s.writes) out.push_back(w.path + "=" + w.value);
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("the kernel model reproduces the traps the write order avoids") {
+    FakeSysfs t;
+    t.add_loop("loop0", 0, "/img");
+    KernelModelSysfs s(t.root());
+    REQUIRE(s.write("block/loop0/queue/read_ahead_kb", "128") == 0);
+    REQUIRE(s.write("block/loop0/queue/max_sectors_kb", "1024") == 0);
+    CHECK(t.read(t.devpath_of("loop0") + "/queue/read_ahead_kb") == "2048");  // raised again
+    REQUIRE(s.write("block/loop0/queue/nr_requests", "64") == 0);
+    REQUIRE(s.write("block/loop0/queue/scheduler", "bfq") == 0);
+    CHECK(t.read(t.devpath_of("loop0") + "/queue/nr_requests") == "256");
+    CHECK(t.read(t.devpath_of("loop0") + "/queue/wbt_lat_usec") == "0");
+    REQUIRE(s.write("block/loop0/queue/wbt_lat_usec", "2000") == 0);
+    CHECK(t.read(t.devpath_of("loop0") + "/queue/wbt_lat_usec") == "0");  // silent no-op
+}
+
+TEST_CASE("apply in write order: every trap handled, every value read back") {
+    FakeSysfs t;
+    t.add_loop("loop0", 0, "/img");
+    KernelModelSysfs s(t.root());
+    auto p = policy_of(
+        "read_ahead_kb = 128\nmax_sectors_kb = 1024\nscheduler = \"bfq\"\nnr_requests = 64\nwbt_lat_usec = 2000\n"
+        "iosched.slice_idle = 0\nrotational = 0\n");
+    auto result = agent::execute(s, plan_for(s, "loop0", p));
+    CHECK(writes_of(s) == std::vector<std::string>{"queue/rotational=0", "queue/max_sectors_kb=1024",
+                                                   "queue/scheduler=bfq", "queue/nr_requests=64",
+                                                   "queue/iosched/slice_idle=0", "queue/wbt_lat_usec=0",
+                                                   "queue/wbt_lat_usec=2000", "queue/read_ahead_kb=128"});
+    auto r = by_attr(result);
+    for (const auto& [attr, res] : r) {
+        CAPTURE(attr);
+        CHECK(res.outcome == agent::Outcome::applied);
+        CHECK(res.after == res.expected);
+    }
+    CHECK(r["wbt_lat_usec"].before == "0");  // read after the bfq switch, not at plan time
+    CHECK(t.read(t.devpath_of("loop0") + "/queue/read_ahead_kb") == "128");
+    CHECK(t.read(t.devpath_of("loop0") + "/queue/nr_requests") == "64");
+    CHECK(t.read(t.devpath_of("loop0") + "/queue/wbt_lat_usec") == "2000");
+
+    SUBCASE("a second apply is a no-op") {
+        s.writes.clear();
+        auto again = agent::execute(s, plan_for(s, "loop0", p));
+        CHECK(s.writes.empty());
+        for (const auto& res : again.results) CHECK(res.outcome == agent::Outcome::unchanged);
+    }
+}
+
+TEST_CASE("one failing attribute does not stop the rest") {
+    FakeSysfs t;
+    t.add_loop("loop0", 0, "/img");
+    KernelModelSysfs s(t.root());
+    s.fail["queue/nomerges"] = EINVAL;
+    auto result = agent::execute(s, plan_for(s, "loop0", policy_of("nomerges = 2\nrq_affinity = 2\nread_ahead_kb = 64\n")));
+    auto r = by_attr(result);
+    CHECK(r["nomerges"].outcome == agent::Outcome::failed);
+    CHECK(r["nomerges"].detail == "write 2: Invalid argument (EINVAL)");
+    CHECK(r["rq_affinity"].outcome == agent::Outcome::applied);
+    CHECK(r["read_ahead_kb"].outcome == agent::Outcome::applied);
+}
+
+namespace {
+// Accepts writes to nomerges without changing anything, like rq_affinity=3.
+struct SwallowingSysfs : KernelModelSysfs {
+    using KernelModelSysfs::KernelModelSysfs;
+    int write(const std::string& rel, std::string_view value) override {
+        if (rel.ends_with("/queue/nomerges")) return 0;
+        return KernelModelSysfs::write(rel, value);
+    }
+};
+// Writing read_ahead_kb resets nomerges: something a later write undoes.
+struct UndoingSysfs : KernelModelSysfs {
+    using KernelModelSysfs::KernelModelSysfs;
+    int write(const std::string& rel, std::string_view value) override {
+        int err = KernelModelSysfs::write(rel, value);
+        if (rel.ends_with("/queue/read_ahead_kb") && !undone) {
+            undone = true;
+            udev::Sysfs::write("block/loop0/queue/nomerges", "0");
+        }
+        return err;
+    }
+    bool undone = false;
+};
+// The device disappears after the first write.
+struct VanishingSysfs : KernelModelSysfs {
+    using KernelModelSysfs::KernelModelSysfs;
+    int write(const std::string& rel, std::string_view value) override {
+        int err = KernelModelSysfs::write(rel, value);
+        std::filesystem::remove(root() / "block/loop0");
+        return err;
+    }
+};
+}  // namespace
+
+TEST_CASE("a write that does not stick is reported with what reads back") {
+    FakeSysfs t;
+    t.add_loop("loop0", 0, "/img");
+    SwallowingSysfs s(t.root());
+    auto r = by_attr(agent::execute(s, plan_for(s, "loop0", policy_of("nomerges = 1\n"))));
+    CHECK(r["nomerges"].outcome == agent::Outcome::not_stuck);
+    CHECK(r["nomerges"].detail == "wrote 1, reads back 0");
+    CHECK(s.writes.size() == 0);  // swallowed before the model saw them
+}
+
+TEST_CASE("what a later write undid is re-applied once") {
+    FakeSysfs t;
+    t.add_loop("loop0", 0, "/img");
+    UndoingSysfs s(t.root());
+    auto r = by_attr(agent::execute(s, plan_for(s, "loop0", policy_of("nomerges = 1\nread_ahead_kb = 64\n"))));
+    CHECK(r["nomerges"].outcome == agent::Outcome::applied);
+    CHECK(r["nomerges"].detail == "re-applied: a later write had changed it to 0");
+    CHECK(t.read(t.devpath_of("loop0") + "/queue/nomerges") == "1");
+    CHECK(writes_of(s) == std::vector<std::string>{"queue/nomerges=1", "queue/read_ahead_kb=64", "queue/nomerges=1"});
+}
+
+TEST_CASE("a device vanishing mid-apply: the rest is skipped, not failed") {
+    FakeSysfs t;
+    t.add_loop("loop0", 0, "/img");
+    VanishingSysfs s(t.root());
+    auto result = agent::execute(s, plan_for(s, "loop0", policy_of("nomerges = 1\nrq_affinity = 2\nread_ahead_kb = 64\n")));
+    auto r = by_attr(result);
+    CHECK(r["rq_affinity"].outcome == agent::Outcome::skipped);
+    CHECK(r["rq_affinity"].detail == "device vanished");
+    CHECK(r["read_ahead_kb"].outcome == agent::Outcome::skipped);
+    CHECK(r["nomerges"].outcome == agent::Outcome::skipped);
+}
+
+TEST_CASE("refused and skipped actions write nothing") {
+    FakeSysfs t;
+    test::build_fleet(t);
+    KernelModelSysfs s(t.root());
+    auto p = policy::load_policy({{"p.toml", "[[rule]]\nname = \"r\"\nacknowledge = [\"write-through-drops-flushes\"]\n"
+                                             "[rule.set]\nwrite_cache = \"write through\"\nscheduler = \"kyber\"\n"}});
+    REQUIRE(p.ok());
+    auto r = by_attr(agent::execute(s, plan_for(s, "sda", p.policy)));
+    CHECK(r["write_cache"].outcome == agent::Outcome::refused);
+    CHECK(r["scheduler"].outcome == agent::Outcome::applied);
+    auto z = by_attr(agent::execute(s, plan_for(s, "zram0", p.policy)));
+    CHECK(z["scheduler"].outcome == agent::Outcome::skipped);
+    CHECK(z["write_cache"].outcome == agent::Outcome::unchanged);  // zram already writes through
+    CHECK(writes_of(s) == std::vector<std::string>{"queue/scheduler=kyber"});
+}

@@ -1,0 +1,125 @@
+// Golden scenarios: the fake fleet + tests/data/fleet.toml, compared with
+// tests/golden/*. Paths that differ per run are replaced by placeholders.
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "agent/commands.hpp"
+#include "support/fake_sysfs.hpp"
+#include "support/kernel_model.hpp"
+#include "support/run_binary.hpp"
+
+using namespace blkpolicy::test;
+
+namespace {
+
+const std::string kPolicy = std::string(BLKPOLICY_TEST_DATA) + "/fleet.toml";
+
+struct Scenario {
+    FakeSysfs tree;
+    Scenario() { build_fleet(tree); }
+    // apply runs in-process on a sysfs that does what the kernel does on
+    // writes (brackets the scheduler, resets nr_requests, ...): a fake
+    // tree's plain files would not.
+    RunResult apply(std::vector<std::string> extra = {}) {
+        std::vector<std::string> args = {"apply", "--policy", kPolicy, "--sysfs-root", tree.root().string(),
+                                         "--state-dir", (tree.root() / "state").string()};
+        args.insert(args.end(), extra.begin(), extra.end());
+        auto parsed = blkpolicy::agent::parse_command_line(args);
+        REQUIRE(parsed.error.empty());
+        KernelModelSysfs sysfs(tree.root());
+        std::ostringstream out, err;
+        RunResult r;
+        r.exit_code = blkpolicy::agent::run_command(parsed.options, sysfs, out, err);
+        r.out = replace_all(out.str(), std::string(BLKPOLICY_TEST_DATA), "<data>");
+        r.err = err.str();
+        return r;
+    }
+    RunResult run(const std::string& command, std::vector<std::string> extra = {}) {
+        std::vector<std::string> args = {command, "--policy", kPolicy, "--sysfs-root", tree.root().string(),
+                                         "--state-dir", (tree.root() / "state").string()};
+        args.insert(args.end(), extra.begin(), extra.end());
+        auto r = run_blkpolicy(args);
+        r.out = replace_all(r.out, std::string(BLKPOLICY_TEST_DATA), "<data>");
+        r.err = replace_all(r.err, tree.root().string(), "<sysfs>");
+        return r;
+    }
+    std::string q(const std::string& dev, const std::string& attr) { return tree.read(tree.devpath_of(dev) + "/" + attr); }
+};
+
+void check_golden(const std::string& name, const std::string& actual) {
+    std::string hint;
+    const bool same = matches_golden(name, actual, hint);
+    CHECK_MESSAGE(same, hint);
+}
+
+}  // namespace
+
+TEST_CASE("golden: plan of the fleet writes nothing") {
+    Scenario s;
+    auto r = s.run("plan");
+    CHECK(r.exit_code == 0);
+    CHECK(r.err.empty());
+    check_golden("fleet-plan.txt", r.out);
+    CHECK(s.q("vda", "queue/read_ahead_kb") == "8192");
+    CHECK_FALSE(std::filesystem::exists(s.tree.root() / "state"));
+}
+
+TEST_CASE("golden: plan --json") {
+    Scenario s;
+    auto r = s.run("plan", {"--json"});
+    CHECK(r.exit_code == 0);
+    check_golden("fleet-plan.json", r.out);
+    auto doc = nlohmann::json::parse(r.out);
+    CHECK(doc["format"] == 1);
+}
+
+TEST_CASE("golden: apply, then status, then apply again") {
+    Scenario s;
+    auto r = s.apply();
+    // sda's write_cache is refused (its own cache is write back): partial, exit 1.
+    CHECK(r.exit_code == 1);
+    check_golden("fleet-apply.txt", r.out);
+    CHECK(s.q("vda", "queue/rotational") == "0");
+    CHECK(s.q("vda", "queue/read_ahead_kb") == "128");
+    CHECK(s.q("vda", "queue/scheduler") == "none mq-deadline [kyber] bfq");
+    CHECK(s.q("sda", "device/timeout") == "60");
+    CHECK(s.q("sda", "queue/write_cache") == "write back");
+    CHECK(s.q("dm-1", "queue/read_ahead_kb") == "1024");
+    CHECK(s.q("md0", "queue/read_ahead_kb") == "4096");
+    CHECK(s.q("zram0", "queue/read_ahead_kb") == "0");
+    CHECK(std::filesystem::exists(s.tree.root() / "state/facts/vda.json"));
+
+    auto st = s.run("status");
+    check_golden("fleet-status-after-apply.txt", st.out);
+
+    auto again = s.apply({"--json"});
+    auto doc = nlohmann::json::parse(again.out);
+    CHECK(doc["summary"]["applied"] == 0);
+    CHECK(doc["summary"]["failed"] == 0);
+    CHECK(doc["summary"]["refused"] == 1);
+    // frozen facts: vda still matches "rotational = true" after its rotational became 0
+    for (const auto& d : doc["devices"]) {
+        if (d["device"] == "vda") {
+            CHECK(d["facts"]["rotational"] == true);
+            CHECK(d["facts"]["facts_frozen"] == true);
+            CHECK(d["matched"].size() == 1);
+        }
+    }
+}
+
+TEST_CASE("status reports drift and exits 1; device arguments limit it") {
+    Scenario s;
+    auto r = s.run("status", {"vda"});
+    CHECK(r.exit_code == 1);
+    check_golden("vda-status.txt", r.out);
+    CHECK(s.apply({"vda"}).exit_code == 0);
+    auto after = s.run("status", {"vda", "--json"});
+    CHECK(after.exit_code == 0);
+    auto doc = nlohmann::json::parse(after.out);
+    REQUIRE(doc["devices"].size() == 1);
+    CHECK(doc["devices"][0]["attributes"].size() == 4);
+    for (const auto& a : doc["devices"][0]["attributes"]) CHECK(a["state"] == "ok");
+    CHECK(s.q("sda", "queue/read_ahead_kb") == "8192");  // not named, not touched
+}

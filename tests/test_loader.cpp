@@ -1,0 +1,223 @@
+#include <doctest/doctest.h>
+
+#include <map>
+
+#include "policy/loader.hpp"
+
+using namespace blkpolicy::policy;
+
+namespace {
+
+std::vector<std::string> errors_of(const std::string& text) {
+    auto r = load_policy({{"p.toml", text}});
+    std::vector<std::string> out;
+    for (const auto& e : r.errors) out.push_back(e.str());
+    return out;
+}
+
+std::string only_error(const std::string& text) {
+    auto errs = errors_of(text);
+    REQUIRE(errs.size() == 1);
+    return errs.front();
+}
+
+const char* kGood = R"(
+[daemon]
+mode = "observe"
+verify_interval = "5s"
+
+[[rule]]
+name = "virtual disks do not spin"
+[rule.match]
+driver = ["virtio_blk", "sd"]
+model = ["QEMU HARDDISK"]
+rotational = true
+stack = "none"
+[rule.set]
+rotational = 0
+wbt_lat_usec = 2000
+read_ahead_kb = 128
+scheduler = ["kyber", "mq-deadline"]
+iosched.fifo_batch = 8
+device.timeout = 60
+
+[[rule]]
+name = "hdd"
+acknowledge = ["write-through-drops-flushes"]
+[rule.set]
+write_cache = "write through"
+wbt_lat_usec = "default"
+add_random = true
+)";
+
+}  // namespace
+
+TEST_CASE("a valid policy loads with positions") {
+    auto r = load_policy({{"p.toml", kGood}});
+    REQUIRE(r.ok());
+    CHECK(r.policy.daemon.mode == Mode::observe);
+    CHECK(r.policy.daemon.verify_interval == std::chrono::seconds(5));
+    REQUIRE(r.policy.rules.size() == 2);
+    const auto& rule = r.policy.rules[0];
+    CHECK(rule.name == "virtual disks do not spin");
+    CHECK(rule.pos.str() == "p.toml:6:1");
+    REQUIRE(rule.match.size() == 4);
+    CHECK(rule.match[0].key == MatchKey::driver);
+    CHECK(rule.match[0].patterns == std::vector<std::string>{"virtio_blk", "sd"});
+    CHECK(rule.match[2].patterns == std::vector<std::string>{"true"});
+    std::map<std::string, std::vector<std::string>> set;
+    for (const auto& s : rule.set) set[s.attribute] = s.values;
+    CHECK(set["rotational"] == std::vector<std::string>{"0"});
+    CHECK(set["scheduler"] == std::vector<std::string>{"kyber", "mq-deadline"});
+    CHECK(set["iosched.fifo_batch"] == std::vector<std::string>{"8"});
+    CHECK(set["device.timeout"] == std::vector<std::string>{"60"});
+    const auto& hdd = r.policy.rules[1];
+    std::map<std::string, std::vector<std::string>> set2;
+    for (const auto& s : hdd.set) set2[s.attribute] = s.values;
+    CHECK(set2["wbt_lat_usec"] == std::vector<std::string>{"default"});
+    CHECK(set2["add_random"] == std::vector<std::string>{"1"});
+    CHECK(hdd.match.empty());
+}
+
+TEST_CASE("TOML syntax errors carry the position") {
+    auto e = only_error("[[rule]]\nname = \"x\"\n[rule.set]\nread_ahead_kb = = 5\n");
+    CHECK(e.rfind("p.toml:4:", 0) == 0);
+}
+
+TEST_CASE("validation messages, exactly") {
+    const struct {
+        const char* text;
+        const char* error;
+    } cases[] = {
+        {"[[rule]]\nname = \"x\"\n[rule.set]\nread_ahead_kb = -5\n",
+         "p.toml:4:17: read_ahead_kb = -5 is negative: must be 0..1048576 (KiB, at most 1 GiB)"},
+        {"[[rule]]\nname = \"x\"\n[rule.set]\nread_ahead_kb = \"128\"\n",
+         "p.toml:4:17: read_ahead_kb must be an integer, not a string"},
+        {"[[rule]]\nname = \"x\"\n[rule.set]\nread_ahead_kb = 1.5\n",
+         "p.toml:4:17: read_ahead_kb must be an integer, not a float"},
+        {"[[rule]]\nname = \"x\"\n[rule.set]\nrq_affinity = 3\n",
+         "p.toml:4:15: rq_affinity = 3 is out of range: must be 0..2 (the kernel accepts 3 without error and "
+         "ignores it)"},
+        {"[[rule]]\nname = \"x\"\n[rule.set]\nnr_requests = 2\n",
+         "p.toml:4:15: nr_requests = 2 is out of range: must be 4..65536 (the kernel silently raises values "
+         "below 4)"},
+        {"[[rule]]\nname = \"x\"\n[rule.set]\nwrite_cache = \"write backwards\"\n",
+         "p.toml:4:15: write_cache = \"write backwards\" is not exactly one of \"write back\", \"write through\" "
+         "(the kernel matches only the start of the text, so a typo would silently apply another mode)"},
+        {"[[rule]]\nname = \"x\"\n[rule.set]\nwrite_cache = \"none\"\n",
+         "p.toml:4:15: write_cache = \"none\" is not exactly one of \"write back\", \"write through\" (the "
+         "kernel matches only the start of the text, so a typo would silently apply another mode)"},
+        {"[[rule]]\nname = \"x\"\n[rule.set]\nwrite_cache = \"write through\"\n",
+         "p.toml:4:15: write_cache = \"write through\" makes the kernel stop sending cache flushes: fsync still "
+         "succeeds, but data in the device's volatile cache is lost on power failure; if that is intended, add "
+         "acknowledge = [\"write-through-drops-flushes\"] to rule \"x\""},
+        {"[[rule]]\nname = \"x\"\n[rule.set]\nreadahead_kb = 5\n",
+         "p.toml:4:1: unknown attribute \"readahead_kb\" in [rule.set] (writable: rotational, max_sectors_kb, "
+         "discard_max_bytes, write_cache, add_random, iostats, scheduler, nr_requests, wbt_lat_usec, nomerges, "
+         "rq_affinity, device.timeout, device.queue_depth, read_ahead_kb, iosched.<tunable>)"},
+        {"[[rule]]\nname = \"x\"\n[rule.match]\nmodel_name = \"x\"\n[rule.set]\nnomerges = 1\n",
+         "p.toml:4:1: unknown match key \"model_name\" (known: kernel, driver, model, vendor, serial, wwid, "
+         "rotational, removable, stack, dm_name, dm_uuid, md_level)"},
+        {"[[rule]]\nname = \"x\"\n[rule.match]\nrotational = 1\n[rule.set]\nnomerges = 1\n",
+         "p.toml:4:14: match.rotational must be true or false, not an integer"},
+        {"[[rule]]\nname = \"x\"\n[rule.match]\nstack = \"lvm\"\n[rule.set]\nnomerges = 1\n",
+         "p.toml:4:9: match.stack \"lvm\" is not one of \"none\", \"dm\", \"md\", \"loop\""},
+        {"[[rule]]\nname = \"x\"\n[rule.match]\nkernel = []\n[rule.set]\nnomerges = 1\n",
+         "p.toml:4:10: match.kernel must not be an empty array (it could never match)"},
+        {"[[rule]]\nname = \"x\"\n[rule.set]\nscheduler = \"deadline\"\n",
+         "p.toml:4:13: unknown scheduler \"deadline\" (known: \"none\", \"mq-deadline\", \"kyber\", \"bfq\")"},
+        {"[[rule]]\nname = \"x\"\n[rule.set]\nscheduler = [\"bfq\", \"bfq\"]\n",
+         "p.toml:4:13: scheduler \"bfq\" is listed twice"},
+        {"[[rule]]\nname = \"x\"\n[rule.set]\nwbt_lat_usec = \"off\"\n",
+         "p.toml:4:16: wbt_lat_usec must be an integer (microseconds, 0 turns wbt off) or \"default\""},
+        {"[[rule]]\nname = \"x\"\n[rule.set]\nrotational = 2\n", "p.toml:4:14: rotational must be 0, 1, true or false"},
+        {"[[rule]]\nname = \"x\"\n[rule.set]\ndiscard_max_bytes = 0\n",
+         "p.toml:4:21: discard_max_bytes = 0 is out of range: must be 1..9223372036854775807 (0 can disable "
+         "discard for good on recent kernels; leave the key out instead)"},
+        {"[[rule]]\nname = \"x\"\n[rule.set]\nmax_sectors_kb = 0\n",
+         "p.toml:4:18: max_sectors_kb = 0 is out of range: must be 4..2147483647 (at least one 4 KiB page; the "
+         "kernel rejects values above max_hw_sectors_kb)"},
+        {"[[rule]]\nname = \"x\"\n[rule.set]\niosched.Fifo-Batch = 1\n",
+         "p.toml:4:9: unknown attribute \"iosched.Fifo-Batch\" in [rule.set] (writable: rotational, "
+         "max_sectors_kb, discard_max_bytes, write_cache, add_random, iostats, scheduler, nr_requests, "
+         "wbt_lat_usec, nomerges, rq_affinity, device.timeout, device.queue_depth, read_ahead_kb, "
+         "iosched.<tunable>)"},
+        {"[[rule]]\nname = \"x\"\n[rule.set]\ndevice.eh_deadline = 1\n",
+         "p.toml:4:8: unknown attribute \"device.eh_deadline\" in [rule.set] (writable: rotational, "
+         "max_sectors_kb, discard_max_bytes, write_cache, add_random, iostats, scheduler, nr_requests, "
+         "wbt_lat_usec, nomerges, rq_affinity, device.timeout, device.queue_depth, read_ahead_kb, "
+         "iosched.<tunable>)"},
+        {"[[rule]]\nname = \"x\"\n", "p.toml:1:1: rule \"x\" has no [rule.set] table: it would do nothing"},
+        {"[[rule]]\nname = \"x\"\n[rule.set]\n", "p.toml:3:7: [rule.set] is empty: the rule would do nothing"},
+        {"[[rule]]\n[rule.set]\nnomerges = 1\n", "p.toml:1:1: rule has no name: add name = \"...\""},
+        {"[[rule]]\nname = \"x\"\nenabled = false\n[rule.set]\nnomerges = 1\n",
+         "p.toml:3:1: unknown key \"enabled\" in rule (expected \"name\", \"match\", \"set\" or \"acknowledge\")"},
+        {"[[rule]]\nname = \"x\"\nacknowledge = [\"yolo\"]\n[rule.set]\nnomerges = 1\n",
+         "p.toml:3:15: unknown acknowledgement \"yolo\" (known: \"write-through-drops-flushes\", "
+         "\"volatile-cache-data-loss\")"},
+        {"[[rule]]\nname = \"x\"\n[rule.set]\nnomerges = 1\nacknowledge = [\"write-through-drops-flushes\"]\n",
+         "p.toml:5:1: \"acknowledge\" belongs to the rule itself: put it under [[rule]], before [rule.match] and "
+         "[rule.set]"},
+        {"[rules]\nx = 1\n", "p.toml:1:2: unknown top-level key \"rules\" (expected \"daemon\" or \"rule\")"},
+        {"[daemon]\nmode = \"enforcing\"\n", "p.toml:2:8: daemon.mode must be \"enforce\" or \"observe\""},
+        {"[daemon]\nverify_interval = 30\n",
+         "p.toml:2:19: daemon.verify_interval must be a duration such as \"30s\", \"500ms\" or \"5m\""},
+        {"[daemon]\nverify_interval = \"10ms\"\n", "p.toml:2:19: daemon.verify_interval must be between 100ms and 24h"},
+        {"[daemon]\nverbose = true\n",
+         "p.toml:2:1: unknown key \"verbose\" in [daemon] (expected \"mode\" or \"verify_interval\")"},
+        {"rule = 5\n", "p.toml:1:1: \"rule\" must be an array of tables: write each rule as [[rule]]"},
+    };
+    for (const auto& c : cases) {
+        CAPTURE(c.text);
+        CHECK(only_error(c.text) == c.error);
+    }
+}
+
+TEST_CASE("duplicate rule names are errors, across files too") {
+    auto r = load_policy({{"a.toml", "[[rule]]\nname = \"x\"\n[rule.set]\nnomerges = 1\n"},
+                          {"b.toml", "\n[[rule]]\nname = \"x\"\n[rule.set]\nnomerges = 2\n"}});
+    REQUIRE(r.errors.size() == 1);
+    CHECK(r.errors[0].str() == "b.toml:2:1: duplicate rule name \"x\" (first defined at a.toml:1:1)");
+}
+
+TEST_CASE("every error in a file is reported, not just the first") {
+    auto errs = errors_of("[[rule]]\nname = \"x\"\n[rule.set]\nrq_affinity = 3\nnomerges = 7\nfoo = 1\n");
+    REQUIRE(errs.size() == 3);
+    CHECK(errs[0].rfind("p.toml:4:15: rq_affinity", 0) == 0);
+    CHECK(errs[1].rfind("p.toml:5:12: nomerges = 7", 0) == 0);
+    CHECK(errs[2].rfind("p.toml:6:1: unknown attribute \"foo\"", 0) == 0);
+}
+
+TEST_CASE("a rule with an error is not half-loaded") {
+    auto r = load_policy({{"p.toml", "[[rule]]\nname = \"x\"\n[rule.set]\nnomerges = 1\nrq_affinity = 9\n"}});
+    CHECK_FALSE(r.ok());
+    CHECK(r.policy.rules.empty());
+}
+
+TEST_CASE("write through with both acknowledgements") {
+    auto r = load_policy({{"p.toml",
+                           "[[rule]]\nname = \"x\"\nacknowledge = [\"write-through-drops-flushes\", "
+                           "\"volatile-cache-data-loss\"]\n[rule.set]\nwrite_cache = \"write through\"\n"}});
+    REQUIRE(r.ok());
+    CHECK(r.policy.rules[0].acknowledge.size() == 2);
+}
+
+TEST_CASE("later files override daemon keys") {
+    auto r = load_policy({{"a.toml", "[daemon]\nmode = \"observe\"\nverify_interval = \"1m\"\n"},
+                          {"b.toml", "[daemon]\nmode = \"enforce\"\n"}});
+    REQUIRE(r.ok());
+    CHECK(r.policy.daemon.mode == Mode::enforce);
+    CHECK(r.policy.daemon.verify_interval == std::chrono::minutes(1));
+}
+
+TEST_CASE("durations") {
+    CHECK(parse_duration("30s") == std::chrono::seconds(30));
+    CHECK(parse_duration("500ms") == std::chrono::milliseconds(500));
+    CHECK(parse_duration("1m30s") == std::chrono::seconds(90));
+    CHECK(parse_duration("2h") == std::chrono::hours(2));
+    CHECK_FALSE(parse_duration("30").has_value());
+    CHECK_FALSE(parse_duration("s").has_value());
+    CHECK_FALSE(parse_duration("5 s").has_value());
+    CHECK_FALSE(parse_duration("").has_value());
+    CHECK_FALSE(parse_duration("9999999999s").has_value());
+}

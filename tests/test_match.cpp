@@ -1,0 +1,74 @@
+#include <doctest/doctest.h>
+
+#include "policy/loader.hpp"
+#include "policy/match.hpp"
+
+using namespace blkpolicy::policy;
+
+namespace {
+Rule rule_from(const std::string& match_toml) {
+    auto r = load_policy({{"m.toml", "[[rule]]\nname = \"r\"\n[rule.match]\n" + match_toml + "\n[rule.set]\nnomerges = 1\n"}});
+    REQUIRE(r.ok());
+    return r.policy.rules.front();
+}
+
+DeviceFacts scsi_disk() {
+    DeviceFacts f;
+    f.name = "sda";
+    f.driver = "sd";
+    f.drivers = {"sd", "virtio_scsi", "virtio-pci"};
+    f.vendor = "QEMU";
+    f.model = "QEMU HARDDISK";
+    f.serial = "drive-scsi0";
+    f.rotational = true;
+    return f;
+}
+}  // namespace
+
+TEST_CASE("match keys against facts") {
+    const auto sda = scsi_disk();
+    DeviceFacts crypt;
+    crypt.name = "dm-0";
+    crypt.stack = Stack::dm;
+    crypt.dm_name = "luks-root";
+    crypt.dm_uuid = "CRYPT-LUKS2-abc-luks-root";
+
+    const struct {
+        const char* match;
+        const DeviceFacts* facts;
+        bool expected;
+    } cases[] = {
+        {"kernel = \"sd*\"", &sda, true},
+        {"kernel = \"sd[b-z]\"", &sda, false},
+        {"kernel = [\"vd*\", \"sd?\"]", &sda, true},
+        {"driver = \"sd\"", &sda, true},
+        {"driver = \"virtio_scsi\"", &sda, true},  // any parent's driver, like udev DRIVERS
+        {"driver = \"virtio_blk\"", &sda, false},
+        {"model = \"QEMU HARDDISK\"", &sda, true},
+        {"model = \"QEMU*\"", &sda, true},
+        {"vendor = \"ATA\"", &sda, false},
+        {"serial = \"drive-*\"", &sda, true},
+        {"wwid = \"*\"", &sda, false},  // a missing fact never matches a pattern
+        {"rotational = true", &sda, true},
+        {"rotational = false", &sda, false},
+        {"removable = false", &sda, true},
+        {"stack = \"none\"", &sda, true},
+        {"stack = [\"dm\", \"md\"]", &sda, false},
+        {"stack = \"dm\"", &crypt, true},
+        {"dm_uuid = \"CRYPT-*\"", &crypt, true},
+        {"dm_uuid = \"LVM-*\"", &crypt, false},
+        {"dm_name = \"luks-*\"\nstack = \"dm\"", &crypt, true},
+        {"md_level = \"raid1\"", &crypt, false},
+        {"driver = \"sd\"\nrotational = false", &sda, false},  // every key must match
+    };
+    for (const auto& c : cases) {
+        CAPTURE(c.match);
+        CHECK(rule_matches(rule_from(c.match), *c.facts) == c.expected);
+    }
+}
+
+TEST_CASE("a rule without match keys matches every device") {
+    auto r = load_policy({{"m.toml", "[[rule]]\nname = \"all\"\n[rule.set]\nnomerges = 1\n"}});
+    REQUIRE(r.ok());
+    CHECK(rule_matches(r.policy.rules[0], scsi_disk()));
+}

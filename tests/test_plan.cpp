@@ -1,0 +1,245 @@
+#include <doctest/doctest.h>
+
+#include "policy/loader.hpp"
+#include "policy/plan.hpp"
+
+using namespace blkpolicy::policy;
+
+namespace {
+
+Policy policy_of(const std::string& text) {
+    auto r = load_policy({{"p.toml", text}});
+    for (const auto& e : r.errors) MESSAGE(e.str());
+    REQUIRE(r.ok());
+    return r.policy;
+}
+
+DeviceFacts loop_facts() {
+    DeviceFacts f;
+    f.name = "loop0";
+    f.has_queue = true;
+    f.request_based = true;
+    f.rotational = true;
+    f.stack = Stack::loop;
+    f.schedulers = {"none", "mq-deadline", "kyber", "bfq"};
+    f.scheduler = "none";
+    return f;
+}
+
+Values loop_values() {
+    return {{"rotational", "1"},         {"scheduler", "none"},          {"nr_requests", "128"},
+            {"read_ahead_kb", "2560"},   {"max_sectors_kb", "1280"},     {"max_hw_sectors_kb", "1280"},
+            {"wbt_lat_usec", "2000"},    {"write_cache", "write back"},  {"rq_affinity", "1"},
+            {"nomerges", "0"},           {"add_random", "0"},            {"iostats", "1"},
+            {"discard_max_bytes", "0"},  {"discard_granularity", "0"}};
+}
+
+std::vector<std::string> order(const DevicePlan& p) {
+    std::vector<std::string> out;
+    for (const auto& a : p.actions) out.push_back(a.attribute + ":" + to_string(a.kind));
+    return out;
+}
+
+const Action& action(const DevicePlan& p, const std::string& attr) {
+    for (const auto& a : p.actions)
+        if (a.attribute == attr) return a;
+    FAIL("no action for " << attr);
+    throw;
+}
+
+}  // namespace
+
+TEST_CASE("write order: limits, scheduler, requests, tunables, wbt, late, read_ahead_kb") {
+    auto p = plan_device(policy_of(R"(
+[[rule]]
+name = "all"
+[rule.set]
+read_ahead_kb = 128
+rq_affinity = 2
+wbt_lat_usec = 5000
+iosched.fifo_batch = 4
+nr_requests = 64
+scheduler = "mq-deadline"
+add_random = 1
+max_sectors_kb = 1024
+rotational = 0
+)"),
+                         loop_facts(), loop_values(), {});
+    CHECK(order(p) == std::vector<std::string>{"rotational:write", "max_sectors_kb:write", "add_random:write",
+                                               "scheduler:write", "nr_requests:write", "iosched.fifo_batch:write",
+                                               "wbt_lat_usec:write", "rq_affinity:write", "read_ahead_kb:write"});
+}
+
+TEST_CASE("a later rule wins per attribute, and the plan names both") {
+    auto p = plan_device(policy_of(R"(
+[[rule]]
+name = "first"
+[rule.set]
+read_ahead_kb = 512
+nomerges = 1
+[[rule]]
+name = "second"
+[rule.match]
+kernel = "loop*"
+[rule.set]
+read_ahead_kb = 256
+)"),
+                         loop_facts(), loop_values(), {});
+    REQUIRE(p.matched.size() == 2);
+    const auto& ra = action(p, "read_ahead_kb");
+    CHECK(ra.expected == "256");
+    CHECK(ra.rule.name == "second");
+    CHECK(ra.rule.pos.file_line() == "p.toml:7");
+    REQUIRE(ra.overridden.size() == 1);
+    CHECK(ra.overridden[0].name == "first");
+    CHECK(action(p, "nomerges").rule.name == "first");
+}
+
+TEST_CASE("values already in place are unchanged; nothing else disturbs them") {
+    auto p = plan_device(policy_of("[[rule]]\nname = \"r\"\n[rule.set]\nread_ahead_kb = 2560\nnomerges = 0\n"),
+                         loop_facts(), loop_values(), {});
+    CHECK(order(p) == std::vector<std::string>{"nomerges:unchanged", "read_ahead_kb:unchanged"});
+}
+
+TEST_CASE("side effects force later writes") {
+    SUBCASE("a limits write re-checks read_ahead_kb even when it is in place now") {
+        auto p = plan_device(
+            policy_of("[[rule]]\nname = \"r\"\n[rule.set]\nmax_sectors_kb = 1024\nread_ahead_kb = 2560\n"),
+            loop_facts(), loop_values(), {});
+        CHECK(action(p, "read_ahead_kb").kind == ActionKind::write);
+        CHECK(action(p, "read_ahead_kb").note.find("raise read_ahead_kb") != std::string::npos);
+    }
+    SUBCASE("a scheduler switch forces nr_requests") {
+        auto p = plan_device(
+            policy_of("[[rule]]\nname = \"r\"\n[rule.set]\nscheduler = \"mq-deadline\"\nnr_requests = 128\n"),
+            loop_facts(), loop_values(), {});
+        CHECK(action(p, "nr_requests").kind == ActionKind::write);
+        CHECK(action(p, "nr_requests").note == "the scheduler switch resets nr_requests");
+    }
+    SUBCASE("switching to bfq forces a non-zero wbt") {
+        auto p = plan_device(
+            policy_of("[[rule]]\nname = \"r\"\n[rule.set]\nscheduler = \"bfq\"\nwbt_lat_usec = 2000\n"),
+            loop_facts(), loop_values(), {});
+        CHECK(action(p, "wbt_lat_usec").kind == ActionKind::write);
+        CHECK(action(p, "wbt_lat_usec").note ==
+              "switching to bfq turns default wbt off: written as 0, then the value");
+    }
+    SUBCASE("without a scheduler switch nothing is forced") {
+        auto v = loop_values();
+        v["scheduler"] = "mq-deadline";
+        auto f = loop_facts();
+        f.scheduler = "mq-deadline";
+        auto p = plan_device(
+            policy_of("[[rule]]\nname = \"r\"\n[rule.set]\nscheduler = \"mq-deadline\"\nnr_requests = 128\n"), f,
+            v, {});
+        CHECK(order(p) == std::vector<std::string>{"scheduler:unchanged", "nr_requests:unchanged"});
+    }
+}
+
+TEST_CASE("scheduler preference list: the first one the device offers") {
+    auto f = loop_facts();
+    f.schedulers = {"none", "mq-deadline"};
+    auto p = plan_device(policy_of("[[rule]]\nname = \"r\"\n[rule.set]\nscheduler = [\"bfq\", \"mq-deadline\"]\n"), f,
+                         loop_values(), {});
+    CHECK(action(p, "scheduler").value == "mq-deadline");
+    CHECK(action(p, "scheduler").note == "first offered of bfq, mq-deadline");
+
+    auto none = plan_device(policy_of("[[rule]]\nname = \"r\"\n[rule.set]\nscheduler = [\"bfq\", \"kyber\"]\n"), f,
+                            loop_values(), {});
+    CHECK(action(none, "scheduler").kind == ActionKind::skip);
+    CHECK(action(none, "scheduler").note == "device offers none of bfq, kyber (offers: none mq-deadline)");
+}
+
+TEST_CASE("bio-based queues and missing attributes are skipped, never failures") {
+    DeviceFacts f;
+    f.name = "zram0";
+    f.has_queue = true;
+    f.request_based = false;
+    Values v = {{"read_ahead_kb", "128"}, {"nomerges", "0"}};
+    auto p = plan_device(policy_of("[[rule]]\nname = \"r\"\n[rule.set]\nscheduler = \"none\"\nwbt_lat_usec = "
+                                   "2000\nread_ahead_kb = 64\ndevice.timeout = 30\n"),
+                         f, v, {});
+    CHECK(order(p) == std::vector<std::string>{"scheduler:skip", "wbt_lat_usec:skip", "device.timeout:skip",
+                                               "read_ahead_kb:write"});
+    CHECK(action(p, "scheduler").note == "bio-based queue: no queue/scheduler");
+    CHECK(action(p, "device.timeout").note == "device has no device/timeout");
+}
+
+TEST_CASE("a device without queue/ is not tuned at all") {
+    DeviceFacts f;
+    f.name = "sr0";
+    auto p = plan_device(policy_of("[[rule]]\nname = \"r\"\n[rule.set]\nnomerges = 1\n"), f, {}, {});
+    CHECK(p.actions.empty());
+    CHECK(p.not_tuned == "no queue/ directory: nothing to tune");
+}
+
+TEST_CASE("read_ahead_kb expects whole pages; wbt default follows the final rotational") {
+    PlanContext ctx;
+    ctx.page_size = 16384;
+    auto p = plan_device(policy_of("[[rule]]\nname = \"r\"\n[rule.set]\nread_ahead_kb = 100\nrotational = 0\n"
+                                   "wbt_lat_usec = \"default\"\n"),
+                         loop_facts(), loop_values(), ctx);
+    CHECK(action(p, "read_ahead_kb").value == "100");
+    CHECK(action(p, "read_ahead_kb").expected == "96");
+    CHECK(action(p, "wbt_lat_usec").value == "-1");
+    CHECK(action(p, "wbt_lat_usec").expected == "2000");
+    CHECK(action(p, "wbt_lat_usec").kind == ActionKind::unchanged);
+
+    auto rot = plan_device(policy_of("[[rule]]\nname = \"r\"\n[rule.set]\nwbt_lat_usec = \"default\"\n"),
+                           loop_facts(), loop_values(), ctx);
+    CHECK(action(rot, "wbt_lat_usec").expected == "75000");
+    CHECK(action(rot, "wbt_lat_usec").kind == ActionKind::write);
+}
+
+TEST_CASE("write through is refused on a device whose own cache is write back, unless acknowledged") {
+    auto f = loop_facts();
+    f.cache_type = "write back";
+    const std::string base = "[[rule]]\nname = \"r\"\nacknowledge = [\"write-through-drops-flushes\"";
+    auto p = plan_device(policy_of(base + "]\n[rule.set]\nwrite_cache = \"write through\"\n"), f, loop_values(), {});
+    CHECK(action(p, "write_cache").kind == ActionKind::refuse);
+    CHECK(action(p, "write_cache").note.find("volatile-cache-data-loss") != std::string::npos);
+
+    auto ok = plan_device(
+        policy_of(base + ", \"volatile-cache-data-loss\"]\n[rule.set]\nwrite_cache = \"write through\"\n"), f,
+        loop_values(), {});
+    CHECK(action(ok, "write_cache").kind == ActionKind::write);
+
+    f.cache_type = "write through";
+    auto no_cache = plan_device(policy_of(base + "]\n[rule.set]\nwrite_cache = \"write through\"\n"), f,
+                                loop_values(), {});
+    CHECK(action(no_cache, "write_cache").kind == ActionKind::write);
+}
+
+TEST_CASE("impossible values are refused with the reason") {
+    auto v = loop_values();
+    auto p = plan_device(policy_of("[[rule]]\nname = \"r\"\n[rule.set]\nmax_sectors_kb = 4096\n"), loop_facts(), v, {});
+    CHECK(action(p, "max_sectors_kb").kind == ActionKind::refuse);
+    CHECK(action(p, "max_sectors_kb").note == "above max_hw_sectors_kb (1280): the kernel rejects it");
+
+    auto d = plan_device(policy_of("[[rule]]\nname = \"r\"\n[rule.set]\ndiscard_max_bytes = 4096\n"), loop_facts(), v, {});
+    CHECK(action(d, "discard_max_bytes").kind == ActionKind::skip);
+    v["discard_granularity"] = "4096";
+    v["discard_max_bytes"] = "1073741824";
+    auto g = plan_device(policy_of("[[rule]]\nname = \"r\"\n[rule.set]\ndiscard_max_bytes = 5000\n"), loop_facts(), v, {});
+    CHECK(action(g, "discard_max_bytes").kind == ActionKind::refuse);
+    CHECK(action(g, "discard_max_bytes").note == "not a multiple of discard_granularity (4096)");
+}
+
+TEST_CASE("iosched tunables") {
+    auto v = loop_values();
+    SUBCASE("under scheduler none there are none") {
+        auto p = plan_device(policy_of("[[rule]]\nname = \"r\"\n[rule.set]\niosched.fifo_batch = 4\n"), loop_facts(), v, {});
+        CHECK(action(p, "iosched.fifo_batch").kind == ActionKind::skip);
+        CHECK(action(p, "iosched.fifo_batch").note == "scheduler none has no tunables");
+    }
+    SUBCASE("a tunable the active scheduler lacks") {
+        auto f = loop_facts();
+        f.scheduler = "mq-deadline";
+        v["scheduler"] = "mq-deadline";
+        v["iosched.fifo_batch"] = "16";
+        auto p = plan_device(policy_of("[[rule]]\nname = \"r\"\n[rule.set]\niosched.slice_idle = 0\niosched.fifo_batch = 16\n"), f, v, {});
+        CHECK(action(p, "iosched.slice_idle").kind == ActionKind::skip);
+        CHECK(action(p, "iosched.slice_idle").note == "scheduler mq-deadline has no tunable slice_idle");
+        CHECK(action(p, "iosched.fifo_batch").kind == ActionKind::unchanged);
+    }
+}

@@ -1,0 +1,85 @@
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "agent/policy_files.hpp"
+
+using namespace blkpolicy;
+namespace fs = std::filesystem;
+
+namespace {
+struct Tree {
+    fs::path root;
+    Tree() {
+        std::string t = "/tmp/blkpolicy-policy.XXXXXX";
+        REQUIRE(::mkdtemp(t.data()));
+        root = t;
+    }
+    ~Tree() { fs::remove_all(root); }
+    void put(const std::string& rel, const std::string& text) {
+        fs::create_directories((root / rel).parent_path());
+        std::ofstream(root / rel) << text;
+    }
+    agent::PolicyLocations locations() const {
+        agent::PolicyLocations l;
+        l.main_file = (root / "etc/blkpolicy/policy.toml").string();
+        l.dropin_dirs = {(root / "usr/lib/blkpolicy/policy.d").string(), (root / "run/blkpolicy/policy.d").string(),
+                         (root / "etc/blkpolicy/policy.d").string()};
+        return l;
+    }
+    std::vector<std::string> rel(const std::vector<std::string>& files) const {
+        std::vector<std::string> out;
+        for (const auto& f : files) out.push_back(fs::path(f).lexically_relative(root).string());
+        return out;
+    }
+};
+std::string rule(const std::string& name) { return "[[rule]]\nname = \"" + name + "\"\n[rule.set]\nnomerges = 1\n"; }
+}  // namespace
+
+TEST_CASE("default locations: main file, then drop-ins by file name; /etc masks /run masks /usr/lib") {
+    Tree t;
+    t.put("etc/blkpolicy/policy.toml", rule("main"));
+    t.put("usr/lib/blkpolicy/policy.d/10-vendor.toml", rule("vendor"));
+    t.put("usr/lib/blkpolicy/policy.d/50-site.toml", rule("shipped site"));
+    t.put("etc/blkpolicy/policy.d/50-site.toml", rule("local site"));
+    t.put("run/blkpolicy/policy.d/20-runtime.toml", rule("runtime"));
+    t.put("etc/blkpolicy/policy.d/README", "not a policy");
+    fs::create_directories(t.root / "etc/blkpolicy/policy.d");
+    fs::create_symlink("/dev/null", t.root / "etc/blkpolicy/policy.d/10-vendor.toml");
+
+    auto list = agent::find_policy_files({}, t.locations());
+    CHECK(list.errors.empty());
+    CHECK(t.rel(list.files) == std::vector<std::string>{"etc/blkpolicy/policy.toml",
+                                                        "run/blkpolicy/policy.d/20-runtime.toml",
+                                                        "etc/blkpolicy/policy.d/50-site.toml"});
+    auto loaded = agent::load_policy_from({}, t.locations());
+    REQUIRE(loaded.ok());
+    REQUIRE(loaded.policy.rules.size() == 3);
+    CHECK(loaded.policy.rules[2].name == "local site");
+}
+
+TEST_CASE("--policy: files and directories in the order given") {
+    Tree t;
+    t.put("a.toml", rule("a"));
+    t.put("d/20-c.toml", rule("c"));
+    t.put("d/10-b.toml", rule("b"));
+    auto list = agent::find_policy_files({(t.root / "a.toml").string(), (t.root / "d").string()}, t.locations());
+    CHECK(t.rel(list.files) == std::vector<std::string>{"a.toml", "d/10-b.toml", "d/20-c.toml"});
+}
+
+TEST_CASE("missing policy: a clear error, never an empty policy") {
+    Tree t;
+    auto none = agent::load_policy_from({}, t.locations());
+    REQUIRE(none.errors.size() == 1);
+    CHECK(none.errors[0].str().find("no policy found (looked for ") != std::string::npos);
+
+    auto missing = agent::load_policy_from({(t.root / "nope.toml").string()}, t.locations());
+    REQUIRE(missing.errors.size() == 1);
+    CHECK(missing.errors[0].str() == (t.root / "nope.toml").string() + ": no such policy file or directory");
+
+    fs::create_directories(t.root / "empty");
+    auto empty = agent::load_policy_from({(t.root / "empty").string()}, t.locations());
+    REQUIRE(empty.errors.size() == 1);
+    CHECK(empty.errors[0].str() == (t.root / "empty").string() + ": directory holds no *.toml policy files");
+}

@@ -1,0 +1,49 @@
+#include <doctest/doctest.h>
+
+#include "policy/values.hpp"
+
+using namespace blkpolicy::policy;
+
+TEST_CASE("trim strips SCSI padding and newlines") {
+    const struct {
+        const char* in;
+        const char* out;
+    } cases[] = {
+        {"QEMU HARDDISK   \n", "QEMU HARDDISK"}, {"  x ", "x"}, {"\n", ""}, {"", ""}, {"write back\n", "write back"},
+    };
+    for (const auto& c : cases) CHECK(trim(c.in) == c.out);
+}
+
+TEST_CASE("parse_int accepts whole decimal numbers only") {
+    CHECK(parse_int("128\n") == 128);
+    CHECK(parse_int("-1") == -1);
+    CHECK(parse_int("+5") == 5);
+    CHECK_FALSE(parse_int("12k").has_value());
+    CHECK_FALSE(parse_int("").has_value());
+    CHECK_FALSE(parse_int("write back").has_value());
+    CHECK_FALSE(parse_int("99999999999999999999999").has_value());
+}
+
+TEST_CASE("scheduler lines: offered names and the bracketed active one") {
+    auto l = parse_scheduler_line("none [mq-deadline] kyber bfq \n");
+    CHECK(l.active == "mq-deadline");
+    CHECK(l.offered == std::vector<std::string>{"none", "mq-deadline", "kyber", "bfq"});
+    auto none = parse_scheduler_line("[none] \n");
+    CHECK(none.active == "none");
+    CHECK(parse_scheduler_line("none").active.empty());
+}
+
+TEST_CASE("read_ahead_kb reads back rounded down to whole pages") {
+    const struct {
+        std::int64_t kb, page, out;
+    } cases[] = {
+        {128, 4096, 128}, {99999999, 4096, 99999996}, {6, 4096, 4}, {3, 4096, 0}, {100, 16384, 96}, {7, 65536, 0},
+    };
+    for (const auto& c : cases) CHECK(readahead_readback(c.kb, c.page) == c.out);
+}
+
+TEST_CASE("normalise_readback") {
+    CHECK(normalise_readback("scheduler", "[none] mq-deadline\n") == "none");
+    CHECK(normalise_readback("write_cache", "write through\n") == "write through");
+    CHECK(normalise_readback("read_ahead_kb", "2560\n") == "2560");
+}
