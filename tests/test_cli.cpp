@@ -44,7 +44,7 @@ TEST_CASE("check: every example and test policy is valid") {
     }
 }
 
-TEST_CASE("check: errors as file:line:col on stderr, exit 3; --json carries the same") {
+TEST_CASE("check: errors as file:line:col on stderr - exit 3 - --json carries the same") {
     FakeSysfs t;  // only for a scratch directory
     const auto path = (t.root() / "bad.toml").string();
     t.file("bad.toml", "[[rule]]\nname = \"x\"\n[rule.set]\nrq_affinity = 3");
@@ -61,7 +61,7 @@ TEST_CASE("check: errors as file:line:col on stderr, exit 3; --json carries the 
     CHECK(doc["errors"][0]["column"] == 15);
 }
 
-TEST_CASE("plan/apply/status refuse to act on an invalid policy, writing nothing") {
+TEST_CASE("plan/apply/status refuse to act on an invalid policy - writing nothing") {
     FakeSysfs t;
     build_fleet(t);
     t.file("bad.toml", "[[rule]]\nname = \"x\"\n[rule.set]\nread_ahead_kb = 1\nnomerges = 9\n");

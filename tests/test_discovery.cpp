@@ -110,7 +110,7 @@ TEST_CASE("device facts from the fake fleet") {
     }
 }
 
-TEST_CASE("values: what a device has, normalised; nothing for what it lacks") {
+TEST_CASE("values: what a device has - normalised - nothing for what it lacks") {
     FakeSysfs t;
     test::build_fleet(t);
     udev::Sysfs s(t.root());

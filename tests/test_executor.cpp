@@ -56,7 +56,7 @@ TEST_CASE("the kernel model reproduces the traps the write order avoids") {
     CHECK(t.read(t.devpath_of("loop0") + "/queue/wbt_lat_usec") == "0");  // silent no-op
 }
 
-TEST_CASE("apply in write order: every trap handled, every value read back") {
+TEST_CASE("apply in write order: every trap handled - every value read back") {
     FakeSysfs t;
     t.add_loop("loop0", 0, "/img");
     KernelModelSysfs s(t.root());
@@ -154,7 +154,7 @@ TEST_CASE("what a later write undid is re-applied once") {
     CHECK(writes_of(s) == std::vector<std::string>{"queue/nomerges=1", "queue/read_ahead_kb=64", "queue/nomerges=1"});
 }
 
-TEST_CASE("a device vanishing mid-apply: the rest is skipped, not failed") {
+TEST_CASE("a device vanishing mid-apply: the rest is skipped - not failed") {
     FakeSysfs t;
     t.add_loop("loop0", 0, "/img");
     VanishingSysfs s(t.root());

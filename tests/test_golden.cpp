@@ -75,7 +75,7 @@ TEST_CASE("golden: plan --json") {
     CHECK(doc["format"] == 1);
 }
 
-TEST_CASE("golden: apply, then status, then apply again") {
+TEST_CASE("golden: apply - then status - then apply again") {
     Scenario s;
     auto r = s.apply();
     // sda's write_cache is refused (its own cache is write back): partial, exit 1.
@@ -109,7 +109,7 @@ TEST_CASE("golden: apply, then status, then apply again") {
     }
 }
 
-TEST_CASE("status reports drift and exits 1; device arguments limit it") {
+TEST_CASE("status reports drift and exits 1 - device arguments limit it") {
     Scenario s;
     auto r = s.run("status", {"vda"});
     CHECK(r.exit_code == 1);

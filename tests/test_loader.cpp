@@ -84,7 +84,7 @@ TEST_CASE("TOML syntax errors carry the position") {
     CHECK(e.rfind("p.toml:4:", 0) == 0);
 }
 
-TEST_CASE("validation messages, exactly") {
+TEST_CASE("validation messages - exactly") {
     const struct {
         const char* text;
         const char* error;
@@ -173,14 +173,14 @@ TEST_CASE("validation messages, exactly") {
     }
 }
 
-TEST_CASE("duplicate rule names are errors, across files too") {
+TEST_CASE("duplicate rule names are errors - across files too") {
     auto r = load_policy({{"a.toml", "[[rule]]\nname = \"x\"\n[rule.set]\nnomerges = 1\n"},
                           {"b.toml", "\n[[rule]]\nname = \"x\"\n[rule.set]\nnomerges = 2\n"}});
     REQUIRE(r.errors.size() == 1);
     CHECK(r.errors[0].str() == "b.toml:2:1: duplicate rule name \"x\" (first defined at a.toml:1:1)");
 }
 
-TEST_CASE("every error in a file is reported, not just the first") {
+TEST_CASE("every error in a file is reported - not just the first") {
     auto errs = errors_of("[[rule]]\nname = \"x\"\n[rule.set]\nrq_affinity = 3\nnomerges = 7\nfoo = 1\n");
     REQUIRE(errs.size() == 3);
     CHECK(errs[0].rfind("p.toml:4:15: rq_affinity", 0) == 0);

@@ -49,7 +49,7 @@ const Action& action(const DevicePlan& p, const std::string& attr) {
 
 }  // namespace
 
-TEST_CASE("write order: limits, scheduler, requests, tunables, wbt, late, read_ahead_kb") {
+TEST_CASE("write order: limits - scheduler - requests - tunables - wbt - late - read_ahead_kb") {
     auto p = plan_device(policy_of(R"(
 [[rule]]
 name = "all"
@@ -70,7 +70,7 @@ rotational = 0
                                                "wbt_lat_usec:write", "rq_affinity:write", "read_ahead_kb:write"});
 }
 
-TEST_CASE("a later rule wins per attribute, and the plan names both") {
+TEST_CASE("a later rule wins per attribute - and the plan names both") {
     auto p = plan_device(policy_of(R"(
 [[rule]]
 name = "first"
@@ -95,7 +95,7 @@ read_ahead_kb = 256
     CHECK(action(p, "nomerges").rule.name == "first");
 }
 
-TEST_CASE("values already in place are unchanged; nothing else disturbs them") {
+TEST_CASE("values already in place are unchanged - nothing else disturbs them") {
     auto p = plan_device(policy_of("[[rule]]\nname = \"r\"\n[rule.set]\nread_ahead_kb = 2560\nnomerges = 0\n"),
                          loop_facts(), loop_values(), {});
     CHECK(order(p) == std::vector<std::string>{"nomerges:unchanged", "read_ahead_kb:unchanged"});
@@ -150,7 +150,7 @@ TEST_CASE("scheduler preference list: the first one the device offers") {
     CHECK(action(none, "scheduler").note == "device offers none of bfq, kyber (offers: none mq-deadline)");
 }
 
-TEST_CASE("bio-based queues and missing attributes are skipped, never failures") {
+TEST_CASE("bio-based queues and missing attributes are skipped - never failures") {
     DeviceFacts f;
     f.name = "zram0";
     f.has_queue = true;
@@ -173,7 +173,7 @@ TEST_CASE("a device without queue/ is not tuned at all") {
     CHECK(p.not_tuned == "no queue/ directory: nothing to tune");
 }
 
-TEST_CASE("read_ahead_kb expects whole pages; wbt default follows the final rotational") {
+TEST_CASE("read_ahead_kb expects whole pages - wbt default follows the final rotational") {
     PlanContext ctx;
     ctx.page_size = 16384;
     auto p = plan_device(policy_of("[[rule]]\nname = \"r\"\n[rule.set]\nread_ahead_kb = 100\nrotational = 0\n"
@@ -191,7 +191,7 @@ TEST_CASE("read_ahead_kb expects whole pages; wbt default follows the final rota
     CHECK(action(rot, "wbt_lat_usec").kind == ActionKind::write);
 }
 
-TEST_CASE("write through is refused on a device whose own cache is write back, unless acknowledged") {
+TEST_CASE("write through is refused on a device whose own cache is write back - unless acknowledged") {
     auto f = loop_facts();
     f.cache_type = "write back";
     const std::string base = "[[rule]]\nname = \"r\"\nacknowledge = [\"write-through-drops-flushes\"";

@@ -37,7 +37,7 @@ struct Tree {
 std::string rule(const std::string& name) { return "[[rule]]\nname = \"" + name + "\"\n[rule.set]\nnomerges = 1\n"; }
 }  // namespace
 
-TEST_CASE("default locations: main file, then drop-ins by file name; /etc masks /run masks /usr/lib") {
+TEST_CASE("default locations: main file - then drop-ins by file name - /etc masks /run masks /usr/lib") {
     Tree t;
     t.put("etc/blkpolicy/policy.toml", rule("main"));
     t.put("usr/lib/blkpolicy/policy.d/10-vendor.toml", rule("vendor"));
@@ -68,7 +68,7 @@ TEST_CASE("--policy: files and directories in the order given") {
     CHECK(t.rel(list.files) == std::vector<std::string>{"a.toml", "d/10-b.toml", "d/20-c.toml"});
 }
 
-TEST_CASE("missing policy: a clear error, never an empty policy") {
+TEST_CASE("missing policy: a clear error - never an empty policy") {
     Tree t;
     auto none = agent::load_policy_from({}, t.locations());
     REQUIRE(none.errors.size() == 1);

@@ -112,7 +112,7 @@ TEST_CASE("kernel: scheduler bfq with wbt_lat_usec 2000 ends at 2000 on a fresh 
     CHECK(r["wbt_lat_usec"]["before"] == "0");
 }
 
-TEST_CASE("kernel: a second apply is a no-op, and frozen facts keep the rule matching") {
+TEST_CASE("kernel: a second apply is a no-op - and frozen facts keep the rule matching") {
     LoopDevice loop;
     Scratch s;
     // Matches rotational = true and sets rotational = 0: without frozen facts
@@ -139,7 +139,7 @@ TEST_CASE("kernel: a second apply is a no-op, and frozen facts keep the rule mat
     CHECK(rc == 0);
 }
 
-TEST_CASE("kernel: read_ahead_kb is page-rounded and reported as applied, not as a failure") {
+TEST_CASE("kernel: read_ahead_kb is page-rounded and reported as applied - not as a failure") {
     LoopDevice loop;
     Scratch s;
     int rc = -1;
@@ -162,7 +162,7 @@ TEST_CASE("kernel: the kernel's lies that the policy validation exists for") {
     CHECK(bad2.exit_code == 3);
 }
 
-TEST_CASE("kernel: an attribute the kernel rejects fails alone; the rest applies") {
+TEST_CASE("kernel: an attribute the kernel rejects fails alone - the rest applies") {
     LoopDevice loop;
     Scratch s;
     // iosched tunable of a scheduler switched to: exists; a bogus one does not
