@@ -14,7 +14,16 @@ using namespace blkpolicy::test;
 
 namespace {
 
-const std::string kPolicy = std::string(BLKPOLICY_TEST_DATA) + "/fleet.toml";
+// The policy is named relative to tests/data so that reports (and their
+// column widths) do not depend on where the checkout is.
+const std::string kPolicy = "fleet.toml";
+
+// Runs a block with the working directory at tests/data.
+struct InDataDir {
+    std::filesystem::path old = std::filesystem::current_path();
+    InDataDir() { std::filesystem::current_path(BLKPOLICY_TEST_DATA); }
+    ~InDataDir() { std::filesystem::current_path(old); }
+};
 
 struct Scenario {
     FakeSysfs tree;
@@ -31,8 +40,11 @@ struct Scenario {
         KernelModelSysfs sysfs(tree.root());
         std::ostringstream out, err;
         RunResult r;
-        r.exit_code = blkpolicy::agent::run_command(parsed.options, sysfs, out, err);
-        r.out = replace_all(out.str(), std::string(BLKPOLICY_TEST_DATA), "<data>");
+        {
+            InDataDir here;
+            r.exit_code = blkpolicy::agent::run_command(parsed.options, sysfs, out, err);
+        }
+        r.out = out.str();
         r.err = err.str();
         return r;
     }
@@ -40,10 +52,7 @@ struct Scenario {
         std::vector<std::string> args = {command, "--policy", kPolicy, "--sysfs-root", tree.root().string(),
                                          "--state-dir", (tree.root() / "state").string()};
         args.insert(args.end(), extra.begin(), extra.end());
-        auto r = run_blkpolicy(args);
-        r.out = replace_all(r.out, std::string(BLKPOLICY_TEST_DATA), "<data>");
-        r.err = replace_all(r.err, tree.root().string(), "<sysfs>");
-        return r;
+        return run_blkpolicy(args, BLKPOLICY_TEST_DATA);
     }
     std::string q(const std::string& dev, const std::string& attr) { return tree.read(tree.devpath_of(dev) + "/" + attr); }
 };

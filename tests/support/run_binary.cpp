@@ -20,7 +20,7 @@ std::string slurp(const std::string& path) {
 }
 }  // namespace
 
-RunResult run_blkpolicy(const std::vector<std::string>& args) {
+RunResult run_blkpolicy(const std::vector<std::string>& args, const std::string& cwd) {
     char out_tmpl[] = "/tmp/blkpolicy-out.XXXXXX";
     char err_tmpl[] = "/tmp/blkpolicy-err.XXXXXX";
     int out_fd = ::mkstemp(out_tmpl);
@@ -38,6 +38,7 @@ RunResult run_blkpolicy(const std::vector<std::string>& args) {
         ::dup2(err_fd, 2);
         int devnull = ::open("/dev/null", O_RDONLY);
         ::dup2(devnull, 0);
+        if (!cwd.empty() && ::chdir(cwd.c_str()) != 0) ::_exit(126);
         ::execv(bin.c_str(), argv.data());
         ::_exit(127);
     }

@@ -12,7 +12,8 @@ struct RunResult {
     std::string err;
 };
 
-RunResult run_blkpolicy(const std::vector<std::string>& args);
+// `cwd`, when given, is the child's working directory.
+RunResult run_blkpolicy(const std::vector<std::string>& args, const std::string& cwd = {});
 
 // Replaces every occurrence of `from` with `to`.
 std::string replace_all(std::string s, const std::string& from, const std::string& to);

@@ -1,0 +1,50 @@
+// Alerts and operational log lines, and where they go: journald with
+// structured fields (the product's interface for fleets), or readable lines
+// on a terminal through spdlog.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace blkpolicy::systemd {
+
+enum class AlertKind { applied, drift, reverted, failed, conflict, resolved };
+const char* to_string(AlertKind k);
+// One fixed MESSAGE_ID per kind; explained in systemd/blkpolicy.catalog.
+const char* message_id(AlertKind k);
+// syslog priority: failed 3 (err), drift/reverted/conflict 4 (warning),
+// resolved 5 (notice), applied 6 (info).
+int priority(AlertKind k);
+
+struct Alert {
+    AlertKind kind = AlertKind::applied;
+    std::string device;
+    std::string attribute;
+    std::string expected;
+    std::string actual;
+    std::string rule;       // the policy rule: "name (file:line)"
+    std::string udev_rule;  // conflict: the udev rule file:line that writes the attribute
+    std::string message;    // the human sentence
+};
+
+enum class LogTarget { journal, console };
+
+class EventLog {
+public:
+    virtual ~EventLog() = default;
+    virtual void alert(const Alert& a) = 0;
+    // Operational lines (start, reload, rescans): priority as syslog.
+    virtual void log(int priority, const std::string& message) = 0;
+};
+
+// journald: every field of an Alert as BLKPOLICY_* fields plus MESSAGE_ID,
+// PRIORITY and SYSLOG_IDENTIFIER=blkpolicy.
+std::unique_ptr<EventLog> make_journal_log();
+// A terminal: spdlog lines on stderr.
+std::unique_ptr<EventLog> make_console_log();
+
+// The journal fields of an alert, as "NAME=value" (what the journal log sends).
+std::vector<std::string> journal_fields(const Alert& a);
+
+}  // namespace blkpolicy::systemd

@@ -1,0 +1,64 @@
+#include "udev/monitor.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <libudev.h>
+#include <stdexcept>
+#include <unistd.h>
+
+#include "udev/discovery.hpp"
+
+namespace blkpolicy::udev {
+
+const char* to_string(EventSource s) { return s == EventSource::kernel ? "kernel" : "udev"; }
+
+Monitor::Monitor(EventSource source, int receive_buffer) : source_(source) {
+    udev_ = udev_new();
+    if (!udev_) throw std::runtime_error(std::string("udev_new: ") + std::strerror(errno));
+    monitor_ = udev_monitor_new_from_netlink(udev_, source == EventSource::kernel ? "kernel" : "udev");
+    if (!monitor_) {
+        udev_unref(udev_);
+        throw std::runtime_error(std::string("cannot open the ") + to_string(source) +
+                                 " uevent socket: " + std::strerror(errno));
+    }
+    int r = udev_monitor_filter_add_match_subsystem_devtype(monitor_, "block", "disk");
+    if (r >= 0 && receive_buffer > 0) r = udev_monitor_set_receive_buffer_size(monitor_, receive_buffer);
+    if (r >= 0) r = udev_monitor_enable_receiving(monitor_);
+    if (r < 0) {
+        udev_monitor_unref(monitor_);
+        udev_unref(udev_);
+        throw std::runtime_error(std::string("cannot listen for ") + to_string(source) +
+                                 " uevents: " + std::strerror(-r));
+    }
+}
+
+Monitor::~Monitor() {
+    udev_monitor_unref(monitor_);
+    udev_unref(udev_);
+}
+
+int Monitor::fd() const { return udev_monitor_get_fd(monitor_); }
+
+std::vector<Uevent> Monitor::drain(bool& overflow) {
+    std::vector<Uevent> out;
+    for (;;) {
+        errno = 0;
+        struct udev_device* d = udev_monitor_receive_device(monitor_);
+        if (!d) {
+            if (errno == ENOBUFS) {
+                overflow = true;
+                continue;  // the queue is readable again after the error
+            }
+            break;  // EAGAIN: drained (or a malformed message was dropped)
+        }
+        const char* action = udev_device_get_action(d);
+        const char* name = udev_device_get_sysname(d);
+        if (action && name && valid_device_name(name)) out.push_back({action, name, source_});
+        udev_device_unref(d);
+    }
+    return out;
+}
+
+bool udevd_running() { return ::access("/run/udev/control", F_OK) == 0; }
+
+}  // namespace blkpolicy::udev

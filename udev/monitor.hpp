@@ -1,0 +1,48 @@
+// libudev monitors for block disks: kernel uevents (fastest) and udev events
+// (sent after udevd ran its rules).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+struct udev;
+struct udev_monitor;
+
+namespace blkpolicy::udev {
+
+enum class EventSource { kernel, udev };
+const char* to_string(EventSource s);
+
+struct Uevent {
+    std::string action;  // add, remove, change, ...
+    std::string name;    // kernel name, e.g. loop240
+    EventSource source = EventSource::kernel;
+};
+
+class Monitor {
+public:
+    // Opens and starts receiving; throws std::runtime_error with the reason.
+    // `receive_buffer` is the socket buffer in bytes (0: libudev's default).
+    Monitor(EventSource source, int receive_buffer);
+    ~Monitor();
+    Monitor(const Monitor&) = delete;
+    Monitor& operator=(const Monitor&) = delete;
+
+    int fd() const;
+    EventSource source() const { return source_; }
+
+    // Reads every queued event. Sets `overflow` when the kernel dropped
+    // events because the socket buffer was full (ENOBUFS).
+    std::vector<Uevent> drain(bool& overflow);
+
+private:
+    EventSource source_;
+    struct udev* udev_ = nullptr;
+    struct udev_monitor* monitor_ = nullptr;
+};
+
+// True when udevd runs (its control socket exists), i.e. udev events will come.
+bool udevd_running();
+
+}  // namespace blkpolicy::udev
