@@ -2,11 +2,12 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdlib>
 
 namespace blkpolicy::agent {
 
 namespace {
-constexpr std::array<const char*, 4> kCommands = {"check", "plan", "apply", "status"};
+constexpr std::array<const char*, 5> kCommands = {"check", "plan", "apply", "status", "run"};
 }
 
 std::string usage_text() {
@@ -20,7 +21,10 @@ Commands:
   plan     show each device's facts, matching rules and the ordered writes
            apply would make; writes nothing
   apply    apply the plan, read every value back, report per attribute
-  status   compare each managed value with the policy
+  status   compare each managed value with the policy (and show the
+           running daemon's last results, when one runs)
+  run      the daemon: apply on every add/change uevent, re-verify every
+           verify_interval, alert journald on drift, re-apply in enforce mode
 
 Options:
   -p, --policy PATH     policy file or directory of *.toml files; repeatable
@@ -32,10 +36,22 @@ Options:
   -h, --help            show this help
   -V, --version         show the version
 
+Options of run:
+      --mode MODE           enforce (re-apply and alert) or observe (alert
+                            only); overrides daemon.mode of the policy
+      --metrics-file PATH   write Prometheus text metrics there after each pass
+      --log-target TARGET   auto (console on a terminal, else journal),
+                            journal or console
+      --udev-rules-dir DIR  where udev rules live, to name conflicting rules;
+                            repeatable (default: /etc, /run, /usr/lib and
+                            /lib udev/rules.d)
+      --receive-buffer N    uevent socket buffer in bytes (default 128 MiB)
+
 DEVICE limits plan, apply and status to the named block devices (e.g. sda).
 
-Exit status: 0 success; 1 apply left something failed, not stuck or refused,
-or status found drift; 2 usage error; 3 invalid policy; 4 system error.
+Exit status: 0 success (run: stopped by SIGTERM or SIGINT); 1 apply left
+something failed, not stuck or refused, or status found drift; 2 usage
+error; 3 invalid policy; 4 system error.
 )";
 }
 
@@ -77,12 +93,47 @@ ParseResult parse_command_line(const std::vector<std::string>& args) {
             auto v = value("--state-dir");
             if (!v) return r;
             o.state_dir = *v;
+        } else if (!only_positional && is("--mode")) {
+            auto v = value("--mode");
+            if (!v) return r;
+            if (*v == "enforce") o.mode = policy::Mode::enforce;
+            else if (*v == "observe") o.mode = policy::Mode::observe;
+            else {
+                r.error = "--mode must be enforce or observe, not " + *v;
+                return r;
+            }
+        } else if (!only_positional && is("--metrics-file")) {
+            auto v = value("--metrics-file");
+            if (!v) return r;
+            o.metrics_file = *v;
+        } else if (!only_positional && is("--log-target")) {
+            auto v = value("--log-target");
+            if (!v) return r;
+            if (*v != "auto" && *v != "journal" && *v != "console") {
+                r.error = "--log-target must be auto, journal or console, not " + *v;
+                return r;
+            }
+            o.log_target = *v;
+        } else if (!only_positional && is("--udev-rules-dir")) {
+            auto v = value("--udev-rules-dir");
+            if (!v) return r;
+            o.udev_rules_dirs.push_back(*v);
+        } else if (!only_positional && is("--receive-buffer")) {
+            auto v = value("--receive-buffer");
+            if (!v) return r;
+            char* end = nullptr;
+            long n = std::strtol(v->c_str(), &end, 10);
+            if (v->empty() || *end || n < 4096 || n > (1L << 30)) {
+                r.error = "--receive-buffer must be a number of bytes from 4096 to 1073741824";
+                return r;
+            }
+            o.receive_buffer = static_cast<int>(n);
         } else if (!only_positional && a.size() > 1 && a[0] == '-') {
             r.error = "unknown option " + a;
             return r;
         } else if (o.command.empty()) {
             if (std::find(kCommands.begin(), kCommands.end(), a) == kCommands.end()) {
-                r.error = "unknown command " + a + " (commands: check, plan, apply, status)";
+                r.error = "unknown command " + a + " (commands: check, plan, apply, status, run)";
                 return r;
             }
             o.command = a;
@@ -91,7 +142,10 @@ ParseResult parse_command_line(const std::vector<std::string>& args) {
         }
     }
     if (o.command.empty() && !o.help && !o.version) r.error = "no command given";
-    if (o.command == "check" && !o.devices.empty()) r.error = "check takes no device arguments";
+    if ((o.command == "check" || o.command == "run") && !o.devices.empty())
+        r.error = o.command + " takes no device arguments";
+    if (o.udev_rules_dirs.empty()) o.udev_rules_dirs = {"/etc/udev/rules.d", "/run/udev/rules.d",
+                                                        "/usr/lib/udev/rules.d", "/lib/udev/rules.d"};
     return r;
 }
 

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "policy/policy.hpp"
+
 namespace blkpolicy::agent {
 
 enum ExitCode : int {
@@ -24,6 +26,12 @@ struct Options {
     bool help = false;
     bool version = false;
     std::vector<std::string> devices;
+    // run only
+    std::optional<policy::Mode> mode;     // --mode overrides the policy's daemon.mode
+    std::string metrics_file;             // --metrics-file
+    std::string log_target = "auto";      // --log-target auto|journal|console
+    std::vector<std::string> udev_rules_dirs;  // --udev-rules-dir (default: udev's own)
+    int receive_buffer = 128 * 1024 * 1024;    // --receive-buffer BYTES for the uevent sockets
 };
 
 struct ParseResult {

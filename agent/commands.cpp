@@ -1,5 +1,7 @@
 #include "agent/commands.hpp"
 
+#include "agent/daemon.hpp"
+#include "agent/daemon_report.hpp"
 #include "agent/executor.hpp"
 #include "agent/policy_files.hpp"
 #include "agent/report.hpp"
@@ -70,8 +72,18 @@ int with_devices(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::o
         bool drift = false;
         for (const auto& v : views)
             for (const auto& a : v.plan.actions) drift = drift || standing_of(a) == Standing::drift;
-        if (o.json) out << status_json(views).dump(2) << '\n';
-        else print_status(out, views);
+        auto daemon = read_daemon_json(o.state_dir);
+        if (o.json) {
+            auto doc = status_json(views);
+            doc["daemon"] = daemon ? *daemon : nlohmann::json(nullptr);
+            out << doc.dump(2) << '\n';
+        } else {
+            print_status(out, views);
+            if (daemon)
+                out << "daemon: pid " << (*daemon)["pid"] << ", " << (*daemon)["mode"].get<std::string>() << " mode, "
+                    << (*daemon)["devices_managed"] << " device(s) managed, " << (*daemon)["drifted"] << " drifted, "
+                    << (*daemon)["failed"] << " failed\n";
+        }
         return drift ? kExitPartial : kExitOk;
     }
 
@@ -95,6 +107,7 @@ int run_command(const Options& o, std::ostream& out, std::ostream& err) {
 
 int run_command(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::ostream& err) {
     if (o.command == "check") return check(o, out, err);
+    if (o.command == "run") return run_daemon(o);
     return with_devices(o, sysfs, out, err);
 }
 

@@ -92,6 +92,7 @@ private:
             return r;
         }
         if (int werr = write(a, r.before)) {
+            r.after = r.before;  // a refused write leaves the value as it was
             r.outcome = (werr == ENOENT && !sysfs_.exists("block/" + plan_.device)) ? Outcome::skipped
                                                                                     : Outcome::failed;
             r.detail = r.outcome == Outcome::skipped ? "device vanished" : "write " + a.value + ": " + udev::errno_text(werr);

@@ -17,9 +17,6 @@ struct UdevAssignment {
     std::string where() const { return file + ":" + std::to_string(line); }
 };
 
-inline const std::vector<std::string> kDefaultUdevRulesDirs = {"/etc/udev/rules.d", "/run/udev/rules.d",
-                                                               "/usr/lib/udev/rules.d", "/lib/udev/rules.d"};
-
 // Every assignment to a queue/, bdi/read_ahead_kb or device/ attribute in the
 // *.rules files of `dirs` (file names deduplicated, earlier dirs win, as udev does).
 std::vector<UdevAssignment> scan_udev_rules(const std::vector<std::string>& dirs);

@@ -132,6 +132,7 @@ policy::Values read_values(const Sysfs& s, const std::string& name) {
     for (const auto& key : policy::fixed_attribute_keys()) put(key, policy::find_attribute(key)->path);
     put("max_hw_sectors_kb", "queue/max_hw_sectors_kb");
     put("discard_granularity", "queue/discard_granularity");
+    put("optimal_io_size", "queue/optimal_io_size");
     for (const auto& tunable : s.list(dir + "queue/iosched")) {
         if (auto spec = policy::find_attribute("iosched." + tunable)) put(spec->key, spec->path);
     }

@@ -22,7 +22,8 @@ std::optional<policy::DeviceFacts> read_facts(const Sysfs& sysfs, const std::str
 
 // Current values of every writable attribute the device has, normalised,
 // plus the read-only inputs the planner uses (max_hw_sectors_kb,
-// discard_granularity) and every iosched tunable of the active scheduler.
+// discard_granularity, optimal_io_size) and every iosched tunable of the
+// active scheduler.
 policy::Values read_values(const Sysfs& sysfs, const std::string& name);
 
 }  // namespace blkpolicy::udev

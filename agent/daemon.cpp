@@ -1,0 +1,307 @@
+#include "agent/daemon.hpp"
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <set>
+#include <sys/utsname.h>
+#include <syslog.h>
+#include <systemd/sd-event.h>
+#include <unistd.h>
+
+#include "agent/daemon_report.hpp"
+#include "agent/policy_files.hpp"
+#include "agent/reconciler.hpp"
+#include "agent/state.hpp"
+#include "systemd/alerts.hpp"
+#include "systemd/notify.hpp"
+#include "udev/discovery.hpp"
+#include "udev/monitor.hpp"
+
+namespace blkpolicy::agent {
+
+namespace {
+
+policy::KernelVersion running_kernel() {
+    utsname u{};
+    ::uname(&u);
+    return policy::parse_kernel_release(u.release).value_or(policy::KernelVersion{});
+}
+
+double now_unix() {
+    timespec ts{};
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+}
+
+class Daemon {
+public:
+    Daemon(const Options& o, std::unique_ptr<systemd::EventLog> log)
+        : opts_(o),
+          log_(std::move(log)),
+          sysfs_(o.sysfs_root),
+          state_(o.state_dir),
+          reconciler_(sysfs_, state_, *log_, running_kernel()) {}
+
+    ~Daemon() {
+        for (auto* s : sources_) sd_event_source_unref(s);
+        if (event_) sd_event_unref(event_);
+    }
+
+    int run() {
+        auto loaded = load_policy_from(opts_.policies);
+        if (!loaded.ok()) {
+            for (const auto& e : loaded.errors) log_->log(LOG_ERR, e.str());
+            log_->log(LOG_ERR, "the policy is invalid; not starting");
+            return kExitPolicy;
+        }
+        apply_policy(std::move(loaded.policy));
+        reconciler_.set_udev_rules(scan_udev_rules(opts_.udev_rules_dirs));
+        if (!sysfs_.is_dir("block")) {
+            log_->log(LOG_ERR, opts_.sysfs_root + "/block is not a directory: is sysfs mounted there?");
+            return kExitRuntime;
+        }
+        if (int r = setup(); r < 0) {
+            log_->log(LOG_ERR, std::string("cannot set up the event loop: ") + std::strerror(-r));
+            return kExitRuntime;
+        }
+        log_->log(LOG_INFO, "blkpolicy " BLKPOLICY_VERSION " starting in " +
+                                std::string(policy::to_string(reconciler_.mode())) + " mode, verify every " +
+                                std::to_string(interval_.count()) + " ms, policy from " +
+                                std::to_string(reconciler_.policy().files.size()) + " file(s)");
+        full_pass(Trigger::added);
+        systemd::notify_ready(status_line());
+        int r = sd_event_loop(event_);
+        systemd::notify_stopping();
+        log_->log(LOG_INFO, "blkpolicy stopped");
+        return r < 0 ? kExitRuntime : kExitOk;
+    }
+
+private:
+    void apply_policy(policy::Policy p) {
+        interval_ = p.daemon.verify_interval;
+        reconciler_.set_mode(opts_.mode ? *opts_.mode : p.daemon.mode);
+        reconciler_.set_policy(std::move(p));
+    }
+
+    int setup() {
+        int r = sd_event_default(&event_);
+        if (r < 0) return r;
+        sigset_t mask;
+        sigemptyset(&mask);
+        for (int sig : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&mask, sig);
+        if (sigprocmask(SIG_BLOCK, &mask, nullptr) < 0) return -errno;
+        // Sources added without a handle float: the loop owns and frees them.
+        for (int sig : {SIGTERM, SIGINT}) {
+            if ((r = sd_event_add_signal(event_, nullptr, sig, &Daemon::on_stop, this)) < 0) return r;
+        }
+        if ((r = sd_event_add_signal(event_, nullptr, SIGHUP, &Daemon::on_reload, this)) < 0) return r;
+
+        try {
+            kernel_monitor_ = std::make_unique<udev::Monitor>(udev::EventSource::kernel, opts_.receive_buffer);
+            if (udev::udevd_running())
+                udev_monitor_ = std::make_unique<udev::Monitor>(udev::EventSource::udev, opts_.receive_buffer);
+        } catch (const std::exception& e) {
+            log_->log(LOG_ERR, e.what());
+            return -EIO;
+        }
+        watches_[0] = {this, kernel_monitor_.get()};
+        watches_[1] = {this, udev_monitor_.get()};
+        for (auto& w : watches_) {
+            if (!w.monitor) continue;
+            if ((r = sd_event_add_io(event_, nullptr, w.monitor->fd(), EPOLLIN, &Daemon::on_uevent, &w)) < 0) return r;
+        }
+        if (!udev_monitor_)
+            log_->log(LOG_INFO, "udevd is not running: reacting to kernel uevents only");
+
+        if ((r = sd_event_add_defer(event_, &defer_, &Daemon::on_defer, this)) < 0) return r;
+        sources_.push_back(defer_);
+        sd_event_source_set_enabled(defer_, SD_EVENT_OFF);
+
+        if ((r = sd_event_add_time_relative(event_, &timer_, CLOCK_MONOTONIC, interval_usec(), 0,
+                                            &Daemon::on_timer, this)) < 0)
+            return r;
+        sources_.push_back(timer_);
+        // WATCHDOG=1 pings at half of WatchdogSec= when the unit sets it.
+        sd_event_set_watchdog(event_, 1);
+        return 0;
+    }
+
+    std::uint64_t interval_usec() const { return static_cast<std::uint64_t>(interval_.count()) * 1000ULL; }
+
+    // --- handlers: short, they only note what to do ---
+
+    static int on_uevent(sd_event_source*, int, uint32_t, void* userdata) {
+        auto* w = static_cast<Watch*>(userdata);
+        bool overflow = false;
+        auto events = w->monitor->drain(overflow);
+        w->daemon->note_events(events, overflow);
+        return 0;
+    }
+
+    static int on_defer(sd_event_source*, void* userdata) {
+        static_cast<Daemon*>(userdata)->process_pending();
+        return 0;
+    }
+
+    static int on_timer(sd_event_source* s, uint64_t, void* userdata) {
+        auto* d = static_cast<Daemon*>(userdata);
+        d->full_pass(Trigger::verify);
+        sd_event_source_set_time_relative(s, d->interval_usec());
+        sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+        return 0;
+    }
+
+    static int on_reload(sd_event_source*, const struct signalfd_siginfo*, void* userdata) {
+        static_cast<Daemon*>(userdata)->reload();
+        return 0;
+    }
+
+    static int on_stop(sd_event_source* s, const struct signalfd_siginfo*, void*) {
+        systemd::notify_stopping();
+        return sd_event_exit(sd_event_source_get_event(s), 0);
+    }
+
+    // --- the work ---
+
+    void note_events(const std::vector<udev::Uevent>& events, bool overflow) {
+        if (overflow) {
+            log_->log(LOG_WARNING,
+                      "uevent receive buffer overflowed (ENOBUFS): events were lost; rescanning every device");
+            rescan_ = true;
+        }
+        for (const auto& e : events) {
+            if (e.action == "remove") {
+                removed_.insert(e.name);
+                pending_.erase(e.name);
+                continue;
+            }
+            removed_.erase(e.name);
+            Trigger t = e.source == udev::EventSource::udev ? Trigger::udev_processed
+                        : e.action == "add"                  ? Trigger::added
+                                                              : Trigger::changed;
+            auto& slot = pending_[e.name];
+            slot = std::max(slot, t);
+        }
+        sd_event_source_set_enabled(defer_, SD_EVENT_ONESHOT);
+    }
+
+    void process_pending() {
+        for (const auto& name : removed_) {
+            reconciler_.forget(name);
+        }
+        removed_.clear();
+        auto batch = std::move(pending_);
+        pending_.clear();
+        if (rescan_) {
+            rescan_ = false;
+            full_pass(Trigger::verify);
+            return;
+        }
+        std::set<std::string> related;
+        for (const auto& [name, trigger] : batch) {
+            if (!reconciler_.reconcile(name, trigger)) continue;
+            // Stacked devices see each other's changes: verify holders and slaves too.
+            if (auto f = udev::read_facts(sysfs_, name)) {
+                related.insert(f->holders.begin(), f->holders.end());
+                related.insert(f->slaves.begin(), f->slaves.end());
+            }
+        }
+        for (const auto& name : related)
+            if (!batch.count(name) && sysfs_.exists("block/" + name)) reconciler_.reconcile(name, Trigger::verify);
+        after_pass();
+    }
+
+    void full_pass(Trigger trigger) {
+        const auto names = udev::list_block_devices(sysfs_);
+        std::set<std::string> present(names.begin(), names.end());
+        std::vector<std::string> gone;
+        for (const auto& [name, rec] : reconciler_.devices())
+            if (!present.count(name)) gone.push_back(name);
+        for (const auto& name : gone) reconciler_.forget(name);
+        for (const auto& name : names) reconciler_.reconcile(name, trigger);
+        after_pass();
+    }
+
+    void reload() {
+        systemd::notify_reloading();
+        auto loaded = load_policy_from(opts_.policies);
+        if (!loaded.ok()) {
+            for (const auto& e : loaded.errors) log_->log(LOG_ERR, e.str());
+            log_->log(LOG_ERR, "policy reload failed, keeping the old policy");
+        } else {
+            const auto old_interval = interval_;
+            apply_policy(std::move(loaded.policy));
+            reconciler_.set_udev_rules(scan_udev_rules(opts_.udev_rules_dirs));
+            log_->log(LOG_INFO, "policy reloaded: " + std::to_string(reconciler_.policy().rules.size()) +
+                                    " rule(s), " + policy::to_string(reconciler_.mode()) + " mode");
+            if (interval_ != old_interval) {
+                sd_event_source_set_time_relative(timer_, interval_usec());
+                sd_event_source_set_enabled(timer_, SD_EVENT_ONESHOT);
+            }
+            full_pass(Trigger::verify);
+        }
+        systemd::notify_ready(status_line());
+    }
+
+    std::string status_line() const {
+        auto s = reconciler_.summary();
+        return std::to_string(s.devices) + " device(s) managed, " + std::to_string(s.drifted) + " drifted, " +
+               std::to_string(s.failed) + " failed (" + policy::to_string(reconciler_.mode()) + ")";
+    }
+
+    void after_pass() {
+        const double now = now_unix();
+        systemd::notify_status(status_line());
+        std::error_code ec;
+        std::filesystem::create_directories(opts_.state_dir, ec);
+        auto err = write_atomically(opts_.state_dir + "/daemon.json",
+                                    daemon_json(reconciler_, static_cast<long>(::getpid()), now).dump(2) + "\n");
+        if (!err.empty() && err != last_state_error_) log_->log(LOG_WARNING, err);
+        last_state_error_ = err;
+        if (!opts_.metrics_file.empty()) {
+            auto merr = write_atomically(opts_.metrics_file, metrics_text(reconciler_, now));
+            if (!merr.empty() && merr != last_metrics_error_) log_->log(LOG_WARNING, merr);
+            last_metrics_error_ = merr;
+        }
+    }
+
+    struct Watch {
+        Daemon* daemon = nullptr;
+        udev::Monitor* monitor = nullptr;
+    };
+
+    Options opts_;
+    std::unique_ptr<systemd::EventLog> log_;
+    udev::Sysfs sysfs_;
+    StateDir state_;
+    Reconciler reconciler_;
+    std::chrono::milliseconds interval_{30'000};
+    sd_event* event_ = nullptr;
+    sd_event_source* defer_ = nullptr;
+    sd_event_source* timer_ = nullptr;
+    std::vector<sd_event_source*> sources_;
+    std::unique_ptr<udev::Monitor> kernel_monitor_;
+    std::unique_ptr<udev::Monitor> udev_monitor_;
+    Watch watches_[2];
+    std::map<std::string, Trigger> pending_;
+    std::set<std::string> removed_;
+    bool rescan_ = false;
+    std::string last_state_error_;
+    std::string last_metrics_error_;
+};
+
+}  // namespace
+
+int run_daemon(const Options& o) {
+    bool console = o.log_target == "console" || (o.log_target == "auto" && ::isatty(STDERR_FILENO));
+    auto log = console ? systemd::make_console_log() : systemd::make_journal_log();
+    Daemon d(o, std::move(log));
+    return d.run();
+}
+
+}  // namespace blkpolicy::agent

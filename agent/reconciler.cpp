@@ -1,0 +1,221 @@
+#include "agent/reconciler.hpp"
+
+#include <syslog.h>
+
+#include "agent/executor.hpp"
+#include "agent/snapshot.hpp"
+#include "policy/attributes.hpp"
+#include "policy/plan.hpp"
+#include "policy/values.hpp"
+#include "udev/discovery.hpp"
+
+namespace blkpolicy::agent {
+
+using policy::Action;
+using policy::ActionKind;
+using systemd::AlertKind;
+
+const char* to_string(Trigger t) {
+    switch (t) {
+        case Trigger::verify: return "verify";
+        case Trigger::udev_processed: return "udev";
+        case Trigger::changed: return "change";
+        case Trigger::added: return "add";
+    }
+    return "?";
+}
+
+const char* to_string(AttrStatus s) {
+    switch (s) {
+        case AttrStatus::ok: return "ok";
+        case AttrStatus::drifted: return "drifted";
+        case AttrStatus::failed: return "failed";
+    }
+    return "?";
+}
+
+Reconciler::Reconciler(udev::Sysfs& sysfs, const StateDir& state, systemd::EventLog& log,
+                       policy::KernelVersion kernel)
+    : sysfs_(sysfs), state_(state), log_(log), kernel_(kernel) {}
+
+void Reconciler::forget(const std::string& device) {
+    devices_.erase(device);
+    state_.forget(device);
+}
+
+Summary Reconciler::summary() const {
+    Summary s;
+    for (const auto& [name, d] : devices_) {
+        if (!d.attrs.empty()) ++s.devices;
+        for (const auto& [attr, r] : d.attrs) {
+            if (r.status == AttrStatus::drifted) ++s.drifted;
+            if (r.status == AttrStatus::failed) ++s.failed;
+        }
+    }
+    return s;
+}
+
+namespace {
+std::string rule_text(const policy::RuleRef& r) { return r.name + " (" + r.pos.file_line() + ")"; }
+std::string value_or(const policy::Values& v, const std::string& key, const std::string& fallback = {}) {
+    auto it = v.find(key);
+    return it == v.end() ? fallback : it->second;
+}
+}  // namespace
+
+AlertKind Reconciler::classify(const std::string& device, const Action& a, const AttrRecord& r,
+                               const policy::Values& values, Trigger trigger, std::string& udev_rule) const {
+    if (const auto* w = find_udev_writer(udev_rules_, device, a.attribute)) {
+        if (trigger == Trigger::udev_processed || policy::trim(w->value) == a.current) {
+            udev_rule = w->where();
+            return AlertKind::conflict;
+        }
+    }
+    if (!r.original.empty() && r.original != r.expected && a.current == r.original) return AlertKind::reverted;
+    const bool rotational = value_or(values, "rotational") == "1";
+    if (a.attribute == "read_ahead_kb") {
+        auto computed = policy::kernel_readahead_kb(kernel_, rotational,
+                                                    policy::parse_int(value_or(values, "optimal_io_size", "0")).value_or(0),
+                                                    policy::parse_int(value_or(values, "max_sectors_kb", "0")).value_or(0));
+        if (computed && std::to_string(*computed) == a.current) return AlertKind::reverted;
+    }
+    if (a.attribute == "wbt_lat_usec") {
+        if (a.current == "0" && value_or(values, "scheduler") == "bfq") return AlertKind::reverted;
+        if (a.current == std::to_string(policy::wbt_default_usec(rotational))) return AlertKind::reverted;
+    }
+    return AlertKind::drift;
+}
+
+void Reconciler::alert(AlertKind kind, const std::string& device, const Action& a, const AttrRecord& r,
+                       const std::string& actual, const std::string& message, const std::string& udev_rule) {
+    systemd::Alert al;
+    al.kind = kind;
+    al.device = device;
+    al.attribute = a.attribute;
+    al.expected = a.expected;
+    al.actual = actual;
+    al.rule = r.rule;
+    al.udev_rule = udev_rule;
+    al.message = message;
+    log_.alert(al);
+}
+
+bool Reconciler::reconcile(const std::string& device, Trigger trigger) {
+    auto live = udev::read_facts(sysfs_, device);
+    if (!live) {
+        forget(device);
+        return false;
+    }
+    const auto identity = identity_of(*live);
+    std::string warning;
+    auto facts = freeze_facts(state_, *live, true, &warning);
+    if (!warning.empty()) log_.log(LOG_WARNING, warning);
+    const auto values = udev::read_values(sysfs_, device);
+    const auto plan = policy::plan_device(policy_, facts, values, host_plan_context());
+
+    auto& rec = devices_[device];
+    if (rec.identity != identity) {
+        rec = DeviceRecord{};
+        rec.identity = identity;
+    }
+    // Attributes the policy no longer manages on this device.
+    for (auto it = rec.attrs.begin(); it != rec.attrs.end();) {
+        bool managed = false;
+        for (const auto& a : plan.actions) managed = managed || (a.attribute == it->first && a.kind != ActionKind::skip);
+        it = managed ? std::next(it) : rec.attrs.erase(it);
+    }
+
+    const bool enforce = mode_ == policy::Mode::enforce;
+    bool differs = false;
+    for (const auto& a : plan.actions)
+        if ((a.kind == ActionKind::write || a.kind == ActionKind::unchanged) && a.current != a.expected) differs = true;
+    std::map<std::string, AttributeResult> results;
+    if (enforce && differs) {
+        for (auto& r : execute(sysfs_, plan).results) results[r.attribute] = std::move(r);
+    }
+
+    for (const auto& a : plan.actions) {
+        if (a.kind == ActionKind::skip) continue;
+        const bool existed = rec.attrs.count(a.attribute) > 0;
+        auto& r = rec.attrs[a.attribute];
+        const bool fresh = !existed || r.expected != a.expected;  // first sight, or the policy changed
+        if (fresh) r = AttrRecord{a.expected, a.current, a.current, rule_text(a.rule), AttrStatus::ok, r.drifts, r.failures};
+        r.rule = rule_text(a.rule);
+        const std::string what = a.attribute + " of " + device;
+
+        if (a.kind == ActionKind::refuse) {
+            if (r.status != AttrStatus::failed) {
+                ++r.failures;
+                alert(AlertKind::failed, device, a, r, a.current,
+                      "refusing to set " + what + " to " + a.expected + ": " + a.note);
+            }
+            r.status = AttrStatus::failed;
+            continue;
+        }
+        // What the attribute read just before blkpolicy would write it: after
+        // the earlier writes of this pass (a bfq switch zeroes wbt).
+        auto res = results.find(a.attribute);
+        const bool written = res != results.end() && res->second.outcome != Outcome::unchanged;
+        const std::string before = written ? res->second.before : a.current;
+
+        if (!written && before == a.expected) {
+            if (!fresh && r.status != AttrStatus::ok)
+                alert(AlertKind::resolved, device, a, r, before, what + " is " + a.expected + " again, as the policy says");
+            r.status = AttrStatus::ok;
+            r.actual = before;
+            continue;
+        }
+
+        policy::Action seen = a;
+        seen.current = before;
+        std::string udev_rule;
+        const AlertKind kind = fresh ? AlertKind::drift : classify(device, seen, r, values, trigger, udev_rule);
+        std::string cause;
+        switch (kind) {
+            case AlertKind::reverted: cause = what + " went back to the kernel's own value " + before; break;
+            case AlertKind::conflict: cause = "udev rule " + udev_rule + " set " + what + " to " + before; break;
+            default: cause = what + " is " + before + ", changed outside blkpolicy"; break;
+        }
+        cause += " (policy says " + a.expected + ")";
+
+        if (!enforce) {
+            if (r.status != AttrStatus::drifted || r.actual != before) {
+                ++r.drifts;
+                if (fresh) cause = what + " is " + before + ", policy says " + a.expected;
+                alert(kind, device, a, r, before, cause + "; observe mode: left as it is", udev_rule);
+            }
+            r.status = AttrStatus::drifted;
+            r.actual = before;
+            continue;
+        }
+
+        const bool stuck = res != results.end() && res->second.after == a.expected &&
+                           (res->second.outcome == Outcome::applied || res->second.outcome == Outcome::unchanged);
+        if (stuck) {
+            if (fresh) {
+                alert(AlertKind::applied, device, a, r, a.expected,
+                      "set " + what + " to " + a.expected + " (was " + (before.empty() ? "unset" : before) + ")");
+            } else if (r.status == AttrStatus::failed) {
+                alert(AlertKind::resolved, device, a, r, a.expected, what + " is " + a.expected + " now, as the policy says");
+            } else {
+                ++r.drifts;
+                alert(kind, device, a, r, before, cause + "; re-applied", udev_rule);
+            }
+            r.status = AttrStatus::ok;
+            r.actual = a.expected;
+            continue;
+        }
+        const std::string actual = res == results.end() ? before : res->second.after;
+        if (r.status != AttrStatus::failed) {
+            ++r.failures;
+            const std::string detail = res == results.end() ? "not attempted" : res->second.detail;
+            alert(AlertKind::failed, device, a, r, actual, "cannot set " + what + " to " + a.expected + ": " + detail,
+                  udev_rule);
+        }
+        r.status = AttrStatus::failed;
+        r.actual = actual;
+    }
+    return true;
+}
+
+}  // namespace blkpolicy::agent

@@ -1,0 +1,86 @@
+// The daemon's decisions for one device at a time: look, compare with the
+// policy, re-apply in enforce mode, and alert once per change of state.
+// Owns no loop and no clock; the daemon (agent/daemon) feeds it triggers.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "agent/state.hpp"
+#include "agent/udev_rules.hpp"
+#include "policy/kernel.hpp"
+#include "policy/plan.hpp"
+#include "policy/policy.hpp"
+#include "systemd/alerts.hpp"
+#include "udev/sysfs.hpp"
+
+namespace blkpolicy::agent {
+
+enum class Trigger {
+    verify,          // the timer, a rescan, a reload, or a related device's event
+    udev_processed,  // udevd finished its rules for the device
+    changed,         // kernel change uevent
+    added,           // kernel add uevent, or first sight
+};
+const char* to_string(Trigger t);
+
+enum class AttrStatus { ok, drifted, failed };
+const char* to_string(AttrStatus s);
+
+struct AttrRecord {
+    std::string expected;
+    std::string actual;    // as last read
+    std::string original;  // what the device had before blkpolicy first wrote it
+    std::string rule;      // "name (file:line)"
+    AttrStatus status = AttrStatus::ok;
+    unsigned long drifts = 0;    // drift, reverted and conflict alerts so far
+    unsigned long failures = 0;  // failed alerts so far
+};
+
+struct DeviceRecord {
+    std::string identity;
+    std::map<std::string, AttrRecord> attrs;
+};
+
+struct Summary {
+    std::size_t devices = 0;  // with at least one managed attribute
+    std::size_t drifted = 0;  // attributes out of policy now (observe mode)
+    std::size_t failed = 0;   // attributes that could not be applied
+};
+
+class Reconciler {
+public:
+    Reconciler(udev::Sysfs& sysfs, const StateDir& state, systemd::EventLog& log, policy::KernelVersion kernel);
+
+    void set_policy(policy::Policy policy) { policy_ = std::move(policy); }
+    const policy::Policy& policy() const { return policy_; }
+    void set_mode(policy::Mode mode) { mode_ = mode; }
+    policy::Mode mode() const { return mode_; }
+    void set_udev_rules(std::vector<UdevAssignment> rules) { udev_rules_ = std::move(rules); }
+
+    // Looks at one device and acts on what it finds. Returns false when the
+    // device is gone (and has been forgotten).
+    bool reconcile(const std::string& device, Trigger trigger);
+    void forget(const std::string& device);
+
+    const std::map<std::string, DeviceRecord>& devices() const { return devices_; }
+    Summary summary() const;
+
+private:
+    systemd::AlertKind classify(const std::string& device, const policy::Action& a, const AttrRecord& r,
+                                const policy::Values& values, Trigger trigger, std::string& udev_rule) const;
+    void alert(systemd::AlertKind kind, const std::string& device, const policy::Action& a, const AttrRecord& r,
+               const std::string& actual, const std::string& message, const std::string& udev_rule = {});
+
+    udev::Sysfs& sysfs_;
+    const StateDir& state_;
+    systemd::EventLog& log_;
+    policy::KernelVersion kernel_;
+    policy::Policy policy_;
+    policy::Mode mode_ = policy::Mode::enforce;
+    std::vector<UdevAssignment> udev_rules_;
+    std::map<std::string, DeviceRecord> devices_;
+};
+
+}  // namespace blkpolicy::agent

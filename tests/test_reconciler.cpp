@@ -1,0 +1,210 @@
+// Golden daemon scenarios without a loop: a fake tree whose sysfs behaves
+// like the kernel, a script of triggers, and the alerts that must come out.
+#include <doctest/doctest.h>
+
+#include <cerrno>
+
+#include "agent/daemon_report.hpp"
+#include "agent/reconciler.hpp"
+#include "agent/udev_rules.hpp"
+#include "policy/loader.hpp"
+#include "support/fake_sysfs.hpp"
+#include "support/kernel_model.hpp"
+
+using namespace blkpolicy;
+using agent::Trigger;
+
+namespace {
+
+struct RecordingLog : systemd::EventLog {
+    std::vector<std::string> alerts;
+    std::vector<systemd::Alert> full;
+    std::vector<std::string> lines;
+    void alert(const systemd::Alert& a) override {
+        alerts.push_back(std::string(systemd::to_string(a.kind)) + " " + a.device + " " + a.attribute + " " +
+                         a.expected + " " + a.actual);
+        full.push_back(a);
+    }
+    void log(int, const std::string& m) override { lines.push_back(m); }
+    std::vector<std::string> take() { return std::exchange(alerts, {}); }
+};
+
+policy::Policy policy_of(const std::string& set) {
+    auto r = policy::load_policy({{"p.toml", "[[rule]]\nname = \"loops\"\n[rule.match]\nkernel = \"loop*\"\n[rule.set]\n" + set}});
+    for (const auto& e : r.errors) MESSAGE(e.str());
+    REQUIRE(r.ok());
+    return r.policy;
+}
+
+struct World {
+    test::FakeSysfs tree;
+    test::KernelModelSysfs sysfs{init()};
+    agent::StateDir state{tree.root() / "state"};
+    RecordingLog log;
+    agent::Reconciler rec{sysfs, state, log, policy::KernelVersion{6, 18}};
+
+    std::filesystem::path init() {
+        tree.add_loop("loop0", 0, "/img");
+        return tree.root();
+    }
+    std::string q(const std::string& attr) { return tree.read(tree.devpath_of("loop0") + "/queue/" + attr); }
+    void poke(const std::string& attr, const std::string& v) {
+        REQUIRE(sysfs.write("block/loop0/queue/" + attr, v) == 0);
+    }
+};
+
+using V = std::vector<std::string>;
+
+}  // namespace
+
+TEST_CASE("daemon scenario: enforce mode") {
+    World w;
+    w.rec.set_policy(policy_of("read_ahead_kb = 128\nscheduler = \"mq-deadline\"\nnr_requests = 64\n"));
+
+    w.rec.reconcile("loop0", Trigger::added);
+    CHECK(w.log.take() == V{"applied loop0 scheduler mq-deadline mq-deadline",
+                            "applied loop0 nr_requests 64 64",
+                            "applied loop0 read_ahead_kb 128 128"});
+    CHECK(w.log.full[0].message == "set scheduler of loop0 to mq-deadline (was none)");
+    CHECK(w.log.full[0].rule == "loops (p.toml:1)");
+
+    SUBCASE("quiet: nothing changed, nothing said, nothing written") {
+        w.sysfs.writes.clear();
+        for (int i = 0; i < 3; ++i) w.rec.reconcile("loop0", Trigger::verify);
+        CHECK(w.log.take().empty());
+        CHECK(w.sysfs.writes.empty());
+    }
+    SUBCASE("a limits write raises read_ahead_kb: reverted, re-applied") {
+        w.poke("max_sectors_kb", "1280");
+        REQUIRE(w.q("read_ahead_kb") == "2560");
+        w.rec.reconcile("loop0", Trigger::verify);
+        CHECK(w.log.take() == V{"reverted loop0 read_ahead_kb 128 2560"});
+        CHECK(w.log.full.back().message ==
+              "read_ahead_kb of loop0 went back to the kernel's own value 2560 (policy says 128); re-applied");
+        CHECK(w.q("read_ahead_kb") == "128");
+        w.rec.reconcile("loop0", Trigger::verify);
+        CHECK(w.log.take().empty());
+    }
+    SUBCASE("a person writes a value: drift, re-applied") {
+        w.poke("read_ahead_kb", "512");
+        w.rec.reconcile("loop0", Trigger::verify);
+        CHECK(w.log.take() == V{"drift loop0 read_ahead_kb 128 512"});
+        CHECK(w.q("read_ahead_kb") == "128");
+    }
+    SUBCASE("a scheduler switch behind the daemon's back: both values come back") {
+        w.poke("scheduler", "kyber");
+        w.rec.reconcile("loop0", Trigger::verify);
+        CHECK(w.log.take() == V{"drift loop0 scheduler mq-deadline kyber", "drift loop0 nr_requests 64 256"});
+        CHECK(w.q("nr_requests") == "64");
+    }
+    SUBCASE("a failing write alerts once, then resolves") {
+        w.poke("read_ahead_kb", "512");
+        w.sysfs.fail["queue/read_ahead_kb"] = EIO;
+        w.rec.reconcile("loop0", Trigger::verify);
+        CHECK(w.log.take() == V{"failed loop0 read_ahead_kb 128 512"});
+        CHECK(w.log.full.back().message == "cannot set read_ahead_kb of loop0 to 128: write 128: Input/output error (EIO)");
+        w.rec.reconcile("loop0", Trigger::verify);
+        w.rec.reconcile("loop0", Trigger::verify);
+        CHECK(w.log.take().empty());
+        CHECK(w.rec.summary().failed == 1);
+        w.sysfs.fail.clear();
+        w.rec.reconcile("loop0", Trigger::verify);
+        CHECK(w.log.take() == V{"resolved loop0 read_ahead_kb 128 128"});
+        CHECK(w.rec.summary().failed == 0);
+    }
+    SUBCASE("a udev rule that writes the attribute is named") {
+        w.rec.set_udev_rules(agent::parse_udev_rules(
+            "/etc/udev/rules.d/60-ra.rules",
+            "# tuning\nACTION==\"add|change\", KERNEL==\"loop[0-9]*\", \\\n  ATTR{queue/read_ahead_kb}=\"512\"\n"));
+        w.poke("read_ahead_kb", "512");
+        w.rec.reconcile("loop0", Trigger::udev_processed);
+        CHECK(w.log.take() == V{"conflict loop0 read_ahead_kb 128 512"});
+        CHECK(w.log.full.back().udev_rule == "/etc/udev/rules.d/60-ra.rules:2");
+        CHECK(w.log.full.back().message ==
+              "udev rule /etc/udev/rules.d/60-ra.rules:2 set read_ahead_kb of loop0 to 512 (policy says 128); re-applied");
+    }
+    SUBCASE("a changed policy is applied, not called drift") {
+        w.rec.set_policy(policy_of("read_ahead_kb = 256\nscheduler = \"mq-deadline\"\nnr_requests = 64\n"));
+        w.rec.reconcile("loop0", Trigger::verify);
+        CHECK(w.log.take() == V{"applied loop0 read_ahead_kb 256 256"});
+    }
+    SUBCASE("the same name with another identity is a new device") {
+        w.tree.file(w.tree.devpath_of("loop0") + "/diskseq", "999");
+        w.poke("read_ahead_kb", "2560");
+        w.rec.reconcile("loop0", Trigger::changed);
+        CHECK(w.log.take() == V{"applied loop0 read_ahead_kb 128 128"});
+    }
+    SUBCASE("a vanished device is forgotten") {
+        std::filesystem::remove(w.tree.root() / "block/loop0");
+        CHECK_FALSE(w.rec.reconcile("loop0", Trigger::verify));
+        CHECK(w.rec.devices().empty());
+    }
+}
+
+TEST_CASE("daemon scenario: observe mode alerts once per change and writes nothing") {
+    World w;
+    w.rec.set_mode(policy::Mode::observe);
+    w.rec.set_policy(policy_of("read_ahead_kb = 128\n"));
+    w.rec.reconcile("loop0", Trigger::added);
+    CHECK(w.log.take() == V{"drift loop0 read_ahead_kb 128 2560"});
+    CHECK(w.log.full.back().message == "read_ahead_kb of loop0 is 2560, policy says 128; observe mode: left as it is");
+    w.rec.reconcile("loop0", Trigger::verify);
+    CHECK(w.log.take().empty());
+    w.poke("read_ahead_kb", "4096");
+    w.rec.reconcile("loop0", Trigger::verify);
+    CHECK(w.log.take() == V{"drift loop0 read_ahead_kb 128 4096"});
+    CHECK(w.rec.summary().drifted == 1);
+    w.poke("read_ahead_kb", "128");
+    w.rec.reconcile("loop0", Trigger::verify);
+    CHECK(w.log.take() == V{"resolved loop0 read_ahead_kb 128 128"});
+    CHECK(w.sysfs.writes.size() == 2);  // only the test's own pokes
+}
+
+TEST_CASE("journal fields of an alert") {
+    systemd::Alert a;
+    a.kind = systemd::AlertKind::reverted;
+    a.device = "loop240";
+    a.attribute = "read_ahead_kb";
+    a.expected = "128";
+    a.actual = "2560";
+    a.rule = "r (p.toml:1)";
+    a.message = "m";
+    CHECK(systemd::journal_fields(a) ==
+          V{"MESSAGE=m", "MESSAGE_ID=7c0ba1f3a4d94f0e9b6c2d8e51a0f303", "PRIORITY=4", "SYSLOG_IDENTIFIER=blkpolicy",
+            "BLKPOLICY_EVENT=reverted", "BLKPOLICY_DEVICE=loop240", "BLKPOLICY_ATTRIBUTE=read_ahead_kb",
+            "BLKPOLICY_EXPECTED=128", "BLKPOLICY_ACTUAL=2560", "BLKPOLICY_RULE=r (p.toml:1)"});
+}
+
+TEST_CASE("udev rules: which assignments write queue attributes") {
+    auto rules = agent::parse_udev_rules("f.rules",
+                                         "# comment ATTR{queue/scheduler}=\"x\"\n"
+                                         "ACTION==\"add|change\", KERNEL==\"sd[a-z]|vd*\", ATTR{queue/rotational}==\"0\", "
+                                         "ATTR{queue/scheduler}=\"mq-deadline\"\n"
+                                         "\n"
+                                         "SUBSYSTEM==\"block\", ATTR{bdi/read_ahead_kb}:=\"256\", ATTR{device/timeout}=\"60\"\n");
+    REQUIRE(rules.size() == 3);
+    CHECK(rules[0].attribute == "scheduler");
+    CHECK(rules[0].where() == "f.rules:2");
+    CHECK(rules[0].kernel_patterns == V{"sd[a-z]", "vd*"});
+    CHECK(rules[1].attribute == "read_ahead_kb");
+    CHECK(rules[1].value == "256");
+    CHECK(rules[2].attribute == "device.timeout");
+    CHECK(agent::find_udev_writer(rules, "sdb", "scheduler") == &rules[0]);
+    CHECK(agent::find_udev_writer(rules, "nvme0n1", "scheduler") == nullptr);
+    CHECK(agent::find_udev_writer(rules, "nvme0n1", "read_ahead_kb") == &rules[1]);
+    CHECK(agent::find_udev_writer(rules, "sda", "rotational") == nullptr);  // == is a match, not a write
+}
+
+TEST_CASE("metrics text after a pass") {
+    World w;
+    w.rec.set_policy(policy_of("read_ahead_kb = 128\n"));
+    w.rec.reconcile("loop0", Trigger::added);
+    w.poke("read_ahead_kb", "512");
+    w.rec.reconcile("loop0", Trigger::verify);
+    const auto text = agent::metrics_text(w.rec, 1700000000.0);
+    CHECK(text.find("blkpolicy_devices_managed 1\n") != std::string::npos);
+    CHECK(text.find("blkpolicy_last_verify_timestamp_seconds 1700000000\n") != std::string::npos);
+    CHECK(text.find("blkpolicy_attribute_in_policy{device=\"loop0\",attribute=\"read_ahead_kb\"} 1\n") != std::string::npos);
+    CHECK(text.find("blkpolicy_drifts_total{device=\"loop0\",attribute=\"read_ahead_kb\"} 1\n") != std::string::npos);
+    CHECK(text.find("# TYPE blkpolicy_failures_total counter\n") != std::string::npos);
+}
