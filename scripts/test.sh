@@ -10,6 +10,21 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 
+# The daemon tests read what blkpolicy sends to journald. Where no journald
+# runs (a container, a machine without systemd as PID 1), start one for the
+# run and stop that one, by its pid, afterwards.
+journald_pid=
+cleanup() {
+    if [[ -n "$journald_pid" ]]; then kill "$journald_pid" 2>/dev/null || true; fi
+}
+trap cleanup EXIT
+if [[ $(id -u) -eq 0 ]] && ! systemd-cat -t blkpolicy-test true 2>/dev/null; then
+    /lib/systemd/systemd-journald >/dev/null 2>&1 &
+    journald_pid=$!
+    for _ in $(seq 50); do systemd-cat -t blkpolicy-test true 2>/dev/null && break; sleep 0.1; done
+    echo "== started systemd-journald (pid $journald_pid) for the daemon tests"
+fi
+
 echo "== build (warnings are errors)"
 BUILD_DIR=build scripts/build.sh -DBLKPOLICY_WERROR=ON -DBLKPOLICY_TESTS=ON
 echo "== tests"

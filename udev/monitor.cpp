@@ -4,6 +4,8 @@
 #include <cstring>
 #include <libudev.h>
 #include <stdexcept>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "udev/discovery.hpp"
@@ -59,6 +61,16 @@ std::vector<Uevent> Monitor::drain(bool& overflow) {
     return out;
 }
 
-bool udevd_running() { return ::access("/run/udev/control", F_OK) == 0; }
+bool udevd_running() {
+    // The socket file outlives udevd: only a successful connect means it runs.
+    int fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    if (fd < 0) return false;
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strncpy(addr.sun_path, "/run/udev/control", sizeof addr.sun_path - 1);
+    const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+    ::close(fd);
+    return ok;
+}
 
 }  // namespace blkpolicy::udev

@@ -42,7 +42,8 @@ private:
     struct udev_monitor* monitor_ = nullptr;
 };
 
-// True when udevd runs (its control socket exists), i.e. udev events will come.
+// True when udevd runs (its control socket accepts a connection), i.e. udev
+// events will come.
 bool udevd_running();
 
 }  // namespace blkpolicy::udev

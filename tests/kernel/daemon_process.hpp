@@ -1,0 +1,56 @@
+// A `blkpolicy run` child process with its own NOTIFY_SOCKET, and a reader
+// for what it sent to journald. Stopped (SIGTERM, then SIGKILL) by the
+// destructor if the test has not stopped it.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+namespace blkpolicy::test {
+
+using JournalEntry = std::map<std::string, std::string>;
+
+class DaemonProcess {
+public:
+    explicit DaemonProcess(const std::vector<std::string>& args);
+    ~DaemonProcess();
+    DaemonProcess(const DaemonProcess&) = delete;
+    DaemonProcess& operator=(const DaemonProcess&) = delete;
+
+    pid_t pid() const { return pid_; }
+    bool alive();
+    void signal(int sig) const;
+    // Waits for the exit; returns the exit code (128+N for a signal), -1 on timeout.
+    int wait_exit(std::chrono::milliseconds timeout);
+
+    // sd_notify messages received so far (each one as sent, e.g. "READY=1\nSTATUS=...").
+    std::vector<std::string> notifications();
+    bool wait_notification(const std::string& needle, std::chrono::milliseconds timeout);
+
+    // Journal entries logged by this process, oldest first.
+    std::vector<JournalEntry> journal() const;
+    std::vector<JournalEntry> alerts(const std::string& device) const;  // entries with BLKPOLICY_EVENT
+    bool wait_journal(const std::function<bool(const JournalEntry&)>& match, std::chrono::milliseconds timeout) const;
+
+    // VmRSS in KiB.
+    long rss_kib() const;
+
+private:
+    pid_t pid_ = -1;
+    int exit_code_ = -1;
+    int notify_fd_ = -1;
+    std::string notify_path_;
+    std::vector<std::string> notes_;
+};
+
+// Polls `cond` every 20 ms until it holds or `timeout` passes.
+bool eventually(const std::function<bool()>& cond, std::chrono::milliseconds timeout);
+
+// True when journald listens on /run/systemd/journal/socket.
+bool journald_available();
+
+}  // namespace blkpolicy::test
