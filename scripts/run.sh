@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# The main job on a fresh Debian machine: install what is needed, build, and
-# show this machine's devices under the bundled default policy
-# (examples/cloud-vm.toml): the plan, then the status. Nothing is written.
+# The main job on a fresh Debian machine: install what is needed, build,
+# show the plan for this machine's devices under the bundled default policy
+# (examples/cloud-vm.toml), then run the daemon in the foreground in OBSERVE
+# mode: live alerts on the terminal, nothing on the host is changed.
+# Stop it with Ctrl-C.
 #
-#   scripts/run.sh                 # plan + status, writes nothing
-#   scripts/run.sh apply           # apply the default policy (as root)
-#   scripts/run.sh plan --json     # any blkpolicy command and options
+#   scripts/run.sh                 # plan, then the daemon in observe mode
+#   scripts/run.sh enforce         # the daemon in enforce mode: it writes (root)
+#   scripts/run.sh apply           # any other blkpolicy command, e.g. one-shot apply
+#   scripts/run.sh status --json
 #
 # BLKPOLICY_POLICY=PATH picks another policy file or directory.
 set -euo pipefail
@@ -14,21 +17,22 @@ scripts/install-deps.sh
 scripts/build.sh -DBLKPOLICY_TESTS=OFF >/dev/null
 bin=build/blkpolicy
 policy=${BLKPOLICY_POLICY:-examples/cloud-vm.toml}
+state=build/demo-state   # not /run/blkpolicy: leave an installed service's state alone
 
+mode=observe
+if [[ "${1:-}" == enforce ]]; then
+    mode=enforce
+    shift
+fi
 if (($# > 0)); then
-    exec "$bin" "$1" --policy "$policy" "${@:2}"
+    exec "$bin" "$1" --policy "$policy" --state-dir "$state" "${@:2}"
 fi
 
 echo "== blkpolicy check --policy $policy"
 "$bin" check --policy "$policy"
 echo
 echo "== blkpolicy plan --policy $policy   (writes nothing)"
-"$bin" plan --policy "$policy"
+"$bin" plan --policy "$policy" --state-dir "$state"
 echo
-echo "== blkpolicy status --policy $policy"
-rc=0
-"$bin" status --policy "$policy" || rc=$?
-# status exits 1 when values differ from the policy: expected before an apply.
-if ((rc > 1)); then exit "$rc"; fi
-echo
-echo "Nothing was written. To apply: scripts/run.sh apply"
+echo "== blkpolicy run --mode $mode   (Ctrl-C stops it)"
+exec "$bin" run --policy "$policy" --state-dir "$state" --mode "$mode" --log-target console

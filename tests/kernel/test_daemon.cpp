@@ -289,3 +289,23 @@ TEST_CASE("daemon: soak of change uevents - memory measured before and after") {
     CHECK(after - before < 2048);  // a leak of even 700 bytes per event would show
     for (const auto& l : loops) CHECK(l->queue("nr_requests") == "64");
 }
+
+TEST_CASE("daemon: a uevent buffer overflow (ENOBUFS) is logged and answered with a full rescan") {
+    require_journald();
+    Workdir w;
+    LoopDevice loop;
+    // The smallest receive buffer, and a daemon that cannot read while the burst arrives.
+    DaemonProcess d(w.args(w.policy("read_ahead_kb = 128", "verify_interval = \"1h\"\n"), {"--receive-buffer", "4096"}));
+    REQUIRE(d.wait_notification("READY=1", 10s));
+    REQUIRE(eventually([&] { return loop.queue("read_ahead_kb") == "128"; }, 5s));
+    d.signal(SIGSTOP);
+    loop.write_queue("read_ahead_kb", "512");
+    for (int i = 0; i < 200; ++i) std::ofstream("/sys/block/" + loop.name() + "/uevent") << "change";
+    d.signal(SIGCONT);
+    CHECK(d.wait_journal([](const JournalEntry& e) {
+        auto m = e.find("MESSAGE");
+        return m != e.end() && m->second.find("overflowed (ENOBUFS)") != std::string::npos;
+    }, 10s));
+    CHECK(eventually([&] { return loop.queue("read_ahead_kb") == "128"; }, 5s));
+    CHECK(d.alive());
+}

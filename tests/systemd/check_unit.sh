@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The installed unit and catalog as systemd itself reads them:
+# - systemd-analyze verify on the generated unit (ExecStart pointed at the
+#   binary just built, since nothing is installed yet) must print nothing;
+# - the catalog compiles with journalctl --update-catalog and lists one entry
+#   for every MESSAGE_ID the binary uses (taken from the source, not copied).
+set -euo pipefail
+build_dir=$1
+src_dir=$2
+work=$(mktemp -d /tmp/blkpolicy-unit.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+
+sed "s|^ExecStart=.*|ExecStart=$build_dir/blkpolicy run|" "$build_dir/blkpolicy.service" > "$work/blkpolicy.service"
+out=$(systemd-analyze verify "$work/blkpolicy.service" 2>&1) || { echo "$out"; exit 1; }
+if [[ -n "$out" ]]; then echo "systemd-analyze verify is not clean:"; echo "$out"; exit 1; fi
+grep -q '^Type=notify$' "$work/blkpolicy.service"
+grep -q '^ExecReload=/bin/kill -HUP \$MAINPID$' "$work/blkpolicy.service"
+# Every hardening directive has its own comment on the line above.
+awk '/^# --- Hardening ---/ {h = 1}
+     /^\[Install\]/ {h = 0}
+     h && /^[A-Za-z]/ && prev !~ /^#/ {print "hardening line without a comment: " $0; bad = 1}
+     {prev = $0}
+     END {exit bad}' "$work/blkpolicy.service"
+
+mkdir -p "$work/root/usr/lib/systemd/catalog"
+cp "$src_dir/systemd/blkpolicy.catalog" "$work/root/usr/lib/systemd/catalog/"
+journalctl --root="$work/root" --update-catalog
+listed=$(journalctl --root="$work/root" --list-catalog)
+ids=$(grep -o '"[0-9a-f]\{32\}"' "$src_dir/systemd/alerts.cpp" | tr -d '"')
+[[ $(echo "$ids" | wc -l) -eq 6 ]] || { echo "expected 6 MESSAGE_IDs in systemd/alerts.cpp"; exit 1; }
+for id in $ids; do
+    grep -q "^$id blkpolicy: " <<<"$listed" || { echo "MESSAGE_ID $id has no catalog entry"; exit 1; }
+done
+echo "unit verifies clean; catalog has all $(echo "$ids" | wc -l) MESSAGE_IDs"
