@@ -55,6 +55,26 @@ error; 3 invalid policy; 4 system error.
 )";
 }
 
+namespace {
+// Options that take one string and keep it as given.
+struct StringOption {
+    const char* name;
+    std::string Options::*field;
+};
+constexpr StringOption kStringOptions[] = {
+    {"--sysfs-root", &Options::sysfs_root},
+    {"--state-dir", &Options::state_dir},
+    {"--metrics-file", &Options::metrics_file},
+};
+const StringOption* string_option(const std::string& arg) {
+    for (const auto& o : kStringOptions) {
+        const std::string name = o.name;
+        if (arg == name || arg.rfind(name + "=", 0) == 0) return &o;
+    }
+    return nullptr;
+}
+}  // namespace
+
 ParseResult parse_command_line(const std::vector<std::string>& args) {
     ParseResult r;
     auto& o = r.options;
@@ -85,14 +105,14 @@ ParseResult parse_command_line(const std::vector<std::string>& args) {
             auto v = value("--policy");
             if (!v) return r;
             o.policies.push_back(*v);
-        } else if (!only_positional && is("--sysfs-root")) {
-            auto v = value("--sysfs-root");
+        } else if (!only_positional && is("--udev-rules-dir")) {
+            auto v = value("--udev-rules-dir");
             if (!v) return r;
-            o.sysfs_root = *v;
-        } else if (!only_positional && is("--state-dir")) {
-            auto v = value("--state-dir");
+            o.udev_rules_dirs.push_back(*v);
+        } else if (const auto* opt = only_positional ? nullptr : string_option(a)) {
+            auto v = value(opt->name);
             if (!v) return r;
-            o.state_dir = *v;
+            o.*(opt->field) = *v;
         } else if (!only_positional && is("--mode")) {
             auto v = value("--mode");
             if (!v) return r;
@@ -102,10 +122,6 @@ ParseResult parse_command_line(const std::vector<std::string>& args) {
                 r.error = "--mode must be enforce or observe, not " + *v;
                 return r;
             }
-        } else if (!only_positional && is("--metrics-file")) {
-            auto v = value("--metrics-file");
-            if (!v) return r;
-            o.metrics_file = *v;
         } else if (!only_positional && is("--log-target")) {
             auto v = value("--log-target");
             if (!v) return r;
@@ -114,10 +130,6 @@ ParseResult parse_command_line(const std::vector<std::string>& args) {
                 return r;
             }
             o.log_target = *v;
-        } else if (!only_positional && is("--udev-rules-dir")) {
-            auto v = value("--udev-rules-dir");
-            if (!v) return r;
-            o.udev_rules_dirs.push_back(*v);
         } else if (!only_positional && is("--receive-buffer")) {
             auto v = value("--receive-buffer");
             if (!v) return r;

@@ -14,7 +14,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
-scripts/build.sh -DBLKPOLICY_TESTS=OFF >/dev/null
+TARGET=blkpolicy scripts/build.sh >/dev/null
 bin=build/blkpolicy
 policy=${BLKPOLICY_POLICY:-examples/cloud-vm.toml}
 state=build/demo-state   # not /run/blkpolicy: leave an installed service's state alone

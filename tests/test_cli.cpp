@@ -25,7 +25,16 @@ TEST_CASE("--help and --version") {
 
 TEST_CASE("usage errors exit 2 with a pointer to --help") {
     const std::vector<std::vector<std::string>> cases = {
-        {}, {"frobnicate"}, {"plan", "--bogus"}, {"plan", "--policy"}, {"check", "sda"}};
+        {},
+        {"frobnicate"},
+        {"plan", "--bogus"},
+        {"plan", "--policy"},
+        {"check", "sda"},
+        {"run", "sda"},
+        {"run", "--mode", "enforcing"},
+        {"run", "--log-target", "syslog"},
+        {"run", "--receive-buffer", "12"},
+        {"run", "--receive-buffer", "lots"}};
     for (const auto& args : cases) {
         auto r = run_blkpolicy(args);
         CAPTURE(r.err);
@@ -89,4 +98,16 @@ TEST_CASE("unknown devices and a missing sysfs are clear errors") {
     auto gone = run_blkpolicy({"status", "--policy", kData + "/fleet.toml", "--sysfs-root", "/nonexistent"});
     CHECK(gone.exit_code == 4);
     CHECK(gone.err == "blkpolicy: /nonexistent/block is not a directory: is sysfs mounted there?\n");
+}
+
+TEST_CASE("run: an invalid policy is reported with its position and the daemon does not start") {
+    FakeSysfs t;
+    build_fleet(t);
+    t.file("bad.toml", "[daemon]\nmode = \"watch\"\n");
+    auto r = run_blkpolicy({"run", "--log-target", "console", "--policy", (t.root() / "bad.toml").string(),
+                            "--sysfs-root", t.root().string(), "--state-dir", (t.root() / "state").string()});
+    CHECK(r.exit_code == 3);
+    CHECK(r.err.find((t.root() / "bad.toml").string() + ":2:8: daemon.mode must be \"enforce\" or \"observe\"") !=
+          std::string::npos);
+    CHECK(r.err.find("the policy is invalid; not starting") != std::string::npos);
 }

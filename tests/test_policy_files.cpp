@@ -4,19 +4,15 @@
 #include <fstream>
 
 #include "agent/policy_files.hpp"
+#include "support/temp_dir.hpp"
 
 using namespace blkpolicy;
 namespace fs = std::filesystem;
 
 namespace {
 struct Tree {
-    fs::path root;
-    Tree() {
-        std::string t = "/tmp/blkpolicy-policy.XXXXXX";
-        REQUIRE(::mkdtemp(t.data()));
-        root = t;
-    }
-    ~Tree() { fs::remove_all(root); }
+    test::TempDir tmp{"blkpolicy-policy"};
+    const fs::path& root = tmp.path();
     void put(const std::string& rel, const std::string& text) {
         fs::create_directories((root / rel).parent_path());
         std::ofstream(root / rel) << text;

@@ -4,20 +4,12 @@
 #include <fstream>
 
 #include "agent/state.hpp"
-#include "support/fake_sysfs.hpp"
+#include "support/temp_dir.hpp"
 
 using namespace blkpolicy;
 
 namespace {
-struct TempDir {
-    std::filesystem::path path;
-    TempDir() {
-        std::string t = "/tmp/blkpolicy-state.XXXXXX";
-        REQUIRE(::mkdtemp(t.data()));
-        path = t;
-    }
-    ~TempDir() { std::filesystem::remove_all(path); }
-};
+using test::TempDir;
 
 policy::DeviceFacts device(bool rotational, const std::string& diskseq = "12") {
     policy::DeviceFacts f;
@@ -32,13 +24,13 @@ policy::DeviceFacts device(bool rotational, const std::string& diskseq = "12") {
 
 TEST_CASE("facts are frozen at first sight and survive the device's own change") {
     TempDir dir;
-    agent::StateDir state(dir.path / "state");
+    agent::StateDir state(dir.path() / "state");
     std::string warning;
     auto first = agent::freeze_facts(state, device(true), true, &warning);
     CHECK(warning.empty());
     CHECK(first.rotational);
     CHECK_FALSE(first.facts_frozen);
-    CHECK(std::filesystem::exists(dir.path / "state/facts/loop250.json"));
+    CHECK(std::filesystem::exists(dir.path() / "state/facts/loop250.json"));
 
     // blkpolicy wrote rotational=0; the live read now says 0, the match fact stays 1.
     auto later = agent::freeze_facts(state, device(false), true, &warning);
@@ -48,7 +40,7 @@ TEST_CASE("facts are frozen at first sight and survive the device's own change")
 
 TEST_CASE("a device with another identity under the same name gets fresh facts") {
     TempDir dir;
-    agent::StateDir state(dir.path);
+    agent::StateDir state(dir.path());
     agent::freeze_facts(state, device(true, "12"), true, nullptr);
     auto rebound = agent::freeze_facts(state, device(false, "13"), true, nullptr);
     CHECK_FALSE(rebound.rotational);
@@ -61,19 +53,19 @@ TEST_CASE("a device with another identity under the same name gets fresh facts")
 
 TEST_CASE("without recording nothing is written") {
     TempDir dir;
-    agent::StateDir state(dir.path / "state");
+    agent::StateDir state(dir.path() / "state");
     agent::freeze_facts(state, device(true), false, nullptr);
-    CHECK_FALSE(std::filesystem::exists(dir.path / "state"));
+    CHECK_FALSE(std::filesystem::exists(dir.path() / "state"));
 }
 
 TEST_CASE("a corrupt state file is ignored with a warning and rebuilt") {
     TempDir dir;
-    agent::StateDir state(dir.path);
-    std::filesystem::create_directories(dir.path / "facts");
-    std::ofstream(dir.path / "facts/loop250.json") << "{ not json";
+    agent::StateDir state(dir.path());
+    std::filesystem::create_directories(dir.path() / "facts");
+    std::ofstream(dir.path() / "facts/loop250.json") << "{ not json";
     std::string warning;
     auto f = agent::freeze_facts(state, device(true), true, &warning);
-    CHECK(warning == "ignoring corrupt state file " + (dir.path / "facts/loop250.json").string());
+    CHECK(warning == "ignoring corrupt state file " + (dir.path() / "facts/loop250.json").string());
     CHECK_FALSE(f.facts_frozen);
     auto again = agent::freeze_facts(state, device(false), true, &warning);
     CHECK(again.rotational);
@@ -82,8 +74,8 @@ TEST_CASE("a corrupt state file is ignored with a warning and rebuilt") {
 
 TEST_CASE("an unwritable state directory is a warning that says what it costs") {
     TempDir dir;
-    std::ofstream(dir.path / "file") << "x";
-    agent::StateDir state(dir.path / "file/state");  // a path under a regular file cannot be created
+    std::ofstream(dir.path() / "file") << "x";
+    agent::StateDir state(dir.path() / "file/state");  // a path under a regular file cannot be created
     std::string warning;
     auto f = agent::freeze_facts(state, device(true), true, &warning);
     CHECK(f.rotational);

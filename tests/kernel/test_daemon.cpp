@@ -16,6 +16,7 @@
 #include "kernel/daemon_process.hpp"
 #include "kernel/loop_device.hpp"
 #include "support/run_binary.hpp"
+#include "support/temp_dir.hpp"
 #include "udev/monitor.hpp"
 
 using namespace blkpolicy::test;
@@ -26,13 +27,8 @@ namespace {
 constexpr const char* kMatchTestLoops = "kernel = \"loop2[4-9][0-9]\"\n";
 
 struct Workdir {
-    std::filesystem::path dir;
-    Workdir() {
-        std::string t = "/tmp/blkpolicy-daemon.XXXXXX";
-        REQUIRE(::mkdtemp(t.data()));
-        dir = t;
-    }
-    ~Workdir() { std::filesystem::remove_all(dir); }
+    TempDir tmp{"blkpolicy-daemon"};
+    const std::filesystem::path& dir = tmp.path();
     std::string policy(const std::string& set, const std::string& daemon = "verify_interval = \"500ms\"\n") {
         const auto path = (dir / "policy.toml").string();
         std::ofstream(path, std::ios::trunc) << "[daemon]\n" << daemon << "[[rule]]\nname = \"test loops\"\n[rule.match]\n"

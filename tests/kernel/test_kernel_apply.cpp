@@ -10,6 +10,7 @@
 
 #include "kernel/loop_device.hpp"
 #include "support/run_binary.hpp"
+#include "support/temp_dir.hpp"
 
 using namespace blkpolicy::test;
 using nlohmann::json;
@@ -18,13 +19,8 @@ namespace {
 
 // A policy file and state dir in a scratch directory, removed afterwards.
 struct Scratch {
-    std::filesystem::path dir;
-    Scratch() {
-        std::string t = "/tmp/blkpolicy-kernel.XXXXXX";
-        REQUIRE(::mkdtemp(t.data()));
-        dir = t;
-    }
-    ~Scratch() { std::filesystem::remove_all(dir); }
+    TempDir tmp{"blkpolicy-kernel"};
+    const std::filesystem::path& dir = tmp.path();
 
     // Writes a one-rule policy matching exactly `dev` (and never anything else).
     std::string policy(const std::string& dev, const std::string& set, const std::string& match = "") {
