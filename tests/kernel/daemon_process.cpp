@@ -27,7 +27,7 @@ bool eventually(const std::function<bool()>& cond, std::chrono::milliseconds tim
 
 bool journald_available() { return ::access("/run/systemd/journal/socket", F_OK) == 0; }
 
-DaemonProcess::DaemonProcess(const std::vector<std::string>& args) {
+DaemonProcess::DaemonProcess(const std::vector<std::string>& args, long watchdog_usec) {
     notify_path_ = "/tmp/blkpolicy-notify-" + std::to_string(::getpid()) + "-" +
                    std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
     notify_fd_ = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -42,14 +42,17 @@ DaemonProcess::DaemonProcess(const std::vector<std::string>& args) {
     std::vector<char*> argv;
     for (auto& a : argv_s) argv.push_back(a.data());
     argv.push_back(nullptr);
-    const std::string env_notify = "NOTIFY_SOCKET=" + notify_path_;
     pid_ = ::fork();
     if (pid_ == 0) {
         int devnull = ::open("/dev/null", O_RDWR);
         ::dup2(devnull, 0);
         ::dup2(devnull, 1);  // not a terminal: the daemon logs to journald
         ::dup2(devnull, 2);
-        ::putenv(const_cast<char*>(env_notify.c_str()));
+        ::setenv("NOTIFY_SOCKET", notify_path_.c_str(), 1);
+        if (watchdog_usec > 0) {
+            ::setenv("WATCHDOG_USEC", std::to_string(watchdog_usec).c_str(), 1);
+            ::setenv("WATCHDOG_PID", std::to_string(::getpid()).c_str(), 1);
+        }
         ::execv(argv[0], argv.data());
         ::_exit(127);
     }

@@ -16,7 +16,8 @@ using JournalEntry = std::map<std::string, std::string>;
 
 class DaemonProcess {
 public:
-    explicit DaemonProcess(const std::vector<std::string>& args);
+    // `watchdog_usec` > 0 sets WATCHDOG_USEC and WATCHDOG_PID as systemd would.
+    explicit DaemonProcess(const std::vector<std::string>& args, long watchdog_usec = 0);
     ~DaemonProcess();
     DaemonProcess(const DaemonProcess&) = delete;
     DaemonProcess& operator=(const DaemonProcess&) = delete;

@@ -305,3 +305,11 @@ TEST_CASE("daemon: a uevent buffer overflow (ENOBUFS) is logged and answered wit
     CHECK(eventually([&] { return loop.queue("read_ahead_kb") == "128"; }, 5s));
     CHECK(d.alive());
 }
+
+TEST_CASE("daemon: pings the watchdog when the unit asks for one") {
+    require_journald();
+    Workdir w;
+    DaemonProcess d(w.args(w.policy("read_ahead_kb = 128")), 400'000);  // WatchdogSec=400ms
+    REQUIRE(d.wait_notification("READY=1", 10s));
+    CHECK(d.wait_notification("WATCHDOG=1", 2s));
+}

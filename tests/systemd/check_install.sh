@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# `cmake --install` into a scratch DESTDIR puts every file where a distro
+# expects it, and the installed binary accepts the installed default policy.
+set -euo pipefail
+build_dir=$1
+dest=$(mktemp -d /tmp/blkpolicy-install.XXXXXX)
+trap 'rm -rf "$dest"' EXIT
+DESTDIR=$dest cmake --install "$build_dir" >/dev/null
+prefix=$(sed -n 's/^CMAKE_INSTALL_PREFIX:PATH=//p' "$build_dir/CMakeCache.txt")
+prefix=${prefix#/}
+unit_dir=$(pkg-config --variable=systemdsystemunitdir systemd)
+catalog_dir=$(pkg-config --variable=catalogdir systemd)
+for f in "$prefix/sbin/blkpolicy" "${unit_dir#/}/blkpolicy.service" "${catalog_dir#/}/blkpolicy.catalog" \
+         etc/blkpolicy/policy.toml "$prefix/share/doc/blkpolicy/examples/cloud-vm.toml" \
+         "$prefix/share/doc/blkpolicy/README.md"; do
+    [[ -e "$dest/$f" ]] || { echo "not installed: /$f"; find "$dest" -type f; exit 1; }
+done
+grep -q "^ExecStart=/$prefix/sbin/blkpolicy run\$" "$dest/${unit_dir#/}/blkpolicy.service"
+"$dest/$prefix/sbin/blkpolicy" check --policy "$dest/etc/blkpolicy/policy.toml"
+echo "installed files in place; the installed default policy checks"
