@@ -7,7 +7,7 @@
 namespace blkpolicy::agent {
 
 namespace {
-constexpr std::array<const char*, 5> kCommands = {"check", "plan", "apply", "status", "run"};
+constexpr std::array<const char*, 7> kCommands = {"check", "plan", "apply", "status", "run", "explain", "audit"};
 }
 
 std::string usage_text() {
@@ -23,6 +23,11 @@ Commands:
   apply    apply the plan, read every value back, report per attribute
   status   compare each managed value with the policy (and show the
            running daemon's last results, when one runs)
+  explain  for each attribute of DEVICE: the value now, the policy's value
+           and rule, the kernel's own default and how it derived it
+  audit    read-only findings: devices lying about rotation, readahead
+           amplification, write cache vs the device's cache, udev rules
+           that fight the policy, ... (with or without a policy)
   run      the daemon: apply on every add/change uevent, re-verify every
            verify_interval, alert journald on drift, re-apply in enforce mode
 
@@ -42,7 +47,8 @@ Options of run:
       --metrics-file PATH   write Prometheus text metrics there after each pass
       --log-target TARGET   auto (console on a terminal, else journal),
                             journal or console
-      --udev-rules-dir DIR  where udev rules live, to name conflicting rules;
+      --udev-rules-dir DIR  (run, audit) where udev rules live, to name
+                            conflicting rules;
                             repeatable (default: /etc, /run, /usr/lib and
                             /lib udev/rules.d)
       --receive-buffer N    uevent socket buffer in bytes (default 128 MiB)
@@ -50,8 +56,9 @@ Options of run:
 DEVICE limits plan, apply and status to the named block devices (e.g. sda).
 
 Exit status: 0 success (run: stopped by SIGTERM or SIGINT); 1 apply left
-something failed, not stuck or refused, or status found drift; 2 usage
-error; 3 invalid policy; 4 system error.
+something failed, not stuck or refused, status found drift, or audit found
+something at warning level or above; 2 usage error; 3 invalid policy;
+4 system error.
 )";
 }
 
@@ -145,7 +152,7 @@ ParseResult parse_command_line(const std::vector<std::string>& args) {
             return r;
         } else if (o.command.empty()) {
             if (std::find(kCommands.begin(), kCommands.end(), a) == kCommands.end()) {
-                r.error = "unknown command " + a + " (commands: check, plan, apply, status, run)";
+                r.error = "unknown command " + a + " (commands: check, plan, apply, status, run, explain, audit)";
                 return r;
             }
             o.command = a;

@@ -3,6 +3,7 @@
 #include "agent/daemon.hpp"
 #include "agent/daemon_report.hpp"
 #include "agent/executor.hpp"
+#include "agent/inspect.hpp"
 #include "agent/policy_files.hpp"
 #include "agent/report.hpp"
 #include "agent/snapshot.hpp"
@@ -108,6 +109,8 @@ int run_command(const Options& o, std::ostream& out, std::ostream& err) {
 int run_command(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::ostream& err) {
     if (o.command == "check") return check(o, out, err);
     if (o.command == "run") return run_daemon(o);
+    if (o.command == "explain") return run_explain(o, sysfs, out, err);
+    if (o.command == "audit") return run_audit(o, sysfs, out, err);
     return with_devices(o, sysfs, out, err);
 }
 

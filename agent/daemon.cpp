@@ -17,6 +17,7 @@
 #include "agent/policy_files.hpp"
 #include "agent/reconciler.hpp"
 #include "agent/state.hpp"
+#include "agent/udev_scan.hpp"
 #include "systemd/alerts.hpp"
 #include "systemd/notify.hpp"
 #include "udev/discovery.hpp"

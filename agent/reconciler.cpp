@@ -65,7 +65,7 @@ std::string value_or(const policy::Values& v, const std::string& key, const std:
 
 AlertKind Reconciler::classify(const std::string& device, const Action& a, const AttrRecord& r,
                                const policy::Values& values, Trigger trigger, std::string& udev_rule) const {
-    if (const auto* w = find_udev_writer(udev_rules_, device, a.attribute)) {
+    if (const auto* w = policy::find_udev_writer(udev_rules_, device, a.attribute)) {
         if (trigger == Trigger::udev_processed || policy::trim(w->value) == a.current) {
             udev_rule = w->where();
             return AlertKind::conflict;

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "agent/state.hpp"
-#include "agent/udev_rules.hpp"
+#include "policy/udev_rules.hpp"
 #include "policy/kernel.hpp"
 #include "policy/plan.hpp"
 #include "policy/policy.hpp"
@@ -57,7 +57,7 @@ public:
     const policy::Policy& policy() const { return policy_; }
     void set_mode(policy::Mode mode) { mode_ = mode; }
     policy::Mode mode() const { return mode_; }
-    void set_udev_rules(std::vector<UdevAssignment> rules) { udev_rules_ = std::move(rules); }
+    void set_udev_rules(std::vector<policy::UdevAssignment> rules) { udev_rules_ = std::move(rules); }
 
     // Looks at one device and acts on what it finds. Returns false when the
     // device is gone (and has been forgotten).
@@ -79,7 +79,7 @@ private:
     policy::KernelVersion kernel_;
     policy::Policy policy_;
     policy::Mode mode_ = policy::Mode::enforce;
-    std::vector<UdevAssignment> udev_rules_;
+    std::vector<policy::UdevAssignment> udev_rules_;
     std::map<std::string, DeviceRecord> devices_;
 };
 

@@ -6,7 +6,7 @@
 
 #include "agent/daemon_report.hpp"
 #include "agent/reconciler.hpp"
-#include "agent/udev_rules.hpp"
+#include "policy/udev_rules.hpp"
 #include "policy/loader.hpp"
 #include "support/fake_sysfs.hpp"
 #include "support/kernel_model.hpp"
@@ -113,7 +113,7 @@ TEST_CASE("daemon scenario: enforce mode") {
         CHECK(w.rec.summary().failed == 0);
     }
     SUBCASE("a udev rule that writes the attribute is named") {
-        w.rec.set_udev_rules(agent::parse_udev_rules(
+        w.rec.set_udev_rules(policy::parse_udev_rules(
             "/etc/udev/rules.d/60-ra.rules",
             "# tuning\nACTION==\"add|change\", KERNEL==\"loop[0-9]*\", \\\n  ATTR{queue/read_ahead_kb}=\"512\"\n"));
         w.poke("read_ahead_kb", "512");
@@ -176,7 +176,7 @@ TEST_CASE("journal fields of an alert") {
 }
 
 TEST_CASE("udev rules: which assignments write queue attributes") {
-    auto rules = agent::parse_udev_rules("f.rules",
+    auto rules = policy::parse_udev_rules("f.rules",
                                          "# comment ATTR{queue/scheduler}=\"x\"\n"
                                          "ACTION==\"add|change\", KERNEL==\"sd[a-z]|vd*\", ATTR{queue/rotational}==\"0\", "
                                          "ATTR{queue/scheduler}=\"mq-deadline\"\n"
@@ -189,10 +189,10 @@ TEST_CASE("udev rules: which assignments write queue attributes") {
     CHECK(rules[1].attribute == "read_ahead_kb");
     CHECK(rules[1].value == "256");
     CHECK(rules[2].attribute == "device.timeout");
-    CHECK(agent::find_udev_writer(rules, "sdb", "scheduler") == &rules[0]);
-    CHECK(agent::find_udev_writer(rules, "nvme0n1", "scheduler") == nullptr);
-    CHECK(agent::find_udev_writer(rules, "nvme0n1", "read_ahead_kb") == &rules[1]);
-    CHECK(agent::find_udev_writer(rules, "sda", "rotational") == nullptr);  // == is a match, not a write
+    CHECK(policy::find_udev_writer(rules, "sdb", "scheduler") == &rules[0]);
+    CHECK(policy::find_udev_writer(rules, "nvme0n1", "scheduler") == nullptr);
+    CHECK(policy::find_udev_writer(rules, "nvme0n1", "read_ahead_kb") == &rules[1]);
+    CHECK(policy::find_udev_writer(rules, "sda", "rotational") == nullptr);  // == is a match, not a write
 }
 
 TEST_CASE("metrics text after a pass") {

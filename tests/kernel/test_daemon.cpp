@@ -282,8 +282,16 @@ TEST_CASE("daemon: soak of change uevents - memory measured before and after") {
     std::cout << "soak: 3000 change uevents in " << secs << " s; VmRSS " << before << " -> " << after << " KiB\n";
     CHECK(d.alive());
     CHECK(before > 0);
+#if defined(__SANITIZE_ADDRESS__)
+    // ASan holds freed memory in quarantine, so RSS grows without a leak; the
+    // plain build checks the bound, and LeakSanitizer checks leaks at exit below.
+    MESSAGE("RSS bound not checked under AddressSanitizer");
+#else
     CHECK(after - before < 2048);  // a leak of even 700 bytes per event would show
+#endif
     for (const auto& l : loops) CHECK(l->queue("nr_requests") == "64");
+    d.signal(SIGTERM);
+    CHECK(d.wait_exit(10s) == 0);  // under LeakSanitizer a leak makes this non-zero
 }
 
 TEST_CASE("daemon: a uevent buffer overflow (ENOBUFS) is logged and answered with a full rescan") {

@@ -1,12 +1,13 @@
 // Which udev rules write block queue attributes: to name the rule behind a
 // conflict. A light reading of rule syntax (comments, continuations,
 // KERNEL== and ATTR{...}= assignments); import-udev needs a full parser.
+// Parsing is pure; scan_udev_rules (agent/udev_scan) reads the files.
 #pragma once
 
 #include <string>
 #include <vector>
 
-namespace blkpolicy::agent {
+namespace blkpolicy::policy {
 
 struct UdevAssignment {
     std::string file;
@@ -17,15 +18,12 @@ struct UdevAssignment {
     std::string where() const { return file + ":" + std::to_string(line); }
 };
 
-// Every assignment to a queue/, bdi/read_ahead_kb or device/ attribute in the
-// *.rules files of `dirs` (file names deduplicated, earlier dirs win, as udev does).
-std::vector<UdevAssignment> scan_udev_rules(const std::vector<std::string>& dirs);
-
-// Parses one rules text (for tests and for scan_udev_rules).
+// Every assignment to a queue/, bdi/read_ahead_kb or device/ attribute in one
+// rules file's text.
 std::vector<UdevAssignment> parse_udev_rules(const std::string& file, const std::string& text);
 
 // The first assignment that writes `attribute` on a device named `device`.
 const UdevAssignment* find_udev_writer(const std::vector<UdevAssignment>& rules, const std::string& device,
                                        const std::string& attribute);
 
-}  // namespace blkpolicy::agent
+}  // namespace blkpolicy::policy

@@ -1,16 +1,11 @@
-#include "agent/udev_rules.hpp"
+#include "policy/udev_rules.hpp"
 
 #include <algorithm>
-#include <filesystem>
 #include <fnmatch.h>
-#include <fstream>
-#include <map>
 #include <regex>
 #include <sstream>
 
-namespace blkpolicy::agent {
-
-namespace fs = std::filesystem;
+namespace blkpolicy::policy {
 
 namespace {
 
@@ -70,26 +65,6 @@ std::vector<UdevAssignment> parse_udev_rules(const std::string& file, const std:
     return out;
 }
 
-std::vector<UdevAssignment> scan_udev_rules(const std::vector<std::string>& dirs) {
-    std::map<std::string, fs::path> by_name;
-    for (const auto& dir : dirs) {
-        std::error_code ec;
-        for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-            if (it->path().extension() != ".rules") continue;
-            by_name.emplace(it->path().filename().string(), it->path());  // earlier dirs win
-        }
-    }
-    std::vector<UdevAssignment> out;
-    for (const auto& [name, path] : by_name) {
-        std::ifstream f(path);
-        std::ostringstream ss;
-        ss << f.rdbuf();
-        auto found = parse_udev_rules(path.string(), ss.str());
-        out.insert(out.end(), found.begin(), found.end());
-    }
-    return out;
-}
-
 const UdevAssignment* find_udev_writer(const std::vector<UdevAssignment>& rules, const std::string& device,
                                        const std::string& attribute) {
     for (const auto& r : rules) {
@@ -101,4 +76,4 @@ const UdevAssignment* find_udev_writer(const std::vector<UdevAssignment>& rules,
     return nullptr;
 }
 
-}  // namespace blkpolicy::agent
+}  // namespace blkpolicy::policy

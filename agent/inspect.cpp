@@ -1,0 +1,316 @@
+#include "agent/inspect.hpp"
+
+#include <map>
+#include <set>
+#include <sys/utsname.h>
+
+#include "agent/policy_files.hpp"
+#include "agent/report.hpp"
+#include "agent/snapshot.hpp"
+#include "agent/udev_scan.hpp"
+#include "policy/audit.hpp"
+#include "policy/explain.hpp"
+#include "policy/values.hpp"
+#include "udev/discovery.hpp"
+
+namespace blkpolicy::agent {
+
+using nlohmann::json;
+
+policy::KernelVersion running_kernel_version() {
+    utsname u{};
+    ::uname(&u);
+    return policy::parse_kernel_release(u.release).value_or(policy::KernelVersion{});
+}
+
+std::optional<int> read_wbt_state(const udev::Sysfs& sysfs, const std::string& device) {
+    // debugfs is mounted under sysfs (/sys/kernel/debug); readable only when mounted.
+    auto r = sysfs.read("kernel/debug/block/" + device + "/rqos/wbt/enabled");
+    if (!r.ok()) return std::nullopt;
+    auto v = policy::parse_int(r.value);
+    if (!v || *v < 0 || *v > 4) return std::nullopt;
+    return static_cast<int>(*v);
+}
+
+int count_hw_queues(const udev::Sysfs& sysfs, const std::string& device) {
+    return static_cast<int>(sysfs.list("block/" + device + "/mq").size());
+}
+
+std::optional<bool> single_last_level_cache(const udev::Sysfs& sysfs) {
+    const std::string base = "devices/system/cpu";
+    int top_level = 0;
+    std::set<std::string> shared_at_top;
+    int cpus = 0;
+    for (const auto& cpu : sysfs.list(base)) {
+        if (cpu.size() < 4 || cpu.rfind("cpu", 0) != 0 || cpu.find_first_not_of("0123456789", 3) != std::string::npos)
+            continue;
+        ++cpus;
+        for (const auto& idx : sysfs.list(base + "/" + cpu + "/cache")) {
+            if (idx.rfind("index", 0) != 0) continue;
+            const std::string dir = base + "/" + cpu + "/cache/" + idx;
+            auto level = policy::parse_int(sysfs.read(dir + "/level").value);
+            auto shared = policy::trim(sysfs.read(dir + "/shared_cpu_list").value);
+            if (!level || shared.empty()) continue;
+            if (*level > top_level) {
+                top_level = static_cast<int>(*level);
+                shared_at_top.clear();
+            }
+            if (*level == top_level) shared_at_top.insert(shared);
+        }
+    }
+    if (top_level == 0 || cpus == 0) return std::nullopt;
+    return shared_at_top.size() == 1;
+}
+
+namespace {
+
+// The policy, when there is one: explicit --policy must load; the default
+// locations may be empty (then these views work without a policy).
+std::optional<policy::Policy> optional_policy(const Options& o, std::ostream& err, int& rc) {
+    auto files = find_policy_files(o.policies);
+    if (o.policies.empty() && files.files.empty()) return std::nullopt;
+    auto loaded = load_policy_from(o.policies);
+    if (!loaded.ok()) {
+        for (const auto& e : loaded.errors) err << e.str() << '\n';
+        rc = kExitPolicy;
+        return std::nullopt;
+    }
+    return loaded.policy;
+}
+
+std::vector<std::string> walk(const std::map<std::string, DeviceView>& views, const std::string& from, bool up) {
+    std::vector<std::string> out;
+    std::set<std::string> seen;
+    std::vector<std::string> todo = {from};
+    while (!todo.empty()) {
+        auto name = todo.back();
+        todo.pop_back();
+        auto it = views.find(name);
+        if (it == views.end()) continue;
+        for (const auto& next : up ? it->second.facts.holders : it->second.facts.slaves) {
+            if (!seen.insert(next).second) continue;
+            out.push_back(next);
+            todo.push_back(next);
+        }
+    }
+    return out;
+}
+
+policy::StackView stack_of(const std::map<std::string, DeviceView>& views, const std::string& name) {
+    policy::StackView s;
+    for (const auto& up : walk(views, name, true)) {
+        auto it = views.find(up);
+        if (it != views.end() && it->second.facts.holders.empty()) s.tops.push_back(up);
+    }
+    auto self = views.find(name);
+    if (s.tops.empty() && self != views.end() && self->second.facts.holders.empty()) s.tops.push_back(name);
+    for (const auto& low : walk(views, name, false)) {
+        s.lowers.push_back(low);
+        auto it = views.find(low);
+        if (it == views.end()) continue;
+        for (const auto& a : it->second.plan.actions)
+            if (a.attribute == "read_ahead_kb" && a.kind != policy::ActionKind::skip) s.lowers_tuned_in_vain.push_back(low);
+    }
+    return s;
+}
+
+json explanation_json(const policy::DeviceExplanation& x, const policy::DevicePlan& plan) {
+    json attrs = json::array();
+    for (const auto& e : x.attributes) {
+        json inputs = json::object();
+        for (const auto& [k, v] : e.inputs) inputs[k] = v;
+        json overridden = json::array();
+        for (const auto& r : e.overridden) overridden.push_back(rule_json(r));
+        attrs.push_back({{"attribute", e.attribute},
+                         {"current", e.current},
+                         {"managed", e.managed},
+                         {"desired", e.managed ? json(e.desired) : json(nullptr)},
+                         {"rule", e.managed ? rule_json(e.rule) : json(nullptr)},
+                         {"overridden", overridden},
+                         {"plan_note", e.plan_note},
+                         {"kernel_default", e.kernel_default.empty() ? json(nullptr) : json(e.kernel_default)},
+                         {"derivation", e.derivation},
+                         {"inputs", inputs},
+                         {"disturbs", e.disturbs}});
+    }
+    json matched = json::array();
+    for (const auto& r : plan.matched) matched.push_back(rule_json(r));
+    return {{"device", x.facts.name},
+            {"facts", facts_json(x.facts)},
+            {"matched", matched},
+            {"attributes", attrs},
+            {"wbt", x.wbt_state.empty() ? json(nullptr)
+                                        : json{{"state", x.wbt_state}, {"consequence", x.wbt_consequence}}},
+            {"stack", {{"tops", x.stack.tops}, {"lowers", x.stack.lowers},
+                       {"lowers_tuned_in_vain", x.stack.lowers_tuned_in_vain}}}};
+}
+
+void print_explanation(std::ostream& out, const policy::DeviceExplanation& x, const policy::DevicePlan& plan,
+                       bool have_policy) {
+    const auto& f = x.facts;
+    out << f.name << "  " << f.devnum << "  driver=" << (f.driver.empty() ? "-" : f.driver)
+        << "  stack=" << policy::to_string(f.stack) << (f.request_based ? "" : "  bio-based") << '\n';
+    if (!have_policy) out << "  (no policy: kernel side only)\n";
+    for (const auto& r : plan.matched) out << "  rule: " << r.name << " (" << r.pos.file_line() << ")\n";
+    for (const auto& e : x.attributes) {
+        out << '\n' << e.attribute << '\n';
+        out << "  now        " << (e.current.empty() ? "-" : e.current) << '\n';
+        if (e.managed) {
+            out << "  policy     " << e.desired << "  from " << e.rule.name << " (" << e.rule.pos.file_line() << ")";
+            for (const auto& o : e.overridden) out << "; overrides " << o.name << " (" << o.pos.file_line() << ")";
+            out << '\n';
+            if (!e.plan_note.empty()) out << "  plan       " << e.plan_note << '\n';
+        } else if (have_policy) {
+            out << "  policy     not set by any rule\n";
+        }
+        if (!e.kernel_default.empty()) out << "  kernel     " << e.kernel_default << '\n';
+        if (!e.derivation.empty()) out << "  because    " << e.derivation << '\n';
+        if (!e.inputs.empty()) {
+            out << "  inputs    ";
+            for (const auto& [k, v] : e.inputs) out << ' ' << k << '=' << (v.empty() ? "-" : v);
+            out << '\n';
+        }
+        if (!e.disturbs.empty()) out << "  moved by   " << e.disturbs << '\n';
+    }
+    out << '\n';
+    if (!x.wbt_state.empty()) out << "wbt state: " << x.wbt_state << ": " << x.wbt_consequence << '\n';
+    else out << "wbt state: unknown (mount debugfs on /sys/kernel/debug to read it)\n";
+    if (!x.stack.lowers.empty() || x.stack.tops != std::vector<std::string>{f.name}) {
+        out << "stack: filesystems read through " << (x.stack.tops.empty() ? "-" : policy::join(x.stack.tops, ", "));
+        if (!x.stack.lowers.empty()) out << "; below: " << policy::join(x.stack.lowers, ", ");
+        out << '\n';
+        if (!x.stack.lowers_tuned_in_vain.empty())
+            out << "  read_ahead_kb set on " << policy::join(x.stack.lowers_tuned_in_vain, ", ")
+                << " is not used by reads through " << f.name << '\n';
+    }
+}
+
+}  // namespace
+
+int run_explain(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::ostream& err) {
+    if (o.devices.empty()) {
+        err << "blkpolicy: explain needs a device, e.g. blkpolicy explain sda\nTry 'blkpolicy --help'.\n";
+        return kExitUsage;
+    }
+    int rc = kExitOk;
+    auto pol = optional_policy(o, err, rc);
+    if (rc != kExitOk) return rc;
+    if (!sysfs.is_dir("block")) {
+        err << "blkpolicy: " << o.sysfs_root << "/block is not a directory: is sysfs mounted there?\n";
+        return kExitRuntime;
+    }
+    for (const auto& d : o.devices) {
+        if (!udev::valid_device_name(d) || !sysfs.exists("block/" + d)) {
+            err << "blkpolicy: no block device \"" << d << "\" under " << o.sysfs_root << "/block\n";
+            return kExitUsage;
+        }
+    }
+    StateDir state(o.state_dir);
+    std::vector<std::string> warnings;
+    auto all = look(sysfs, state, pol ? *pol : policy::Policy{}, {}, false, warnings);
+    std::map<std::string, DeviceView> views;
+    for (auto& v : all) views.emplace(v.facts.name, std::move(v));
+
+    policy::ExplainContext ctx;
+    ctx.kernel = running_kernel_version();
+    json docs = json::array();
+    bool first = true;
+    for (const auto& name : o.devices) {
+        const auto& v = views.at(name);
+        ctx.wbt_state = read_wbt_state(sysfs, name);
+        ctx.hw_queues = count_hw_queues(sysfs, name);
+        auto x = policy::explain_device(v.facts, v.values, v.plan, ctx, stack_of(views, name));
+        if (o.json) {
+            docs.push_back(explanation_json(x, v.plan));
+        } else {
+            if (!first) out << "\n";
+            first = false;
+            print_explanation(out, x, v.plan, pol.has_value());
+        }
+    }
+    if (o.json) out << json{{"format", kJsonFormatVersion}, {"devices", docs}}.dump(2) << '\n';
+    return kExitOk;
+}
+
+int run_audit(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::ostream& err) {
+    int rc = kExitOk;
+    auto pol = optional_policy(o, err, rc);
+    if (rc != kExitOk) return rc;
+    if (!sysfs.is_dir("block")) {
+        err << "blkpolicy: " << o.sysfs_root << "/block is not a directory: is sysfs mounted there?\n";
+        return kExitRuntime;
+    }
+    for (const auto& d : o.devices) {
+        if (!udev::valid_device_name(d) || !sysfs.exists("block/" + d)) {
+            err << "blkpolicy: no block device \"" << d << "\" under " << o.sysfs_root << "/block\n";
+            return kExitUsage;
+        }
+    }
+    policy::AuditInput in;
+    in.with_policy = pol.has_value();
+    in.udev_rules = scan_udev_rules(o.udev_rules_dirs);
+    in.single_llc = single_last_level_cache(sysfs);
+    const auto ctx = host_plan_context();
+    const auto names = o.devices.empty() ? udev::list_block_devices(sysfs) : o.devices;
+    // Stack findings need every device, even when the output is limited.
+    for (const auto& name : udev::list_block_devices(sysfs)) {
+        auto f = udev::read_facts(sysfs, name);
+        if (!f) continue;
+        policy::AuditDevice d;
+        d.facts = *f;
+        d.values = udev::read_values(sysfs, name);
+        if (pol) d.plan = policy::plan_device(*pol, d.facts, d.values, ctx);
+        d.wbt_state = read_wbt_state(sysfs, name);
+        in.devices.push_back(std::move(d));
+    }
+    auto findings = policy::audit(in);
+    if (!o.devices.empty()) {
+        std::erase_if(findings, [&](const policy::Finding& f) {
+            return std::find(names.begin(), names.end(), f.device) == names.end();
+        });
+    }
+    bool serious = false;
+    std::map<policy::Severity, int> count;
+    for (const auto& f : findings) {
+        count[f.severity]++;
+        serious = serious || f.severity != policy::Severity::info;
+    }
+    if (o.json) {
+        json arr = json::array();
+        for (const auto& f : findings) {
+            json ev = json::object();
+            for (const auto& [k, v] : f.evidence) ev[k] = v;
+            arr.push_back({{"device", f.device},
+                           {"code", f.code},
+                           {"severity", policy::to_string(f.severity)},
+                           {"message", f.message},
+                           {"evidence", ev},
+                           {"fix", f.fix.empty() ? json(nullptr) : json(f.fix)}});
+        }
+        out << json{{"format", kJsonFormatVersion}, {"policy", pol.has_value()}, {"findings", arr}}.dump(2) << '\n';
+    } else {
+        for (const auto& f : findings) {
+            out << policy::to_string(f.severity) << "  " << f.device << "  " << f.code << "\n  " << f.message << '\n';
+            for (const auto& [k, v] : f.evidence) out << "  evidence: " << k << " = " << v << '\n';
+            if (!f.fix.empty()) {
+                out << "  fix:\n";
+                std::string line;
+                for (char c : f.fix) {
+                    if (c == '\n') {
+                        out << "    " << line << '\n';
+                        line.clear();
+                    } else {
+                        line += c;
+                    }
+                }
+            }
+            out << '\n';
+        }
+        out << findings.size() << " finding(s): " << count[policy::Severity::critical] << " critical, "
+            << count[policy::Severity::warning] << " warning, " << count[policy::Severity::info] << " info"
+            << (pol ? "" : " (no policy: policy checks skipped)") << '\n';
+    }
+    return serious ? kExitPartial : kExitOk;
+}
+
+}  // namespace blkpolicy::agent

@@ -1,0 +1,33 @@
+#include "agent/udev_scan.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+namespace blkpolicy::agent {
+
+namespace fs = std::filesystem;
+using policy::UdevAssignment;
+
+std::vector<UdevAssignment> scan_udev_rules(const std::vector<std::string>& dirs) {
+    std::map<std::string, fs::path> by_name;
+    for (const auto& dir : dirs) {
+        std::error_code ec;
+        for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+            if (it->path().extension() != ".rules") continue;
+            by_name.emplace(it->path().filename().string(), it->path());  // earlier dirs win
+        }
+    }
+    std::vector<UdevAssignment> out;
+    for (const auto& [name, path] : by_name) {
+        std::ifstream f(path);
+        std::ostringstream ss;
+        ss << f.rdbuf();
+        auto found = policy::parse_udev_rules(path.string(), ss.str());
+        out.insert(out.end(), found.begin(), found.end());
+    }
+    return out;
+}
+
+}  // namespace blkpolicy::agent

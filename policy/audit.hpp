@@ -1,0 +1,50 @@
+// Read-only findings about how the kernel has set up the block devices, and
+// how that fits the policy when there is one. Pure: agent/ gathers the inputs.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "policy/facts.hpp"
+#include "policy/plan.hpp"
+#include "policy/udev_rules.hpp"
+
+namespace blkpolicy::policy {
+
+enum class Severity { info, warning, critical };
+const char* to_string(Severity s);
+
+struct Finding {
+    std::string device;
+    std::string code;
+    Severity severity = Severity::info;
+    std::string message;
+    std::vector<std::pair<std::string, std::string>> evidence;  // path or fact -> value
+    std::string fix;  // a policy snippet that fixes it, when one does
+};
+
+struct AuditDevice {
+    DeviceFacts facts;   // live facts, as the kernel reports them now
+    Values values;
+    std::optional<DevicePlan> plan;  // with a policy
+    std::optional<int> wbt_state;    // debugfs rqos/wbt/enabled
+};
+
+struct AuditInput {
+    std::vector<AuditDevice> devices;
+    bool with_policy = false;
+    std::vector<UdevAssignment> udev_rules;
+    // Every CPU shares one last-level cache; nullopt when sysfs does not say.
+    std::optional<bool> single_llc;
+};
+
+// Why a device's identity says it is virtual ("driver virtio_blk", "model QEMU
+// HARDDISK"), or empty for what looks like a real drive.
+std::string virtual_identity(const DeviceFacts& f);
+
+// Findings in device order.
+std::vector<Finding> audit(const AuditInput& input);
+
+}  // namespace blkpolicy::policy

@@ -1,0 +1,60 @@
+// Why each value is what it is: the policy's side (winning rule, overridden
+// rules) and the kernel's side (its own default for this device, how it
+// derived it from which inputs, and what else moves it). Pure.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "policy/facts.hpp"
+#include "policy/kernel.hpp"
+#include "policy/plan.hpp"
+
+namespace blkpolicy::policy {
+
+// wbt state from debugfs (rqos/wbt/enabled): 1 on-default, 2 on-manual,
+// 3 off-default, 4 off-manual.
+std::string wbt_state_name(int state);
+
+struct ExplainContext {
+    KernelVersion kernel;
+    std::optional<int> wbt_state;   // from debugfs, when readable
+    int hw_queues = 0;              // entries in mq/
+};
+
+struct Explanation {
+    std::string attribute;
+    std::string current;
+    bool managed = false;            // the policy sets it on this device
+    std::string desired;             // expected read-back
+    RuleRef rule;
+    std::vector<RuleRef> overridden;
+    std::string plan_note;
+    std::string kernel_default;      // empty when the kernel's choice cannot be known from sysfs
+    std::string derivation;          // how the kernel arrives at it
+    std::vector<std::pair<std::string, std::string>> inputs;  // sysfs attribute -> value read
+    std::string disturbs;            // what else moves this value
+};
+
+struct StackView {
+    std::vector<std::string> tops;    // devices filesystems read through (no holders above)
+    std::vector<std::string> lowers;  // every device below this one
+    // Lower devices where the policy sets read_ahead_kb: the filesystem on
+    // the top never reads through their readahead.
+    std::vector<std::string> lowers_tuned_in_vain;
+};
+
+struct DeviceExplanation {
+    DeviceFacts facts;
+    std::vector<Explanation> attributes;  // managed first (write order), then notable ones
+    std::string wbt_state;                // empty when debugfs was not readable
+    std::string wbt_consequence;
+    StackView stack;
+};
+
+DeviceExplanation explain_device(const DeviceFacts& facts, const Values& values, const DevicePlan& plan,
+                                 const ExplainContext& ctx, StackView stack);
+
+}  // namespace blkpolicy::policy
