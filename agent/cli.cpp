@@ -53,7 +53,14 @@ Options of run:
                             /lib udev/rules.d)
       --receive-buffer N    uevent socket buffer in bytes (default 128 MiB)
 
-DEVICE limits plan, apply and status to the named block devices (e.g. sda).
+Options of explain and audit:
+      --no-policy           look at the kernel side only, even where a
+                            policy is installed
+Options of explain:
+      --kernel-release R    derive the kernel's defaults as release R (e.g.
+                            6.12.0) would; default: the running kernel
+
+DEVICE limits plan, apply, status and audit to the named block devices (e.g. sda).
 
 Exit status: 0 success (run: stopped by SIGTERM or SIGINT); 1 apply left
 something failed, not stuck or refused, status found drift, or audit found
@@ -72,6 +79,7 @@ constexpr StringOption kStringOptions[] = {
     {"--sysfs-root", &Options::sysfs_root},
     {"--state-dir", &Options::state_dir},
     {"--metrics-file", &Options::metrics_file},
+    {"--kernel-release", &Options::kernel_release},
 };
 const StringOption* string_option(const std::string& arg) {
     for (const auto& o : kStringOptions) {
@@ -108,6 +116,8 @@ ParseResult parse_command_line(const std::vector<std::string>& args) {
             o.version = true;
         } else if (!only_positional && a == "--json") {
             o.json = true;
+        } else if (!only_positional && a == "--no-policy") {
+            o.no_policy = true;
         } else if (!only_positional && (a == "-p" || is("--policy"))) {
             auto v = value("--policy");
             if (!v) return r;
@@ -163,6 +173,9 @@ ParseResult parse_command_line(const std::vector<std::string>& args) {
     if (o.command.empty() && !o.help && !o.version) r.error = "no command given";
     if ((o.command == "check" || o.command == "run") && !o.devices.empty())
         r.error = o.command + " takes no device arguments";
+    if (o.no_policy && !o.policies.empty()) r.error = "--no-policy and --policy contradict each other";
+    if (o.no_policy && o.command != "explain" && o.command != "audit")
+        r.error = "--no-policy is for explain and audit; " + o.command + " needs a policy";
     if (o.udev_rules_dirs.empty()) o.udev_rules_dirs = {"/etc/udev/rules.d", "/run/udev/rules.d",
                                                         "/usr/lib/udev/rules.d", "/lib/udev/rules.d"};
     return r;

@@ -20,6 +20,7 @@ enum ExitCode : int {
 struct Options {
     std::string command;
     std::vector<std::string> policies;
+    bool no_policy = false;  // --no-policy (explain, audit): the kernel side only
     std::string sysfs_root = "/sys";
     std::string state_dir = "/run/blkpolicy";
     bool json = false;
@@ -32,6 +33,7 @@ struct Options {
     std::string log_target = "auto";      // --log-target auto|journal|console
     std::vector<std::string> udev_rules_dirs;  // --udev-rules-dir (default: udev's own)
     int receive_buffer = 128 * 1024 * 1024;    // --receive-buffer BYTES for the uevent sockets
+    std::string kernel_release;                // --kernel-release (explain): default the running kernel
 };
 
 struct ParseResult {

@@ -67,6 +67,7 @@ namespace {
 // The policy, when there is one: explicit --policy must load; the default
 // locations may be empty (then these views work without a policy).
 std::optional<policy::Policy> optional_policy(const Options& o, std::ostream& err, int& rc) {
+    if (o.no_policy) return std::nullopt;
     auto files = find_policy_files(o.policies);
     if (o.policies.empty() && files.files.empty()) return std::nullopt;
     auto loaded = load_policy_from(o.policies);
@@ -213,6 +214,14 @@ int run_explain(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::os
 
     policy::ExplainContext ctx;
     ctx.kernel = running_kernel_version();
+    if (!o.kernel_release.empty()) {
+        auto k = policy::parse_kernel_release(o.kernel_release);
+        if (!k) {
+            err << "blkpolicy: --kernel-release wants a release such as 6.12.0, not \"" << o.kernel_release << "\"\n";
+            return kExitUsage;
+        }
+        ctx.kernel = *k;
+    }
     json docs = json::array();
     bool first = true;
     for (const auto& name : o.devices) {

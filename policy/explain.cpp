@@ -74,6 +74,10 @@ void derive_wbt(Explanation& e, const Values& v, const ExplainContext& ctx) {
 
 void derive_scheduler(Explanation& e, const Values& v, const ExplainContext& ctx) {
     e.inputs = {{"queue/scheduler", get(v, "scheduler")}, {"mq/ (hardware queues)", std::to_string(ctx.hw_queues)}};
+    if (ctx.hw_queues == 0) {
+        e.derivation = "bio-based queue: no scheduler here; the devices below schedule the requests";
+        return;
+    }
     if (ctx.hw_queues == 1) {
         e.kernel_default = "mq-deadline";
         e.derivation = "one hardware queue: the kernel picks mq-deadline when it is available";

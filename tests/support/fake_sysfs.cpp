@@ -55,7 +55,7 @@ FakeSysfs::FakeSysfs() {
     root_ = tmpl;
     fs::create_directories(root_ / "block");
     fs::create_directories(root_ / "devices/virtual/block");
-    for (auto d : {"bus/pci/drivers/virtio-pci", "bus/pci/drivers/nvme", "bus/virtio/drivers/virtio_blk",
+    for (auto d : {"bus/pci/drivers/virtio-pci", "bus/pci/drivers/nvme", "bus/pci/drivers/ahci", "bus/virtio/drivers/virtio_blk",
                    "bus/virtio/drivers/virtio_scsi", "bus/scsi/drivers/sd", "class/nvme", "class/block"})
         fs::create_directories(root_ / d);
 }
@@ -72,6 +72,7 @@ void FakeSysfs::file(const std::string& rel, const std::string& content) {
 
 void FakeSysfs::link(const std::string& rel, const std::string& target_rel) {
     const auto at = root_ / rel;
+    if (fs::is_symlink(at)) return;  // shared parents (a controller with several disks) link once
     fs::create_directories(at.parent_path());
     // Like the kernel (sysfs_create_link), the path climbs to the target's
     // parent and names the target from there: block/vda/device is
@@ -198,6 +199,41 @@ void FakeSysfs::add_scsi_qemu_harddisk(const std::string& name, const std::strin
     link(devpath + "/device", sdev);
     add_partition(devpath, name + "1", "8:1");
     add_partition(devpath, name + "2", "8:2");
+}
+
+void FakeSysfs::add_scsi_disk(const std::string& name, const std::string& hctl, const std::string& vendor,
+                              const std::string& model, const std::string& cache_type, bool rotational, int minor) {
+    // On an AHCI controller, as a real drive in a server would be.
+    const std::string host = hctl.substr(0, hctl.find(':'));
+    const std::string pcidir = "devices/pci0000:00/0000:00:1f.2";
+    link(pcidir + "/driver", "bus/pci/drivers/ahci");
+    const std::string sdev = pcidir + "/ata" + host + "/host" + host + "/target" + hctl.substr(0, hctl.rfind(':')) +
+                             "/" + hctl;
+    link(sdev + "/driver", "bus/scsi/drivers/sd");
+    link(sdev + "/subsystem", "bus/scsi");
+    file(sdev + "/vendor", vendor);
+    file(sdev + "/model", model);
+    file(sdev + "/timeout", "30");
+    file(sdev + "/queue_depth", "32");
+    file(sdev + "/scsi_disk/" + hctl + "/cache_type", cache_type);
+    const std::string devpath = sdev + "/block/" + name;
+    add_block(devpath, "8:" + std::to_string(minor), mq_queue(rotational, "none [mq-deadline] kyber bfq"), true);
+    file(devpath + "/queue/write_cache", cache_type.rfind("write back", 0) == 0 ? "write back" : "write through");
+    link(devpath + "/device", sdev);
+}
+
+void FakeSysfs::add_cpus(int n, const std::function<std::string(int)>& l3_shared_list) {
+    for (int i = 0; i < n; ++i) {
+        const std::string c = "devices/system/cpu/cpu" + std::to_string(i) + "/cache/";
+        file(c + "index0/level", "1");
+        file(c + "index0/shared_cpu_list", std::to_string(i));
+        file(c + "index3/level", "3");
+        file(c + "index3/shared_cpu_list", l3_shared_list(i));
+    }
+}
+
+void FakeSysfs::set_wbt_state(const std::string& name, int state) {
+    file("kernel/debug/block/" + name + "/rqos/wbt/enabled", std::to_string(state));
 }
 
 void FakeSysfs::add_nvme(const std::string& name) {

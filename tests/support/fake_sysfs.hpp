@@ -6,6 +6,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -46,7 +47,14 @@ public:
     // Ready-made devices, each as on a QEMU guest.
     void add_virtio_disk(const std::string& name, int virtio_index, const std::string& pci, int minor);
     void add_scsi_qemu_harddisk(const std::string& name, const std::string& hctl, const std::string& cache_type);
+    // A SCSI disk on an AHCI controller (host N of hctl "N:0:0:0"), any vendor/model.
+    void add_scsi_disk(const std::string& name, const std::string& hctl, const std::string& vendor,
+                       const std::string& model, const std::string& cache_type, bool rotational, int minor);
     void add_nvme(const std::string& name);
+    // CPUs cpu0..cpuN-1, each with an L3 shared as `l3_shared_list` says ("0-3").
+    void add_cpus(int n, const std::function<std::string(int)>& l3_shared_list);
+    // debugfs (mounted under sysfs) rqos/wbt/enabled for a device.
+    void set_wbt_state(const std::string& name, int state);
     void add_dm(const std::string& name, const std::string& dm_name, const std::string& uuid, int minor);
     void add_md(const std::string& name, const std::string& level, int minor);
     void add_loop(const std::string& name, int minor, const std::string& backing_file);

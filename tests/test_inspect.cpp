@@ -1,0 +1,163 @@
+// explain and audit on fake trees: golden outputs covering every finding.
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "policy/audit.hpp"
+#include "support/fake_sysfs.hpp"
+#include "support/run_binary.hpp"
+
+using namespace blkpolicy::test;
+
+namespace {
+
+void check_golden(const std::string& name, const std::string& actual) {
+    std::string hint;
+    const bool same = matches_golden(name, actual, hint);
+    CHECK_MESSAGE(same, hint);
+}
+
+// The fleet plus what audit looks for: a real HDD, a SCSI disk whose queue
+// says write back over a write-through cache, sda switched to write through
+// over its volatile cache, loop0 under bfq with wbt off by default, one L3
+// for all CPUs.
+struct AuditTree {
+    FakeSysfs t;
+    AuditTree() {
+        build_fleet(t);
+        t.add_scsi_disk("sdb", "1:0:0:0", "ATA     ", "ST4000NM0035-1V4", "write back", true, 16);
+        t.add_scsi_disk("sdc", "2:0:0:0", "ATA     ", "INTEL SSDSC2KB96", "write through", false, 32);
+        t.file(t.devpath_of("sdc") + "/queue/write_cache", "write back");
+        t.file(t.devpath_of("sda") + "/queue/write_cache", "write through");
+        t.file(t.devpath_of("loop0") + "/queue/scheduler", "none mq-deadline kyber [bfq]");
+        t.file(t.devpath_of("loop0") + "/queue/wbt_lat_usec", "0");
+        t.set_wbt_state("loop0", 3);
+        t.add_cpus(4, [](int) { return std::string("0-3"); });
+    }
+    RunResult run(std::vector<std::string> args) {
+        args.insert(args.end(), {"--sysfs-root", t.root().string(), "--udev-rules-dir", "udev"});
+        return run_blkpolicy(args, BLKPOLICY_TEST_DATA);
+    }
+};
+
+}  // namespace
+
+TEST_CASE("golden: audit of the fleet without a policy") {
+    AuditTree a;
+    auto r = a.run({"audit", "--no-policy"});
+    CHECK(r.exit_code == 1);
+    CHECK(r.err.empty());
+    check_golden("audit-no-policy.txt", r.out);
+    CHECK(r.out.find("stack-lower-only") == std::string::npos);  // needs a policy
+    CHECK(run_blkpolicy({"audit", "--no-policy", "--policy", "x.toml"}).exit_code == 2);
+    CHECK(run_blkpolicy({"plan", "--no-policy"}).exit_code == 2);
+}
+
+TEST_CASE("golden: audit of the fleet with a policy and udev rules") {
+    AuditTree a;
+    auto r = a.run({"audit", "--policy", "audit.toml"});
+    CHECK(r.exit_code == 1);  // warnings and a critical finding
+    CHECK(r.err.empty());
+    check_golden("audit.txt", r.out);
+
+    auto j = a.run({"audit", "--json", "--policy", "audit.toml"});
+    auto doc = nlohmann::json::parse(j.out);
+    std::set<std::string> codes;
+    std::map<std::string, std::set<std::string>> by_device;
+    for (const auto& f : doc["findings"]) {
+        codes.insert(f["code"].get<std::string>());
+        by_device[f["device"].get<std::string>()].insert(f["code"].get<std::string>());
+    }
+    CHECK(codes == std::set<std::string>{"rotational-claim-virtual", "readahead-amplification",
+                                         "wbt-rotational-default-virtual", "write-cache-mismatch",
+                                         "write-through-volatile-cache", "bfq-disabled-wbt", "rq-affinity-inert",
+                                         "stack-lower-only", "udev-rule-conflict", "no-matching-rule"});
+    // a real spinning drive is not called virtual
+    CHECK(by_device["sdb"].count("rotational-claim-virtual") == 0);
+    CHECK(by_device["sdb"].count("readahead-amplification") == 0);
+    CHECK(by_device["sda"].count("write-through-volatile-cache") == 1);
+    CHECK(by_device["sdc"].count("write-cache-mismatch") == 1);
+    CHECK(by_device["vdb"].count("stack-lower-only") == 1);
+    CHECK(by_device["vda"].count("udev-rule-conflict") == 1);
+    for (const auto& f : doc["findings"])
+        if (f["code"] == "udev-rule-conflict") CHECK(f["evidence"]["udev rule"] == "udev/60-block-tuning.rules:2");
+}
+
+TEST_CASE("audit: the exit status says whether anything at warning level was found") {
+    FakeSysfs t;
+    t.add_nvme("nvme0n1");
+    auto r = run_blkpolicy({"audit", "--sysfs-root", t.root().string(), "--udev-rules-dir", t.root().string(),
+                            "--policy", std::string(BLKPOLICY_TEST_DATA) + "/audit.toml"});
+    CHECK(r.exit_code == 0);
+    CHECK(r.out == "0 finding(s): 0 critical, 0 warning, 0 info\n");
+}
+
+TEST_CASE("golden: explain a virtio disk and a dm-crypt under LVM") {
+    FakeSysfs t;
+    build_fleet(t);
+    t.set_wbt_state("vda", 1);
+    auto r = run_blkpolicy({"explain", "vda", "dm-0", "--policy", "fleet.toml", "--kernel-release", "6.18.3",
+                            "--sysfs-root", t.root().string()},
+                           BLKPOLICY_TEST_DATA);
+    CHECK(r.exit_code == 0);
+    CHECK(r.err.empty());
+    check_golden("explain-vda-dm0.txt", r.out);
+
+    auto j = run_blkpolicy({"explain", "vda", "dm-0", "--json", "--policy", "fleet.toml", "--kernel-release",
+                            "6.18.3", "--sysfs-root", t.root().string()},
+                           BLKPOLICY_TEST_DATA);
+    auto doc = nlohmann::json::parse(j.out);
+    const auto& vda = doc["devices"][0];
+    CHECK(vda["wbt"]["state"] == "on-default");
+    for (const auto& a : vda["attributes"]) {
+        if (a["attribute"] == "read_ahead_kb") {
+            CHECK(a["kernel_default"] == "8192");
+            CHECK(a["desired"] == "128");
+            CHECK(a["rule"]["line"] == 2);
+            CHECK(a["inputs"]["queue/max_sectors_kb"] == "4096");
+        }
+    }
+    const auto& dm0 = doc["devices"][1];
+    CHECK(dm0["stack"]["tops"] == nlohmann::json::array({"dm-1"}));
+    CHECK(dm0["stack"]["lowers"] == nlohmann::json::array({"sda2"}));
+}
+
+TEST_CASE("explain: the readahead formula follows the kernel release") {
+    FakeSysfs t;
+    t.add_virtio_disk("vda", 1, "0000:00:02.0", 0);
+    auto derive = [&](const std::string& release) {
+        auto r = run_blkpolicy({"explain", "vda", "--json", "--kernel-release", release, "--sysfs-root",
+                                t.root().string(), "--policy", std::string(BLKPOLICY_TEST_DATA) + "/fleet.toml"});
+        REQUIRE(r.exit_code == 0);
+        const auto doc = nlohmann::json::parse(r.out);
+        for (const auto& a : doc["devices"][0]["attributes"])
+            if (a["attribute"] == "read_ahead_kb") return a["kernel_default"].get<std::string>();
+        return std::string();
+    };
+    CHECK(derive("6.18.0") == "8192");  // 2 x max_sectors_kb for a rotational queue
+    CHECK(derive("6.12.9") == "128");   // max(2 x io_opt, 128)
+    CHECK(derive("6.8.0") == "128");
+    auto bad = run_blkpolicy({"explain", "vda", "--kernel-release", "six", "--sysfs-root", t.root().string()});
+    CHECK(bad.exit_code == 2);
+    auto none = run_blkpolicy({"explain", "--sysfs-root", t.root().string()});
+    CHECK(none.exit_code == 2);
+}
+
+TEST_CASE("virtual identities") {
+    blkpolicy::policy::DeviceFacts f;
+    f.drivers = {"sd", "ahci"};
+    f.vendor = "ATA";
+    f.model = "ST4000NM0035-1V4";
+    CHECK(blkpolicy::policy::virtual_identity(f).empty());
+    f.model = "Virtual disk";
+    f.vendor = "VMware";
+    CHECK(blkpolicy::policy::virtual_identity(f) == "model VMware Virtual disk");
+    f.vendor = "Msft";
+    CHECK_FALSE(blkpolicy::policy::virtual_identity(f).empty());
+    f = {};
+    f.model = "Amazon Elastic Block Store";
+    CHECK_FALSE(blkpolicy::policy::virtual_identity(f).empty());
+    f = {};
+    f.drivers = {"virtio_blk", "virtio-pci"};
+    CHECK(blkpolicy::policy::virtual_identity(f) == "driver virtio_blk");
+}
