@@ -1,0 +1,108 @@
+// explain and audit against the real kernel, for the findings a loop device
+// can produce.
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sys/mount.h>
+
+#include "kernel/loop_device.hpp"
+#include "support/run_binary.hpp"
+#include "support/temp_dir.hpp"
+
+using namespace blkpolicy::test;
+using nlohmann::json;
+
+namespace {
+
+// debugfs on /sys/kernel/debug for the test's life, unmounted again only if
+// this test mounted it.
+struct Debugfs {
+    bool mounted_here = false;
+    Debugfs() {
+        std::ifstream m("/proc/mounts");
+        std::string line;
+        while (std::getline(m, line))
+            if (line.find(" /sys/kernel/debug debugfs ") != std::string::npos) return;
+        mounted_here = ::mount("none", "/sys/kernel/debug", "debugfs", 0, nullptr) == 0;
+    }
+    ~Debugfs() {
+        if (mounted_here) ::umount2("/sys/kernel/debug", MNT_DETACH);
+    }
+};
+
+json findings_for(const std::vector<std::string>& args, const std::string& device) {
+    auto r = run_blkpolicy(args);
+    INFO(r.err);
+    REQUIRE_FALSE(r.out.empty());
+    json out = json::array();
+    const auto doc = json::parse(r.out);
+    for (const auto& f : doc["findings"])
+        if (f["device"] == device) out.push_back(f);
+    return out;
+}
+
+const json* find_code(const json& findings, const std::string& code) {
+    for (const auto& f : findings)
+        if (f["code"] == code) return &f;
+    return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("kernel: audit finds bfq-disabled-wbt, with the debugfs state as evidence") {
+    Debugfs dbg;
+    LoopDevice loop;
+    TempDir tmp;
+    auto before = findings_for({"audit", "--json", "--no-policy", "--udev-rules-dir", tmp.path().string(), loop.name()},
+                               loop.name());
+    CHECK(find_code(before, "bfq-disabled-wbt") == nullptr);
+    loop.write_queue("scheduler", "bfq");
+    auto after = findings_for({"audit", "--json", "--no-policy", "--udev-rules-dir", tmp.path().string(), loop.name()},
+                              loop.name());
+    const auto* f = find_code(after, "bfq-disabled-wbt");
+    REQUIRE(f != nullptr);
+    CHECK((*f)["severity"] == "warning");
+    if (dbg.mounted_here || std::ifstream("/sys/kernel/debug/block/" + loop.name() + "/rqos/wbt/enabled")) {
+        CHECK((*f)["evidence"]["debugfs rqos/wbt/enabled"] == "3 (off-default)");
+        auto x = run_blkpolicy({"explain", "--json", "--no-policy", loop.name()});
+        CHECK(json::parse(x.out)["devices"][0]["wbt"]["state"] == "off-default");
+    }
+}
+
+TEST_CASE("kernel: explain derives read_ahead_kb after a limits write from the real inputs") {
+    LoopDevice loop;
+    REQUIRE(loop.queue("rotational") == "1");
+    loop.write_queue("read_ahead_kb", "128");
+    loop.write_queue("max_sectors_kb", loop.queue("max_sectors_kb"));
+    auto r = run_blkpolicy({"explain", "--json", "--no-policy", loop.name()});
+    REQUIRE(r.exit_code == 0);
+    const auto doc = json::parse(r.out);
+    bool seen = false;
+    for (const auto& a : doc["devices"][0]["attributes"]) {
+        if (a["attribute"] != "read_ahead_kb") continue;
+        seen = true;
+        const auto twice = std::to_string(2 * std::stoi(loop.queue("max_sectors_kb")));
+        CHECK(a["current"] == loop.queue("read_ahead_kb"));
+        CHECK(a["kernel_default"] == twice);  // the kernel put back exactly what explain derives
+        CHECK(a["current"] == twice);
+        CHECK(a["derivation"].get<std::string>().find("2 x max_sectors_kb") != std::string::npos);
+    }
+    CHECK(seen);
+}
+
+TEST_CASE("kernel: audit names a real udev rules file that writes what the policy manages") {
+    LoopDevice loop;
+    TempDir tmp;
+    std::ofstream(tmp.path() / "61-loop-ra.rules")
+        << "# hand tuning\nACTION==\"add|change\", KERNEL==\"" << loop.name() << "\", ATTR{queue/read_ahead_kb}=\"512\"\n";
+    std::ofstream(tmp.path() / "policy.toml")
+        << "[[rule]]\nname = \"test\"\n[rule.match]\nkernel = \"" << loop.name() << "\"\n[rule.set]\nread_ahead_kb = 128\n";
+    auto found = findings_for({"audit", "--json", "--policy", (tmp.path() / "policy.toml").string(), "--udev-rules-dir",
+                               tmp.path().string(), loop.name()},
+                              loop.name());
+    const auto* f = find_code(found, "udev-rule-conflict");
+    REQUIRE(f != nullptr);
+    CHECK((*f)["evidence"]["udev rule"] == (tmp.path() / "61-loop-ra.rules").string() + ":2");
+    CHECK((*f)["evidence"]["policy rule"] == (tmp.path() / "policy.toml").string() + ":1");
+}
