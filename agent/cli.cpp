@@ -37,6 +37,8 @@ Options:
                         /usr/lib, /run and /etc/blkpolicy/policy.d)
       --sysfs-root DIR  where sysfs is mounted (default: /sys)
       --state-dir DIR   where facts are frozen (default: /run/blkpolicy)
+      --udev-db DIR     udev's database, for env.* matches (default:
+                        /run/udev/data when --sysfs-root is /sys)
       --json            machine-readable output (stable format, see blkpolicy(8))
   -h, --help            show this help
   -V, --version         show the version
@@ -80,6 +82,7 @@ constexpr StringOption kStringOptions[] = {
     {"--state-dir", &Options::state_dir},
     {"--metrics-file", &Options::metrics_file},
     {"--kernel-release", &Options::kernel_release},
+    {"--udev-db", &Options::udev_db_dir},
 };
 const StringOption* string_option(const std::string& arg) {
     for (const auto& o : kStringOptions) {

@@ -34,6 +34,13 @@ struct Options {
     std::vector<std::string> udev_rules_dirs;  // --udev-rules-dir (default: udev's own)
     int receive_buffer = 128 * 1024 * 1024;    // --receive-buffer BYTES for the uevent sockets
     std::string kernel_release;                // --kernel-release (explain): default the running kernel
+    std::string udev_db_dir;                   // --udev-db DIR
+    // udev's database for env.* matches: --udev-db, else /run/udev/data when
+    // looking at the real /sys, else none (a fake tree has no udev records).
+    std::string udev_db() const {
+        if (!udev_db_dir.empty()) return udev_db_dir;
+        return sysfs_root == "/sys" ? "/run/udev/data" : std::string();
+    }
 };
 
 struct ParseResult {

@@ -61,7 +61,7 @@ int with_devices(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::o
     StateDir state(o.state_dir);
     const bool applying = o.command == "apply";
     std::vector<std::string> warnings;
-    auto views = look(sysfs, state, loaded.policy, o.devices, applying, warnings);
+    auto views = look(sysfs, state, loaded.policy, o.devices, applying, warnings, o.udev_db());
     for (const auto& w : warnings) err << "blkpolicy: warning: " << w << '\n';
 
     if (o.command == "plan") {

@@ -62,6 +62,7 @@ public:
         }
         apply_policy(std::move(loaded.policy));
         reconciler_.set_udev_rules(scan_udev_rules(opts_.udev_rules_dirs));
+        reconciler_.set_udev_db(opts_.udev_db());
         if (!sysfs_.is_dir("block")) {
             log_->log(LOG_ERR, opts_.sysfs_root + "/block is not a directory: is sysfs mounted there?");
             return kExitRuntime;

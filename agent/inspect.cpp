@@ -208,7 +208,7 @@ int run_explain(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::os
     }
     StateDir state(o.state_dir);
     std::vector<std::string> warnings;
-    auto all = look(sysfs, state, pol ? *pol : policy::Policy{}, {}, false, warnings);
+    auto all = look(sysfs, state, pol ? *pol : policy::Policy{}, {}, false, warnings, o.udev_db());
     std::map<std::string, DeviceView> views;
     for (auto& v : all) views.emplace(v.facts.name, std::move(v));
 
@@ -263,7 +263,7 @@ int run_audit(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::ostr
     const auto names = o.devices.empty() ? udev::list_block_devices(sysfs) : o.devices;
     // Stack findings need every device, even when the output is limited.
     for (const auto& name : udev::list_block_devices(sysfs)) {
-        auto f = udev::read_facts(sysfs, name);
+        auto f = udev::read_facts(sysfs, name, o.udev_db());
         if (!f) continue;
         policy::AuditDevice d;
         d.facts = *f;

@@ -101,7 +101,7 @@ void Reconciler::alert(AlertKind kind, const std::string& device, const Action& 
 }
 
 bool Reconciler::reconcile(const std::string& device, Trigger trigger) {
-    auto live = udev::read_facts(sysfs_, device);
+    auto live = udev::read_facts(sysfs_, device, udev_db_);
     if (!live) {
         forget(device);
         return false;

@@ -58,6 +58,7 @@ public:
     void set_mode(policy::Mode mode) { mode_ = mode; }
     policy::Mode mode() const { return mode_; }
     void set_udev_rules(std::vector<policy::UdevAssignment> rules) { udev_rules_ = std::move(rules); }
+    void set_udev_db(std::string dir) { udev_db_ = std::move(dir); }
 
     // Looks at one device and acts on what it finds. Returns false when the
     // device is gone (and has been forgotten).
@@ -80,6 +81,7 @@ private:
     policy::Policy policy_;
     policy::Mode mode_ = policy::Mode::enforce;
     std::vector<policy::UdevAssignment> udev_rules_;
+    std::string udev_db_;
     std::map<std::string, DeviceRecord> devices_;
 };
 

@@ -14,12 +14,13 @@ policy::PlanContext host_plan_context() {
 }
 
 std::vector<DeviceView> look(const udev::Sysfs& sysfs, const StateDir& state, const policy::Policy& policy,
-                             const std::vector<std::string>& only, bool record, std::vector<std::string>& warnings) {
+                             const std::vector<std::string>& only, bool record, std::vector<std::string>& warnings,
+                             const std::string& udev_db) {
     const auto names = only.empty() ? udev::list_block_devices(sysfs) : only;
     const auto ctx = host_plan_context();
     std::vector<DeviceView> out;
     for (const auto& name : names) {
-        auto live = udev::read_facts(sysfs, name);
+        auto live = udev::read_facts(sysfs, name, udev_db);
         if (!live) continue;  // vanished since listing
         std::string warning;
         DeviceView v;

@@ -20,7 +20,8 @@ struct DeviceView {
 // Every device under <sysfs>/block, or only `only` (validated by the caller).
 // With `record`, facts of first-seen devices are written to the state dir.
 std::vector<DeviceView> look(const udev::Sysfs& sysfs, const StateDir& state, const policy::Policy& policy,
-                             const std::vector<std::string>& only, bool record, std::vector<std::string>& warnings);
+                             const std::vector<std::string>& only, bool record, std::vector<std::string>& warnings,
+                             const std::string& udev_db = {});
 
 policy::PlanContext host_plan_context();
 

@@ -38,6 +38,8 @@ struct DeviceFacts {
     // The device's own cache mode (SCSI scsi_disk/*/cache_type, virtio
     // cache_type): "write back", "write through", ... or empty when unknown.
     std::string cache_type;
+    // udev properties (E: lines of udev's database); empty without udevd.
+    std::map<std::string, std::string> properties;
     // True when rotational/removable came from the state directory rather
     // than from this read of sysfs.
     bool facts_frozen = false;

@@ -201,11 +201,15 @@ private:
         }
         for (auto&& [k, v] : *tbl) {
             const auto name = std::string(k.str());
+            if (name == "env") {
+                load_env_match(v, k, rule);
+                continue;
+            }
             auto mk = match_key_from_string(name);
             if (!mk) {
                 error(pos(k), "unknown match key " + quoted(name) +
                                   " (known: kernel, driver, model, vendor, serial, wwid, rotational, removable, "
-                                  "stack, dm_name, dm_uuid, md_level)");
+                                  "stack, dm_name, dm_uuid, md_level, env.<udev property>)");
                 continue;
             }
             MatchClause c;
@@ -234,6 +238,33 @@ private:
                 }
                 c.patterns = std::move(*list);
             }
+            rule.match.push_back(std::move(c));
+        }
+    }
+
+    // env.NAME = "glob": udev properties, as ENV{NAME}== in a udev rule.
+    void load_env_match(const toml::node& node, const toml::key& key, Rule& rule) {
+        const auto* tbl = node.as_table();
+        if (!tbl || tbl->empty()) {
+            error(pos(key), "match.env must be a table of udev properties, e.g. env.ID_BUS = \"ata\"");
+            return;
+        }
+        for (auto&& [k, v] : *tbl) {
+            const auto name = std::string(k.str());
+            const bool ok_name = !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
+                return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+            });
+            if (!ok_name) {
+                error(pos(k), "match.env." + name + ": a udev property name has only letters, digits and _");
+                continue;
+            }
+            auto list = string_list(v, "match.env." + name);
+            if (!list) continue;
+            MatchClause c;
+            c.key = MatchKey::env;
+            c.env_name = name;
+            c.patterns = std::move(*list);
+            c.pos = pos(k);
             rule.match.push_back(std::move(c));
         }
     }

@@ -18,6 +18,7 @@ std::vector<std::string> fact_values(MatchKey key, const DeviceFacts& f) {
         case MatchKey::md_level: return {f.md_level};
         case MatchKey::rotational: return {f.rotational ? "true" : "false"};
         case MatchKey::removable: return {f.removable ? "true" : "false"};
+        case MatchKey::env: return {};  // per property: see clause_matches
     }
     return {};
 }
@@ -28,7 +29,11 @@ bool glob_match(const std::string& pattern, const std::string& value) {
 }
 
 bool clause_matches(const MatchClause& clause, const DeviceFacts& facts) {
-    const auto values = fact_values(clause.key, facts);
+    std::vector<std::string> values = fact_values(clause.key, facts);
+    if (clause.key == MatchKey::env) {
+        auto it = facts.properties.find(clause.env_name);
+        values = {it == facts.properties.end() ? std::string() : it->second};
+    }
     for (const auto& pattern : clause.patterns) {
         if (match_key_is_flag(clause.key) || clause.key == MatchKey::stack) {
             if (!values.empty() && values.front() == pattern) return true;

@@ -21,7 +21,7 @@ std::string SourcePos::file_line() const {
 std::string PolicyError::str() const { return pos.str() + ": " + message; }
 
 namespace {
-constexpr std::array<std::pair<MatchKey, const char*>, 12> kMatchKeys{{
+constexpr std::array<std::pair<MatchKey, const char*>, 13> kMatchKeys{{
     {MatchKey::kernel, "kernel"},
     {MatchKey::driver, "driver"},
     {MatchKey::model, "model"},
@@ -34,6 +34,7 @@ constexpr std::array<std::pair<MatchKey, const char*>, 12> kMatchKeys{{
     {MatchKey::md_level, "md_level"},
     {MatchKey::rotational, "rotational"},
     {MatchKey::removable, "removable"},
+    {MatchKey::env, "env"},
 }};
 }  // namespace
 

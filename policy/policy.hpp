@@ -28,6 +28,7 @@ struct PolicyError {
 
 enum class MatchKey {
     kernel, driver, model, vendor, serial, wwid, stack, dm_name, dm_uuid, md_level, rotational, removable,
+    env,  // a udev property (env.NAME), from udev's database when udevd runs
 };
 const char* to_string(MatchKey k);
 std::optional<MatchKey> match_key_from_string(std::string_view s);
@@ -36,6 +37,7 @@ bool match_key_is_flag(MatchKey k);
 struct MatchClause {
     MatchKey key = MatchKey::kernel;
     std::vector<std::string> patterns;  // any of (globs); for flags "true"/"false"
+    std::string env_name;               // for MatchKey::env: the property name
     SourcePos pos;
 };
 

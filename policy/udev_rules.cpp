@@ -1,13 +1,107 @@
 #include "policy/udev_rules.hpp"
 
-#include <algorithm>
+#include <cctype>
 #include <fnmatch.h>
-#include <regex>
 #include <sstream>
 
 namespace blkpolicy::policy {
 
+const char* to_string(UdevOp op) {
+    switch (op) {
+        case UdevOp::match: return "==";
+        case UdevOp::nomatch: return "!=";
+        case UdevOp::assign: return "=";
+        case UdevOp::add: return "+=";
+        case UdevOp::remove: return "-=";
+        case UdevOp::assign_final: return ":=";
+    }
+    return "?";
+}
+
+bool is_assignment(UdevOp op) { return op != UdevOp::match && op != UdevOp::nomatch; }
+
 namespace {
+
+// Parses the tokens of one logical line; returns an error text or empty.
+std::string tokenize(const std::string& line, std::vector<UdevToken>& out) {
+    std::size_t i = 0;
+    const std::size_t n = line.size();
+    auto skip_space = [&] {
+        while (i < n && (std::isspace(static_cast<unsigned char>(line[i])) || line[i] == ',')) ++i;
+    };
+    while (true) {
+        skip_space();
+        if (i >= n) break;
+        UdevToken t;
+        const std::size_t key_start = i;
+        while (i < n && (std::isalnum(static_cast<unsigned char>(line[i])) || line[i] == '_')) ++i;
+        t.key = line.substr(key_start, i - key_start);
+        if (t.key.empty()) return "expected a key at column " + std::to_string(key_start + 1);
+        if (i < n && line[i] == '{') {
+            const auto close = line.find('}', i);
+            if (close == std::string::npos) return "unterminated { after " + t.key;
+            t.attr = line.substr(i + 1, close - i - 1);
+            i = close + 1;
+        }
+        while (i < n && line[i] == ' ') ++i;
+        auto op2 = line.substr(i, 2);
+        if (op2 == "==") t.op = UdevOp::match;
+        else if (op2 == "!=") t.op = UdevOp::nomatch;
+        else if (op2 == "+=") t.op = UdevOp::add;
+        else if (op2 == "-=") t.op = UdevOp::remove;
+        else if (op2 == ":=") t.op = UdevOp::assign_final;
+        else if (i < n && line[i] == '=') t.op = UdevOp::assign;
+        else return "expected an operator after " + t.key;
+        i += t.op == UdevOp::assign ? 1 : 2;
+        while (i < n && line[i] == ' ') ++i;
+        if (i >= n || line[i] != '"') return "expected a quoted value after " + t.key + to_string(t.op);
+        ++i;
+        bool closed = false;
+        while (i < n) {
+            char c = line[i++];
+            if (c == '\\' && i < n && (line[i] == '"' || line[i] == '\\')) {
+                t.value += line[i++];
+            } else if (c == '"') {
+                closed = true;
+                break;
+            } else {
+                t.value += c;
+            }
+        }
+        if (!closed) return "unterminated value of " + t.key;
+        out.push_back(std::move(t));
+    }
+    return {};
+}
+
+}  // namespace
+
+std::vector<UdevRule> parse_udev_rules_text(const std::string& file, const std::string& text) {
+    std::vector<UdevRule> rules;
+    std::istringstream in(text);
+    std::string physical;
+    int line_no = 0;
+    while (std::getline(in, physical)) {
+        ++line_no;
+        UdevRule r;
+        r.file = file;
+        r.line = line_no;
+        std::string logical = physical;
+        while (!logical.empty() && logical.back() == '\\' && std::getline(in, physical)) {
+            logical.pop_back();
+            logical += physical;
+            ++line_no;
+        }
+        const auto start = logical.find_first_not_of(" \t\r");
+        if (start == std::string::npos || logical[start] == '#') continue;
+        r.text = logical.substr(start);
+        while (!r.text.empty() && (r.text.back() == ' ' || r.text.back() == '\t' || r.text.back() == '\r'))
+            r.text.pop_back();
+        r.error = tokenize(r.text, r.tokens);
+        rules.push_back(std::move(r));
+    }
+    return rules;
+}
 
 std::vector<std::string> split_alternatives(const std::string& s) {
     std::vector<std::string> out;
@@ -24,42 +118,30 @@ std::vector<std::string> split_alternatives(const std::string& s) {
     return out;
 }
 
-std::string policy_key(const std::string& attr_path) {
+bool udev_pattern_match(const std::string& pattern, const std::string& value) {
+    for (const auto& alt : split_alternatives(pattern))
+        if (::fnmatch(alt.c_str(), value.c_str(), 0) == 0) return true;
+    return false;
+}
+
+std::string policy_key_for_attr(const std::string& attr_path) {
     if (attr_path.rfind("queue/", 0) == 0) return attr_path.substr(6);
     if (attr_path == "bdi/read_ahead_kb") return "read_ahead_kb";
     if (attr_path.rfind("device/", 0) == 0) return "device." + attr_path.substr(7);
     return {};
 }
 
-}  // namespace
-
 std::vector<UdevAssignment> parse_udev_rules(const std::string& file, const std::string& text) {
     std::vector<UdevAssignment> out;
-    static const std::regex kernel_re(R"re(KERNEL=="([^"]*)")re");
-    static const std::regex attr_re(R"re(ATTR\{([^}]+)\}\s*:?=\s*"([^"]*)")re");
-    std::istringstream in(text);
-    std::string physical;
-    int line_no = 0;
-    while (std::getline(in, physical)) {
-        ++line_no;
-        const int first_line = line_no;
-        std::string logical = physical;
-        while (!logical.empty() && logical.back() == '\\' && std::getline(in, physical)) {
-            logical.pop_back();
-            logical += physical;
-            ++line_no;
-        }
-        auto start = logical.find_first_not_of(" \t");
-        if (start == std::string::npos || logical[start] == '#') continue;
-
+    for (const auto& r : parse_udev_rules_text(file, text)) {
+        if (!r.error.empty()) continue;
         std::vector<std::string> kernels;
-        std::smatch m;
-        if (std::regex_search(logical, m, kernel_re)) kernels = split_alternatives(m[1]);
-        for (auto it = std::sregex_iterator(logical.begin(), logical.end(), attr_re); it != std::sregex_iterator();
-             ++it) {
-            auto key = policy_key((*it)[1]);
-            if (key.empty()) continue;
-            out.push_back({file, first_line, key, (*it)[2], kernels});
+        for (const auto& t : r.tokens)
+            if (t.key == "KERNEL" && t.op == UdevOp::match) kernels = split_alternatives(t.value);
+        for (const auto& t : r.tokens) {
+            if (t.key != "ATTR" || !is_assignment(t.op)) continue;
+            auto key = policy_key_for_attr(t.attr);
+            if (!key.empty()) out.push_back({file, r.line, key, t.value, kernels});
         }
     }
     return out;

@@ -1,7 +1,6 @@
-// Which udev rules write block queue attributes: to name the rule behind a
-// conflict. A light reading of rule syntax (comments, continuations,
-// KERNEL== and ATTR{...}= assignments); import-udev needs a full parser.
-// Parsing is pure; scan_udev_rules (agent/udev_scan) reads the files.
+// udev rules syntax, read the way udevd reads it: comments, backslash
+// continuations, one rule per logical line, KEY{attr}OP"value" tokens
+// separated by commas. Pure: agent/udev_scan reads the files.
 #pragma once
 
 #include <string>
@@ -9,17 +8,48 @@
 
 namespace blkpolicy::policy {
 
+enum class UdevOp { match, nomatch, assign, add, remove, assign_final };
+const char* to_string(UdevOp op);
+bool is_assignment(UdevOp op);
+
+struct UdevToken {
+    std::string key;   // ACTION, KERNEL, ATTR, ATTRS, ENV, ...
+    std::string attr;  // what is in braces: queue/scheduler, ID_SERIAL, ...
+    UdevOp op = UdevOp::match;
+    std::string value;
+};
+
+struct UdevRule {
+    std::string file;
+    int line = 0;        // first physical line
+    std::string text;    // the logical line, continuations joined
+    std::vector<UdevToken> tokens;
+    std::string error;   // non-empty: the line could not be parsed
+    std::string where() const { return file + ":" + std::to_string(line); }
+};
+
+std::vector<UdevRule> parse_udev_rules_text(const std::string& file, const std::string& text);
+
+// udev's pattern matching: `|` alternatives, then fnmatch (*, ?, [], [!], [^]).
+bool udev_pattern_match(const std::string& pattern, const std::string& value);
+std::vector<std::string> split_alternatives(const std::string& pattern);
+
+// An assignment to a queue/, bdi/read_ahead_kb or device/ attribute.
 struct UdevAssignment {
     std::string file;
     int line = 0;
-    std::string attribute;                    // policy key: read_ahead_kb, device.timeout, ...
+    std::string attribute;                     // policy key: read_ahead_kb, device.timeout, ...
     std::string value;
     std::vector<std::string> kernel_patterns;  // from KERNEL=="a|b"; empty: any device
     std::string where() const { return file + ":" + std::to_string(line); }
 };
 
-// Every assignment to a queue/, bdi/read_ahead_kb or device/ attribute in one
-// rules file's text.
+// The policy key an ATTR{} path stands for ("queue/nr_requests" ->
+// "nr_requests", "bdi/read_ahead_kb" -> "read_ahead_kb", "device/timeout"
+// -> "device.timeout"), or empty for anything else.
+std::string policy_key_for_attr(const std::string& attr_path);
+
+// Every tuning assignment in one rules file's text.
 std::vector<UdevAssignment> parse_udev_rules(const std::string& file, const std::string& text);
 
 // The first assignment that writes `attribute` on a device named `device`.

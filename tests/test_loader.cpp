@@ -117,7 +117,11 @@ TEST_CASE("validation messages - exactly") {
          "rq_affinity, device.timeout, device.queue_depth, read_ahead_kb, iosched.<tunable>)"},
         {"[[rule]]\nname = \"x\"\n[rule.match]\nmodel_name = \"x\"\n[rule.set]\nnomerges = 1\n",
          "p.toml:4:1: unknown match key \"model_name\" (known: kernel, driver, model, vendor, serial, wwid, "
-         "rotational, removable, stack, dm_name, dm_uuid, md_level)"},
+         "rotational, removable, stack, dm_name, dm_uuid, md_level, env.<udev property>)"},
+        {"[[rule]]\nname = \"x\"\n[rule.match]\nenv = \"ID_BUS\"\n[rule.set]\nnomerges = 1\n",
+         "p.toml:4:1: match.env must be a table of udev properties, e.g. env.ID_BUS = \"ata\""},
+        {"[[rule]]\nname = \"x\"\n[rule.match]\nenv.\"ID-BUS\" = \"ata\"\n[rule.set]\nnomerges = 1\n",
+         "p.toml:4:5: match.env.ID-BUS: a udev property name has only letters, digits and _"},
         {"[[rule]]\nname = \"x\"\n[rule.match]\nrotational = 1\n[rule.set]\nnomerges = 1\n",
          "p.toml:4:14: match.rotational must be true or false, not an integer"},
         {"[[rule]]\nname = \"x\"\n[rule.match]\nstack = \"lvm\"\n[rule.set]\nnomerges = 1\n",

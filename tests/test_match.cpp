@@ -21,6 +21,7 @@ DeviceFacts scsi_disk() {
     f.model = "QEMU HARDDISK";
     f.serial = "drive-scsi0";
     f.rotational = true;
+    f.properties = {{"ID_BUS", "scsi"}, {"ID_SERIAL_SHORT", "drive-scsi0"}};
     return f;
 }
 }  // namespace
@@ -60,6 +61,10 @@ TEST_CASE("match keys against facts") {
         {"dm_name = \"luks-*\"\nstack = \"dm\"", &crypt, true},
         {"md_level = \"raid1\"", &crypt, false},
         {"driver = \"sd\"\nrotational = false", &sda, false},  // every key must match
+        {"env.ID_BUS = \"scsi\"", &sda, true},
+        {"env.ID_BUS = [\"ata\", \"usb\"]", &sda, false},
+        {"env.ID_SERIAL_SHORT = \"drive-*\"", &sda, true},
+        {"env.ID_WWN = \"*\"", &sda, false},  // a property the device lacks never matches
     };
     for (const auto& c : cases) {
         CAPTURE(c.match);

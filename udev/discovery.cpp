@@ -1,6 +1,7 @@
 #include "udev/discovery.hpp"
 
 #include <algorithm>
+#include <fstream>
 
 #include "policy/attributes.hpp"
 #include "policy/values.hpp"
@@ -56,7 +57,7 @@ std::vector<std::string> list_block_devices(const Sysfs& sysfs) {
     return names;
 }
 
-std::optional<DeviceFacts> read_facts(const Sysfs& s, const std::string& name) {
+std::optional<DeviceFacts> read_facts(const Sysfs& s, const std::string& name, const std::string& udev_db) {
     if (!valid_device_name(name)) return std::nullopt;
     const std::string dir = "block/" + name;
     auto syspath = s.resolve(dir);
@@ -119,7 +120,22 @@ std::optional<DeviceFacts> read_facts(const Sysfs& s, const std::string& name) {
         f.schedulers = line.offered;
         f.scheduler = line.active;
     }
+    f.properties = read_udev_properties(udev_db, f.devnum);
     return f;
+}
+
+std::map<std::string, std::string> read_udev_properties(const std::string& db_dir, const std::string& devnum) {
+    std::map<std::string, std::string> out;
+    if (db_dir.empty() || devnum.empty()) return out;
+    std::ifstream in(db_dir + "/b" + devnum);
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.rfind("E:", 0) != 0) continue;
+        const auto eq = line.find('=');
+        if (eq == std::string::npos) continue;
+        out[line.substr(2, eq - 2)] = line.substr(eq + 1);
+    }
+    return out;
 }
 
 policy::Values read_values(const Sysfs& s, const std::string& name) {

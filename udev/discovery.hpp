@@ -1,6 +1,7 @@
 // Device facts and current attribute values, read from sysfs.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -18,7 +19,13 @@ bool valid_device_name(std::string_view name);
 std::vector<std::string> list_block_devices(const Sysfs& sysfs);
 
 // Facts as the kernel reports them now; nullopt when the device is gone.
-std::optional<policy::DeviceFacts> read_facts(const Sysfs& sysfs, const std::string& name);
+// With `udev_db` (udev's database directory), udev properties too.
+std::optional<policy::DeviceFacts> read_facts(const Sysfs& sysfs, const std::string& name,
+                                              const std::string& udev_db = {});
+
+// udev's properties for a device (E: lines of <db_dir>/b<major>:<minor>);
+// empty when udevd has not recorded the device.
+std::map<std::string, std::string> read_udev_properties(const std::string& db_dir, const std::string& devnum);
 
 // Current values of every writable attribute the device has, normalised,
 // plus the read-only inputs the planner uses (max_hw_sectors_kb,
