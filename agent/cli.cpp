@@ -7,7 +7,8 @@
 namespace blkpolicy::agent {
 
 namespace {
-constexpr std::array<const char*, 7> kCommands = {"check", "plan", "apply", "status", "run", "explain", "audit"};
+constexpr std::array<const char*, 8> kCommands = {"check", "plan", "apply", "status", "run", "explain", "audit",
+                                                  "import-udev"};
 }
 
 std::string usage_text() {
@@ -28,6 +29,10 @@ Commands:
   audit    read-only findings: devices lying about rotation, readahead
            amplification, write cache vs the device's cache, udev rules
            that fight the policy, ... (with or without a policy)
+  import-udev FILE|DIR...
+           convert udev rules that tune block devices into policy TOML on
+           stdout; what cannot be converted exactly is reported on stderr
+           and left out
   run      the daemon: apply on every add/change uevent, re-verify every
            verify_interval, alert journald on drift, re-apply in enforce mode
 
@@ -65,8 +70,8 @@ Options of explain:
 DEVICE limits plan, apply, status and audit to the named block devices (e.g. sda).
 
 Exit status: 0 success (run: stopped by SIGTERM or SIGINT); 1 apply left
-something failed, not stuck or refused, status found drift, or audit found
-something at warning level or above; 2 usage error; 3 invalid policy;
+something failed, not stuck or refused, status found drift, audit found
+something at warning level or above, or import-udev left a rule out; 2 usage error; 3 invalid policy;
 4 system error.
 )";
 }
@@ -165,7 +170,7 @@ ParseResult parse_command_line(const std::vector<std::string>& args) {
             return r;
         } else if (o.command.empty()) {
             if (std::find(kCommands.begin(), kCommands.end(), a) == kCommands.end()) {
-                r.error = "unknown command " + a + " (commands: check, plan, apply, status, run, explain, audit)";
+                r.error = "unknown command " + a + " (commands: check, plan, apply, status, run, explain, audit, import-udev)";
                 return r;
             }
             o.command = a;

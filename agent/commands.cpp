@@ -3,6 +3,7 @@
 #include "agent/daemon.hpp"
 #include "agent/daemon_report.hpp"
 #include "agent/executor.hpp"
+#include "agent/import_udev.hpp"
 #include "agent/inspect.hpp"
 #include "agent/policy_files.hpp"
 #include "agent/report.hpp"
@@ -111,6 +112,7 @@ int run_command(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::os
     if (o.command == "run") return run_daemon(o);
     if (o.command == "explain") return run_explain(o, sysfs, out, err);
     if (o.command == "audit") return run_audit(o, sysfs, out, err);
+    if (o.command == "import-udev") return run_import_udev(o, out, err);
     return with_devices(o, sysfs, out, err);
 }
 

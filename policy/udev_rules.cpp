@@ -125,6 +125,7 @@ bool udev_pattern_match(const std::string& pattern, const std::string& value) {
 }
 
 std::string policy_key_for_attr(const std::string& attr_path) {
+    if (attr_path.rfind("queue/iosched/", 0) == 0) return "iosched." + attr_path.substr(14);
     if (attr_path.rfind("queue/", 0) == 0) return attr_path.substr(6);
     if (attr_path == "bdi/read_ahead_kb") return "read_ahead_kb";
     if (attr_path.rfind("device/", 0) == 0) return "device." + attr_path.substr(7);

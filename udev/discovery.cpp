@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <sstream>
 
 #include "policy/attributes.hpp"
 #include "policy/values.hpp"
@@ -120,7 +121,17 @@ std::optional<DeviceFacts> read_facts(const Sysfs& s, const std::string& name, c
         f.schedulers = line.offered;
         f.scheduler = line.active;
     }
-    f.properties = read_udev_properties(udev_db, f.devnum);
+    // udev's ENV{} sees the kernel's uevent properties (DEVTYPE, DEVNAME, ...)
+    // and what its rules added, kept in its database.
+    {
+        std::istringstream uevent(s.read(dir + "/uevent").value);
+        std::string line;
+        while (std::getline(uevent, line)) {
+            const auto eq = line.find('=');
+            if (eq != std::string::npos && eq > 0) f.properties[line.substr(0, eq)] = line.substr(eq + 1);
+        }
+    }
+    for (auto& [k, v] : read_udev_properties(udev_db, f.devnum)) f.properties[k] = v;
     return f;
 }
 

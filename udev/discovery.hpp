@@ -19,7 +19,8 @@ bool valid_device_name(std::string_view name);
 std::vector<std::string> list_block_devices(const Sysfs& sysfs);
 
 // Facts as the kernel reports them now; nullopt when the device is gone.
-// With `udev_db` (udev's database directory), udev properties too.
+// Properties: the kernel's uevent ones and, with `udev_db` (udev's database
+// directory), those udev's rules added.
 std::optional<policy::DeviceFacts> read_facts(const Sysfs& sysfs, const std::string& name,
                                               const std::string& udev_db = {});
 

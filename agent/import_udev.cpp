@@ -1,0 +1,61 @@
+#include "agent/import_udev.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "policy/udev_import.hpp"
+
+namespace blkpolicy::agent {
+
+namespace fs = std::filesystem;
+
+int run_import_udev(const Options& o, std::ostream& out, std::ostream& err) {
+    if (o.devices.empty()) {
+        err << "blkpolicy: import-udev needs rules files or directories, e.g. blkpolicy import-udev "
+               "/etc/udev/rules.d\nTry 'blkpolicy --help'.\n";
+        return kExitUsage;
+    }
+    std::vector<std::string> files;
+    for (const auto& p : o.devices) {
+        std::error_code ec;
+        if (fs::is_directory(p, ec)) {
+            std::vector<std::string> in_dir;
+            for (fs::directory_iterator it(p, ec), end; !ec && it != end; it.increment(ec))
+                if (it->path().extension() == ".rules") in_dir.push_back(it->path().string());
+            std::sort(in_dir.begin(), in_dir.end());
+            files.insert(files.end(), in_dir.begin(), in_dir.end());
+        } else if (fs::exists(p, ec)) {
+            files.push_back(p);
+        } else {
+            err << "blkpolicy: " << p << ": no such file or directory\n";
+            return kExitUsage;
+        }
+    }
+    std::vector<policy::UdevRule> rules;
+    for (const auto& f : files) {
+        std::ifstream in(f, std::ios::binary);
+        if (!in) {
+            err << "blkpolicy: " << f << ": cannot read\n";
+            return kExitRuntime;
+        }
+        std::ostringstream ss;
+        ss << in.rdbuf();
+        auto parsed = policy::parse_udev_rules_text(f, ss.str());
+        rules.insert(rules.end(), parsed.begin(), parsed.end());
+    }
+    auto result = policy::import_udev_rules(rules, files);
+    for (const auto& d : result.diagnostics) err << d << '\n';
+    if (result.tuning_rules == 0) {
+        err << "blkpolicy: no tuning rules (queue/, bdi/read_ahead_kb or device/ assignments) in "
+            << files.size() << " file(s): nothing to convert\n";
+        return kExitOk;
+    }
+    out << result.toml;
+    err << "blkpolicy: " << result.converted << " of " << result.tuning_rules << " tuning rule(s) converted"
+        << (result.left_out ? ", " + std::to_string(result.left_out) + " left out (see above)" : std::string()) << '\n';
+    return result.left_out ? kExitPartial : kExitOk;
+}
+
+}  // namespace blkpolicy::agent

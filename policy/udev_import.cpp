@@ -1,0 +1,250 @@
+#include "policy/udev_import.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include "policy/attributes.hpp"
+#include "policy/loader.hpp"
+#include "policy/values.hpp"
+
+namespace blkpolicy::policy {
+
+std::string toml_quote(const std::string& s) {
+    std::string out = "\"";
+    for (char c : s) {
+        switch (c) {
+            case '"': out += "\\\""; break;
+            case '\\': out += "\\\\"; break;
+            case '\n': out += "\\n"; break;
+            case '\t': out += "\\t"; break;
+            default:
+                if (static_cast<unsigned char>(c) < 0x20) {
+                    char buf[8];
+                    std::snprintf(buf, sizeof buf, "\\u%04x", c);
+                    out += buf;
+                } else {
+                    out += c;
+                }
+        }
+    }
+    return out + "\"";
+}
+
+namespace {
+
+std::string toml_list(const std::vector<std::string>& items) {
+    if (items.size() == 1) return toml_quote(items.front());
+    std::string s = "[";
+    for (std::size_t i = 0; i < items.size(); ++i) s += (i ? ", " : "") + toml_quote(items[i]);
+    return s + "]";
+}
+
+std::string token_text(const UdevToken& t) {
+    return t.key + (t.attr.empty() ? "" : "{" + t.attr + "}") + to_string(t.op) + "\"" + t.value + "\"";
+}
+
+struct Converted {
+    std::vector<std::string> match;  // TOML lines under [rule.match]
+    std::vector<std::pair<std::string, std::string>> set;  // key, TOML value
+    bool write_through = false;
+    std::string left_out;        // non-empty: the whole rule is left out, and why
+    std::vector<std::string> notes;  // per-rule diagnostics that do not stop it
+};
+
+// One match condition -> a policy match line, or a reason it cannot be one.
+std::string convert_condition(const UdevToken& t, Converted& c, bool& add_only) {
+    const auto alts = split_alternatives(t.value);
+    const bool eq = t.op == UdevOp::match;
+    if (t.key == "ACTION") {
+        std::set<std::string> a(alts.begin(), alts.end());
+        if (eq && !a.count("add") && !a.count("change")) return "it never runs on add or change (ACTION==\"" + t.value + "\")";
+        if (eq && a.count("add") && !a.count("change")) add_only = true;
+        if (!eq && (a.count("add") || a.count("change")))
+            return "ACTION!=\"" + t.value + "\" limits it to events blkpolicy cannot single out";
+        return {};
+    }
+    if (t.key == "SUBSYSTEM") {
+        if (eq && std::find(alts.begin(), alts.end(), "block") != alts.end()) return {};
+        return "it is not a rule for block devices (SUBSYSTEM" + std::string(to_string(t.op)) + "\"" + t.value + "\")";
+    }
+    if (t.key == "DEVTYPE") {
+        if (eq && t.value == "disk") return {};
+        return "DEVTYPE" + std::string(to_string(t.op)) + "\"" + t.value + "\": partitions have no queue/ to tune";
+    }
+    if (!eq) return token_text(t) + ": blkpolicy cannot match on a negation";
+    if (t.key == "KERNEL") {
+        c.match.push_back("kernel = " + toml_list(alts));
+        return {};
+    }
+    if (t.key == "DRIVERS") {
+        c.match.push_back("driver = " + toml_list(alts));
+        return {};
+    }
+    if (t.key == "DRIVER") return "DRIVER==: a block device has no driver of its own, so the rule never matched";
+    if (t.key == "ATTR" && (t.attr == "queue/rotational" || t.attr == "removable")) {
+        if (t.value != "0" && t.value != "1") return token_text(t) + ": only \"0\" or \"1\" can be converted";
+        c.match.push_back(std::string(t.attr == "removable" ? "removable" : "rotational") + " = " +
+                          (t.value == "1" ? "true" : "false"));
+        return {};
+    }
+    if (t.key == "ATTRS" && (t.attr == "model" || t.attr == "vendor" || t.attr == "wwid")) {
+        std::vector<std::string> trimmed;
+        for (const auto& a : alts) trimmed.push_back(trim(a));  // udev ignores trailing blanks of the attribute
+        c.match.push_back(t.attr + " = " + toml_list(trimmed));
+        return {};
+    }
+    if (t.key == "ENV" && !t.attr.empty()) {
+        c.match.push_back("env." + t.attr + " = " + toml_list(alts));
+        return {};
+    }
+    return token_text(t) + " cannot be expressed in a policy";
+}
+
+// ATTR{queue/x}="v" -> set key and TOML value, or a reason it cannot be.
+std::string convert_assignment(const UdevToken& t, Converted& c) {
+    const auto key = policy_key_for_attr(t.attr);
+    auto spec = find_attribute(key);
+    if (!spec) return token_text(t) + ": blkpolicy does not write " + t.attr;
+    if (t.op == UdevOp::add || t.op == UdevOp::remove) return token_text(t) + ": += and -= make no sense for an attribute";
+    std::string value;
+    switch (spec->kind) {
+        case ValueKind::integer:
+        case ValueKind::flag: {
+            auto n = parse_int(t.value);
+            if (!n) return token_text(t) + ": " + key + " must be a whole number";
+            value = std::to_string(*n);
+            break;
+        }
+        case ValueKind::wbt: {
+            auto n = parse_int(t.value);
+            if (!n) return token_text(t) + ": wbt_lat_usec must be a whole number";
+            value = *n == -1 ? "\"default\"" : std::to_string(*n);
+            break;
+        }
+        default: value = toml_quote(trim(t.value)); break;
+    }
+    // Validate exactly as `blkpolicy check` would.
+    std::string probe = "[[rule]]\nname = \"probe\"\nacknowledge = [\"" + std::string(kAckWriteThrough) + "\"]\n[rule.set]\n" +
+                        key + " = " + value + "\n";
+    auto r = load_policy({{"probe", probe}});
+    if (!r.ok()) {
+        auto msg = r.errors.front().message;
+        return token_text(t) + ": " + msg;
+    }
+    if (key == "write_cache" && trim(t.value) == "write through") c.write_through = true;
+    c.set.erase(std::remove_if(c.set.begin(), c.set.end(), [&](const auto& kv) { return kv.first == key; }), c.set.end());
+    c.set.emplace_back(key, value);
+    return {};
+}
+
+}  // namespace
+
+ImportResult import_udev_rules(const std::vector<UdevRule>& rules, const std::vector<std::string>& sources) {
+    ImportResult out;
+    std::string body;
+    std::map<std::string, std::string> pending_goto;  // label -> where the GOTO is
+    std::string current_file;
+    std::set<std::string> names;
+
+    for (const auto& r : rules) {
+        if (r.file != current_file) {
+            current_file = r.file;
+            pending_goto.clear();
+        }
+        auto diag = [&](const std::string& m) { out.diagnostics.push_back(r.where() + ": " + m); };
+        if (!r.error.empty()) {
+            const bool tuning = r.text.find("ATTR{queue/") != std::string::npos ||
+                                r.text.find("ATTR{bdi/") != std::string::npos ||
+                                r.text.find("ATTR{device/") != std::string::npos;
+            diag(std::string(tuning ? "left out: " : "skipped: ") + "cannot parse the rule: " + r.error);
+            if (tuning) {
+                ++out.tuning_rules;
+                ++out.left_out;
+                body += "\n# from " + r.where() + " (left out: cannot parse the rule: " + r.error + ")\n#   " + r.text + "\n";
+            }
+            continue;
+        }
+        // LABEL ends a GOTO's reach; GOTO starts one after this rule.
+        for (const auto& t : r.tokens)
+            if (t.key == "LABEL") pending_goto.erase(t.value);
+
+        bool tuning = false;
+        for (const auto& t : r.tokens)
+            if (t.key == "ATTR" && is_assignment(t.op) && !policy_key_for_attr(t.attr).empty()) tuning = true;
+
+        if (tuning) {
+            ++out.tuning_rules;
+            Converted c;
+            bool add_only = false;
+            if (!pending_goto.empty())
+                c.left_out = "a GOTO at " + pending_goto.begin()->second + " may skip this rule, which a policy cannot express";
+            for (const auto& t : r.tokens) {
+                if (!c.left_out.empty()) break;
+                if (t.key == "ATTR" && is_assignment(t.op) && !policy_key_for_attr(t.attr).empty()) continue;
+                if (is_assignment(t.op)) {
+                    if (t.key != "GOTO" && t.key != "LABEL")
+                        c.notes.push_back("not converted: " + token_text(t) +
+                                          " (blkpolicy writes only queue and device attributes)");
+                    continue;
+                }
+                auto why = convert_condition(t, c, add_only);
+                if (!why.empty()) c.left_out = why;
+            }
+            if (c.left_out.empty()) {
+                for (const auto& t : r.tokens) {
+                    if (!(t.key == "ATTR" && is_assignment(t.op) && !policy_key_for_attr(t.attr).empty())) continue;
+                    auto why = convert_assignment(t, c);
+                    if (!why.empty()) {
+                        ++out.left_out;
+                        diag("left out: " + why);
+                        body += "\n# from " + r.where() + ": left out " + token_text(t) + "\n";
+                    }
+                }
+                if (c.set.empty()) c.left_out = "none of its assignments can be converted";
+            }
+            for (const auto& n : c.notes) diag(n);
+            if (!c.left_out.empty()) {
+                ++out.left_out;
+                diag("left out: " + c.left_out + "; converting it without that would match more devices");
+                body += "\n# from " + r.where() + " (left out: " + c.left_out + ")\n#   " + r.text + "\n";
+            } else {
+                ++out.converted;
+                if (add_only)
+                    diag("warning: the rule matches only ACTION==\"add\", so udev never re-applied it after a change "
+                         "event; blkpolicy applies it on add and change and keeps verifying it");
+                if (c.write_through)
+                    diag("warning: the rule sets write_cache to write through, which stops cache flushes; the "
+                         "converted rule carries the acknowledgement that asks for");
+                std::string name = std::filesystem::path(r.file).filename().string() + ":" + std::to_string(r.line);
+                while (!names.insert(name).second) name += "'";
+                body += "\n# from " + r.where() + "\n#   " + r.text + "\n[[rule]]\nname = " + toml_quote(name) + "\n";
+                if (c.write_through)
+                    body += "acknowledge = [\"" + std::string(kAckWriteThrough) + "\"]  # the udev rule already did this\n";
+                if (!c.match.empty()) {
+                    body += "[rule.match]\n";
+                    for (const auto& m : c.match) body += m + "\n";
+                }
+                body += "[rule.set]\n";
+                for (const auto& [k, v] : c.set) body += k + " = " + v + "\n";
+            }
+        }
+        for (const auto& t : r.tokens)
+            if (t.key == "GOTO" && is_assignment(t.op)) pending_goto.emplace(t.value, r.where());
+    }
+
+    out.toml = "# Converted from udev rules by blkpolicy import-udev:\n";
+    for (const auto& s : sources) out.toml += "#   " + s + "\n";
+    out.toml += "# " + std::to_string(out.converted) + " rule(s) converted, " + std::to_string(out.left_out) +
+                " left out (see the comments and the messages on stderr).\n";
+    out.toml += body;
+
+    // The output must pass check; if it does not, that is a bug here.
+    auto verify = load_policy({{"import-udev output", out.toml}});
+    for (const auto& e : verify.errors) out.diagnostics.push_back("internal error: the converted policy is invalid: " + e.str());
+    return out;
+}
+
+}  // namespace blkpolicy::policy

@@ -1,0 +1,27 @@
+// Converting udev tuning rules into policy TOML. Pure: rules in, text and
+// diagnostics out. A converted rule never matches more devices than the
+// original: a condition that cannot be expressed leaves the rule out.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "policy/udev_rules.hpp"
+
+namespace blkpolicy::policy {
+
+struct ImportResult {
+    std::string toml;                      // a policy that passes `blkpolicy check`
+    std::vector<std::string> diagnostics;  // "file:line: ..." for stderr
+    int tuning_rules = 0;  // rules that assign queue/, bdi/read_ahead_kb or device/ attributes
+    int converted = 0;     // of those, converted into policy rules
+    int left_out = 0;      // rules or single assignments that could not be converted
+};
+
+// `rules` in reading order (all files); `sources` names them for the header.
+ImportResult import_udev_rules(const std::vector<UdevRule>& rules, const std::vector<std::string>& sources);
+
+// A TOML basic string, quoted and escaped.
+std::string toml_quote(const std::string& s);
+
+}  // namespace blkpolicy::policy
