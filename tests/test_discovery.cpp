@@ -63,6 +63,8 @@ TEST_CASE("device facts from the fake fleet") {
         CHECK(f.serial == "vd-serial-vda");
         CHECK(f.cache_type == "write back");
         CHECK(f.syspath == "devices/pci0000:00/0000:00:02.0/virtio1/block/vda");
+        CHECK(f.properties.at("DEVTYPE") == "disk");  // from the uevent file, as udev's ENV{} sees it
+        CHECK(f.properties.at("DEVNAME") == "vda");
     }
     SUBCASE("NVMe namespace under its controller") {
         auto f = facts(s, "nvme0n1");

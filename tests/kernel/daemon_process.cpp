@@ -42,12 +42,14 @@ DaemonProcess::DaemonProcess(const std::vector<std::string>& args, long watchdog
     std::vector<char*> argv;
     for (auto& a : argv_s) argv.push_back(a.data());
     argv.push_back(nullptr);
+    stderr_path_ = notify_path_ + ".stderr";
     pid_ = ::fork();
     if (pid_ == 0) {
         int devnull = ::open("/dev/null", O_RDWR);
+        int errfile = ::open(stderr_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
         ::dup2(devnull, 0);
         ::dup2(devnull, 1);  // not a terminal: the daemon logs to journald
-        ::dup2(devnull, 2);
+        ::dup2(errfile, 2);
         ::setenv("NOTIFY_SOCKET", notify_path_.c_str(), 1);
         if (watchdog_usec > 0) {
             ::setenv("WATCHDOG_USEC", std::to_string(watchdog_usec).c_str(), 1);
@@ -68,6 +70,12 @@ DaemonProcess::~DaemonProcess() {
     }
     if (notify_fd_ >= 0) ::close(notify_fd_);
     ::unlink(notify_path_.c_str());
+    ::unlink(stderr_path_.c_str());
+}
+
+std::string DaemonProcess::stderr_text() const {
+    std::ifstream in(stderr_path_);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
 bool DaemonProcess::alive() {

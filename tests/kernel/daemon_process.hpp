@@ -37,6 +37,9 @@ public:
     std::vector<JournalEntry> alerts(const std::string& device) const;  // entries with BLKPOLICY_EVENT
     bool wait_journal(const std::function<bool(const JournalEntry&)>& match, std::chrono::milliseconds timeout) const;
 
+    // What the daemon wrote on stderr (sanitizer reports land there).
+    std::string stderr_text() const;
+
     // VmRSS in KiB.
     long rss_kib() const;
 
@@ -45,6 +48,7 @@ private:
     int exit_code_ = -1;
     int notify_fd_ = -1;
     std::string notify_path_;
+    std::string stderr_path_;
     std::vector<std::string> notes_;
 };
 

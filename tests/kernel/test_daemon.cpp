@@ -273,7 +273,10 @@ TEST_CASE("daemon: soak of change uevents - memory measured before and after") {
     // uevent is fixed: no timer will run for an hour.
     loops[0]->write_queue("read_ahead_kb", "512");
     burst(1);
-    REQUIRE(eventually([&] { return loops[0]->queue("read_ahead_kb") == "128"; }, 20s));
+    // A liveness bound, not a speed target (bench/ measures speed): under
+    // ASan on a busy machine thousands of reconciles take a while.
+    INFO("daemon alive: " << d.alive() << "; its stderr: " << d.stderr_text());
+    REQUIRE(eventually([&] { return loops[0]->queue("read_ahead_kb") == "128"; }, 120s));
     const auto secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::this_thread::sleep_for(500ms);
     const long after = d.rss_kib();

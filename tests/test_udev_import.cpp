@@ -1,0 +1,147 @@
+// udev rule syntax and the conversion into policy.
+#include <doctest/doctest.h>
+
+#include "policy/loader.hpp"
+#include "policy/udev_import.hpp"
+#include "policy/udev_rules.hpp"
+#include <fstream>
+
+#include "support/run_binary.hpp"
+#include "support/temp_dir.hpp"
+
+using namespace blkpolicy::policy;
+using blkpolicy::test::matches_golden;
+using blkpolicy::test::run_blkpolicy;
+
+TEST_CASE("udev tokens: operators, braces, quoting, continuations, comments") {
+    auto rules = parse_udev_rules_text("f.rules",
+                                       "# comment\n"
+                                       "\n"
+                                       "ACTION==\"add|change\", KERNEL!=\"loop*\", ATTR{queue/scheduler}:=\"none\", \\\n"
+                                       "  ENV{X}+=\"a \\\"quoted\\\" b\", TAG-=\"t\",RUN=\"/bin/true\"\n"
+                                       "KERNEL==\"sda\" ATTR{queue/nomerges}=\"1\"\n");
+    REQUIRE(rules.size() == 2);
+    const auto& r = rules[0];
+    CHECK(r.line == 3);
+    CHECK(r.error.empty());
+    REQUIRE(r.tokens.size() == 6);
+    CHECK(r.tokens[0].key == "ACTION");
+    CHECK(r.tokens[0].op == UdevOp::match);
+    CHECK(r.tokens[1].op == UdevOp::nomatch);
+    CHECK(r.tokens[2].attr == "queue/scheduler");
+    CHECK(r.tokens[2].op == UdevOp::assign_final);
+    CHECK(r.tokens[3].value == "a \"quoted\" b");
+    CHECK(r.tokens[3].op == UdevOp::add);
+    CHECK(r.tokens[4].op == UdevOp::remove);
+    CHECK(r.tokens[5].op == UdevOp::assign);
+    CHECK(rules[1].line == 5);
+    CHECK(rules[1].tokens.size() == 2);  // separated by a blank only, as udev allows
+}
+
+TEST_CASE("udev tokens: malformed lines say what is wrong") {
+    const struct {
+        const char* text;
+        const char* error;
+    } cases[] = {
+        {"KERNEL==sda", "expected a quoted value after KERNEL=="},
+        {"KERNEL~\"sda\"", "expected an operator after KERNEL"},
+        {"ATTR{queue/x=\"1\"", "unterminated { after ATTR"},
+        {"KERNEL==\"sda", "unterminated value of KERNEL"},
+        {"==\"x\"", "expected a key at column 1"},
+    };
+    for (const auto& c : cases) {
+        auto r = parse_udev_rules_text("f", c.text);
+        REQUIRE(r.size() == 1);
+        CHECK(r[0].error == c.error);
+    }
+}
+
+TEST_CASE("udev patterns: alternatives and classes") {
+    CHECK(udev_pattern_match("sd[a-z]|vd*", "vdb"));
+    CHECK(udev_pattern_match("sd[a-z]|vd*", "sdc"));
+    CHECK_FALSE(udev_pattern_match("sd[a-z]|vd*", "sda1"));
+    CHECK(udev_pattern_match("sd*[!0-9]", "sdab"));
+    CHECK_FALSE(udev_pattern_match("sd*[!0-9]", "sda1"));
+    CHECK(udev_pattern_match("nvme[^a]*", "nvme0n1"));
+    CHECK(udev_pattern_match("sd?", "sdz"));
+}
+
+TEST_CASE("import: a converted rule never matches more than the original") {
+    // Every unexpressible condition leaves the rule out rather than drop it.
+    const char* unexpressible[] = {
+        "PROGRAM==\"/bin/x\"", "TEST==\"/sys/x\"", "RESULT==\"1\"", "KERNEL!=\"sda\"", "ATTR{size}==\"0\"",
+        "SUBSYSTEMS==\"scsi\"", "ATTRS{queue_depth}==\"32\"", "DRIVERS!=\"sd\"", "ENV{ID_BUS}!=\"usb\"",
+        "ATTR{queue/rotational}==\"0|1\"",
+    };
+    for (const char* cond : unexpressible) {
+        CAPTURE(cond);
+        auto rules = parse_udev_rules_text("f.rules", std::string("ACTION==\"add|change\", ") + cond +
+                                                          ", ATTR{queue/read_ahead_kb}=\"128\"\n");
+        auto r = import_udev_rules(rules, {"f.rules"});
+        CHECK(r.converted == 0);
+        CHECK(r.left_out == 1);
+        auto loaded = load_policy({{"out", r.toml}});
+        CHECK(loaded.ok());
+        CHECK(loaded.policy.rules.empty());
+    }
+}
+
+TEST_CASE("import: values blkpolicy would reject are left out with the check's own message") {
+    auto rules = parse_udev_rules_text("f.rules",
+                                       "KERNEL==\"sd*\", ATTR{queue/write_cache}=\"write backwards\", "
+                                       "ATTR{queue/read_ahead_kb}=\"-1\", ATTR{queue/nomerges}=\"2\"\n");
+    auto r = import_udev_rules(rules, {"f.rules"});
+    CHECK(r.converted == 1);
+    CHECK(r.left_out == 2);
+    REQUIRE(r.diagnostics.size() == 2);
+    CHECK(r.diagnostics[0].find("write_cache = \"write backwards\" is not exactly one of") != std::string::npos);
+    CHECK(r.diagnostics[1].find("read_ahead_kb = -1 is negative") != std::string::npos);
+}
+
+TEST_CASE("import: write through is carried over with the acknowledgement and a warning") {
+    auto rules = parse_udev_rules_text("f.rules", "KERNEL==\"sdb\", ATTR{queue/write_cache}=\"write through\"\n");
+    auto r = import_udev_rules(rules, {"f.rules"});
+    CHECK(r.converted == 1);
+    auto loaded = load_policy({{"out", r.toml}});
+    REQUIRE(loaded.ok());
+    CHECK(loaded.policy.rules[0].acknowledge.count(kAckWriteThrough) == 1);
+    REQUIRE(r.diagnostics.size() == 1);
+    CHECK(r.diagnostics[0].find("warning: the rule sets write_cache to write through") != std::string::npos);
+}
+
+TEST_CASE("golden: import-udev of a file with every case") {
+    auto r = run_blkpolicy({"import-udev", "udev-import/60-block.rules"}, BLKPOLICY_TEST_DATA);
+    CHECK(r.exit_code == 1);  // some rules were left out
+    std::string hint;
+    bool same = matches_golden("import-60-block.toml", r.out, hint);
+    CHECK_MESSAGE(same, hint);
+    same = matches_golden("import-60-block.stderr", r.err, hint);
+    CHECK_MESSAGE(same, hint);
+    // what comes out passes check
+    blkpolicy::test::TempDir tmp;
+    const auto out = (tmp.path() / "converted.toml").string();
+    std::ofstream(out) << r.out;
+    auto check = run_blkpolicy({"check", "--policy", out});
+    CHECK(check.exit_code == 0);
+    CHECK(check.out == "policy OK: 5 rule(s) from 1 file(s)\n");
+}
+
+TEST_CASE("import-udev: a file without tuning converts to nothing, says so, exits 0") {
+    auto r = run_blkpolicy({"import-udev", "udev-import/99-no-tuning.rules"}, BLKPOLICY_TEST_DATA);
+    CHECK(r.exit_code == 0);
+    CHECK(r.out.empty());
+    CHECK(r.err == "blkpolicy: no tuning rules (queue/, bdi/read_ahead_kb or device/ assignments) in 1 file(s): "
+                   "nothing to convert\n");
+    CHECK(run_blkpolicy({"import-udev"}).exit_code == 2);
+    CHECK(run_blkpolicy({"import-udev", "/nonexistent.rules"}).exit_code == 2);
+}
+
+TEST_CASE("import: env matches see uevent properties of the fake tree") {
+    // ENV{DEVTYPE}=="disk" converts to env.DEVTYPE, which facts read from the uevent file.
+    auto rules = parse_udev_rules_text("f.rules", "ENV{DEVTYPE}==\"disk\", KERNEL==\"vda\", ATTR{queue/nomerges}=\"1\"\n");
+    auto r = import_udev_rules(rules, {"f.rules"});
+    auto loaded = load_policy({{"out", r.toml}});
+    REQUIRE(loaded.ok());
+    REQUIRE(loaded.policy.rules.size() == 1);
+    CHECK(loaded.policy.rules[0].match.size() == 2);
+}
