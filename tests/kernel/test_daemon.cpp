@@ -17,7 +17,7 @@
 #include "kernel/loop_device.hpp"
 #include "support/run_binary.hpp"
 #include "support/temp_dir.hpp"
-#include "udev/monitor.hpp"
+#include "kernel/udevd.hpp"
 
 using namespace blkpolicy::test;
 using namespace std::chrono_literals;
@@ -202,42 +202,12 @@ TEST_CASE("daemon: SIGHUP with a broken policy keeps the old one") {
 
 TEST_CASE("daemon: a udev rule that fights the policy is named in a conflict alert") {
     require_journald();
-    const bool udevd_was_running = blkpolicy::udev::udevd_running();
-    pid_t udevd = -1;
-    if (!udevd_was_running) {
-        udevd = ::fork();
-        if (udevd == 0) {
-            int devnull = ::open("/dev/null", O_RDWR);
-            ::dup2(devnull, 1);
-            ::dup2(devnull, 2);
-            ::execl("/lib/systemd/systemd-udevd", "systemd-udevd", static_cast<char*>(nullptr));
-            ::_exit(127);
-        }
-        REQUIRE(eventually([] { return blkpolicy::udev::udevd_running(); }, 10s));
-    }
+    StandaloneUdevd udevd("99-blkpolicy-test.rules",
+                          "# written by blkpolicy's tests\nACTION==\"add|change\", SUBSYSTEM==\"block\", "
+                          "KERNEL==\"loop2[4-9][0-9]\", ATTR{queue/read_ahead_kb}=\"512\"\n");
+    REQUIRE(udevd.running());
     Workdir w;
-    const auto rule_file = std::filesystem::path("/run/udev/rules.d/99-blkpolicy-test.rules");
-    const bool rules_dir_existed = std::filesystem::exists(rule_file.parent_path());
-    std::filesystem::create_directories(rule_file.parent_path());
-    const std::string rule_text = "# written by blkpolicy's tests\nACTION==\"add|change\", SUBSYSTEM==\"block\", "
-                                  "KERNEL==\"loop2[4-9][0-9]\", ATTR{queue/read_ahead_kb}=\"512\"\n";
-    std::ofstream(rule_file) << rule_text;
-    std::system("udevadm control --reload");
-    struct Cleanup {
-        std::filesystem::path file;
-        bool remove_dir;
-        pid_t udevd;
-        ~Cleanup() {
-            std::filesystem::remove(file);
-            if (remove_dir) std::filesystem::remove(file.parent_path());
-            std::system("udevadm control --reload");
-            if (udevd > 0) {
-                ::kill(udevd, SIGTERM);
-                ::waitpid(udevd, nullptr, 0);
-            }
-        }
-    } cleanup{rule_file, !rules_dir_existed, udevd};
-
+    const auto rule_file = udevd.rules_file();
     DaemonProcess d(w.args(w.policy("read_ahead_kb = 128"), {"--udev-rules-dir", rule_file.parent_path().string()}));
     REQUIRE(d.wait_notification("READY=1", 10s));
     LoopDevice loop;
