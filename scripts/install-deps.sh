@@ -10,9 +10,11 @@ fi
 
 packages=(
     # build
-    build-essential cmake pkg-config git
+    build-essential cmake pkg-config git dpkg-dev
     # libraries
     libudev-dev libsystemd-dev libtomlplusplus-dev libspdlog-dev doctest-dev nlohmann-json3-dev
+    # man pages, generated at build time
+    scdoc
     # run time and tests: losetup, udevadm, systemd-udevd, systemd-journald, journalctl
     util-linux udev systemd
 )

@@ -1,6 +1,7 @@
 // The real binary: help, version, usage errors, exit codes, check output.
 #include <doctest/doctest.h>
 
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "support/fake_sysfs.hpp"
@@ -43,8 +44,11 @@ TEST_CASE("usage errors exit 2 with a pointer to --help") {
     }
 }
 
-TEST_CASE("check: every example and test policy is valid") {
-    for (const auto& p : {kExamples, kData + "/fleet.toml"}) {
+TEST_CASE("check: every example and test policy is valid, alone and together") {
+    std::vector<std::string> paths = {kExamples, kData + "/fleet.toml", kData + "/audit.toml"};
+    for (const auto& e : std::filesystem::directory_iterator(kExamples)) paths.push_back(e.path().string());
+    CHECK(paths.size() >= 8);  // cloud VMs, database, HDD archive, LVM/dm-crypt, NVMe
+    for (const auto& p : paths) {
         auto r = run_blkpolicy({"check", "--policy", p});
         CAPTURE(p);
         CAPTURE(r.err);
