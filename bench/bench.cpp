@@ -1,0 +1,381 @@
+// blkpolicy benchmarks: prints one table of figures, each comparison measured
+// side by side in the same run. Needs root (loop devices, udevd, journald).
+//
+//   bench [--quick]     --quick: fewer devices and a 10 s idle window
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <linux/loop.h>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+#include "kernel/daemon_process.hpp"
+#include "kernel/loop_device.hpp"
+#include "kernel/udevd.hpp"
+#include "support/fake_sysfs.hpp"
+#include "support/temp_dir.hpp"
+
+using namespace blkpolicy::test;
+using Clock = std::chrono::steady_clock;
+namespace fs = std::filesystem;
+
+namespace {
+
+double ms_since(Clock::time_point t0) {
+    return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+double percentile(std::vector<double> v, double p) {
+    if (v.empty()) return NAN;
+    std::sort(v.begin(), v.end());
+    const double idx = p / 100.0 * static_cast<double>(v.size() - 1);
+    const auto lo = static_cast<std::size_t>(std::floor(idx));
+    const auto hi = static_cast<std::size_t>(std::ceil(idx));
+    return v[lo] + (v[hi] - v[lo]) * (idx - static_cast<double>(lo));
+}
+
+std::string read_trim(const std::string& path) {
+    std::ifstream in(path);
+    std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+    return s;
+}
+
+struct Row {
+    std::string name, value, target, verdict;
+};
+std::vector<Row> rows;
+void row(const std::string& name, const std::string& value, const std::string& target = "", const std::string& verdict = "") {
+    rows.push_back({name, value, target, verdict});
+    std::cerr << "  " << name << ": " << value << (target.empty() ? "" : "  (target " + target + ": " + verdict + ")") << "\n";
+}
+std::string fmt(double v, int prec = 2) {
+    char b[64];
+    std::snprintf(b, sizeof b, "%.*f", prec, v);
+    return b;
+}
+
+// Runs blkpolicy with args; returns wall ms and peak RSS KiB (wait4 rusage).
+struct RunStats {
+    double ms = 0;
+    long maxrss_kib = 0;
+    int exit_code = -1;
+};
+RunStats run_measured(std::vector<std::string> args) {
+    std::vector<char*> argv;
+    std::string bin = BLKPOLICY_BINARY;
+    argv.push_back(bin.data());
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    const auto t0 = Clock::now();
+    pid_t pid = ::fork();
+    if (pid == 0) {
+        int devnull = ::open("/dev/null", O_WRONLY);
+        ::dup2(devnull, 1);
+        ::dup2(devnull, 2);
+        ::execv(bin.c_str(), argv.data());
+        ::_exit(127);
+    }
+    int status = 0;
+    rusage ru{};
+    ::wait4(pid, &status, 0, &ru);
+    RunStats s;
+    s.ms = ms_since(t0);
+    s.maxrss_kib = ru.ru_maxrss;
+    s.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return s;
+}
+
+// ---------------------------------------------------------------- reaction
+
+constexpr const char* kReactionSet[][2] = {
+    {"scheduler", "mq-deadline"}, {"nr_requests", "64"}, {"read_ahead_kb", "256"}, {"nomerges", "1"}};
+
+bool reaction_done(const std::string& dev) {
+    const std::string q = "/sys/block/" + dev + "/queue/";
+    return read_trim(q + "scheduler").find("[mq-deadline]") != std::string::npos && read_trim(q + "nr_requests") == "64" &&
+           read_trim(q + "read_ahead_kb") == "256" && read_trim(q + "nomerges") == "1";
+}
+
+// Creates a fresh unbound loop device (an add uevent) and spins until every
+// setting reads as wanted. Returns ms, or NAN on timeout.
+double one_reaction() {
+    int ctl = ::open("/dev/loop-control", O_RDWR | O_CLOEXEC);
+    int idx = -1;
+    for (int i = kFirstLoopIndex; i < kFirstLoopIndex + 200 && idx < 0; ++i)
+        if (::ioctl(ctl, LOOP_CTL_ADD, i) >= 0) idx = i;
+    const auto t0 = Clock::now();
+    const std::string dev = "loop" + std::to_string(idx);
+    double ms = NAN;
+    while (ms_since(t0) < 5000) {
+        if (fs::exists("/sys/block/" + dev) && reaction_done(dev)) {
+            ms = ms_since(t0);
+            break;
+        }
+    }
+    for (int i = 0; i < 100 && ::ioctl(ctl, LOOP_CTL_REMOVE, idx) < 0 && errno == EBUSY; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    ::close(ctl);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // let the remove uevent pass
+    return ms;
+}
+
+void bench_reaction(int n, const std::string& workdir) {
+    std::cerr << "reaction: " << n << " fresh loop devices each, blkpolicy then udev\n";
+    std::string set;
+    for (const auto& kv : kReactionSet) set += std::string(kv[0]) + " = " +
+                                              (std::isdigit(static_cast<unsigned char>(kv[1][0])) ? std::string(kv[1]) : "\"" + std::string(kv[1]) + "\"") + "\n";
+    const auto policy = workdir + "/reaction.toml";
+    std::ofstream(policy) << "[daemon]\nverify_interval = \"1h\"\n[[rule]]\nname = \"bench\"\n[rule.match]\nkernel = \"loop2[4-9][0-9]\"\n[rule.set]\n" << set;
+
+    std::vector<double> ours, theirs;
+    {
+        DaemonProcess d({"--policy", policy, "--state-dir", workdir + "/state", "--log-target", "journal"});
+        d.wait_notification("READY=1", std::chrono::seconds(10));
+        for (int i = 0; i < n; ++i) ours.push_back(one_reaction());
+    }
+    {
+        std::string rule = "ACTION==\"add|change\", SUBSYSTEM==\"block\", KERNEL==\"loop2[4-9][0-9]\"";
+        for (const auto& kv : kReactionSet) rule += std::string(", ATTR{queue/") + kv[0] + "}=\"" + kv[1] + "\"";
+        StandaloneUdevd udevd("99-blkpolicy-bench.rules", rule + "\n");
+        for (int i = 0; i < n; ++i) theirs.push_back(one_reaction());
+    }
+    auto drop_nan = [](std::vector<double>& v) {
+        const auto before = v.size();
+        v.erase(std::remove_if(v.begin(), v.end(), [](double x) { return std::isnan(x); }), v.end());
+        return before - v.size();
+    };
+    const auto lost_ours = drop_nan(ours), lost_theirs = drop_nan(theirs);
+    const double p50 = percentile(ours, 50), p90 = percentile(ours, 90), p99 = percentile(ours, 99);
+    const double u50 = percentile(theirs, 50), u90 = percentile(theirs, 90), u99 = percentile(theirs, 99);
+    row("reaction blkpolicy p50/p90/p99 (ms)", fmt(p50, 3) + " / " + fmt(p90, 3) + " / " + fmt(p99, 3) +
+        (lost_ours ? " (" + std::to_string(lost_ours) + " timed out)" : ""), "p99 < 10 ms", p99 < 10 ? "met" : "MISSED");
+    row("reaction udev rule p50/p90/p99 (ms)", fmt(u50, 3) + " / " + fmt(u90, 3) + " / " + fmt(u99, 3) +
+        (lost_theirs ? " (" + std::to_string(lost_theirs) + " timed out)" : ""));
+    row("reaction p50 ratio blkpolicy/udev", fmt(p50 / u50, 3), "<= 0.1", p50 <= u50 / 10 ? "met" : "MISSED");
+}
+
+// ---------------------------------------------------------------- scale
+
+std::string vd_name(int i) {
+    std::string s;
+    int n = i;
+    do {
+        s.push_back(static_cast<char>('a' + n % 26));
+        n = n / 26 - 1;
+    } while (n >= 0);
+    std::reverse(s.begin(), s.end());
+    return "vd" + s;
+}
+
+// Opens, reads, writes and reads back the same files apply touches: the floor.
+double syscall_floor(const fs::path& root, int n, const std::vector<std::pair<std::string, std::string>>& set) {
+    const auto t0 = Clock::now();
+    char buf[4096];
+    for (int i = 0; i < n; ++i) {
+        for (const auto& [attr, value] : set) {
+            const auto path = (root / "block" / vd_name(i) / "queue" / attr).string();
+            int fd = ::open(path.c_str(), O_RDONLY);
+            if (fd >= 0) { (void)::read(fd, buf, sizeof buf); ::close(fd); }
+            fd = ::open(path.c_str(), O_WRONLY | O_TRUNC);
+            if (fd >= 0) { (void)::write(fd, value.data(), value.size()); ::close(fd); }
+            fd = ::open(path.c_str(), O_RDONLY);
+            if (fd >= 0) { (void)::read(fd, buf, sizeof buf); ::close(fd); }
+        }
+    }
+    return ms_since(t0);
+}
+
+void bench_scale(const std::vector<int>& sizes, const std::string& workdir) {
+    const std::vector<std::pair<std::string, std::string>> set = {
+        {"rotational", "0"}, {"scheduler", "none"}, {"nr_requests", "64"}, {"wbt_lat_usec", "2000"}, {"read_ahead_kb", "128"}};
+    const auto policy = workdir + "/scale.toml";
+    std::ofstream(policy) << "[[rule]]\nname = \"virtio\"\n[rule.match]\ndriver = \"virtio_blk\"\n[rule.set]\n"
+                             "rotational = 0\nscheduler = \"none\"\nnr_requests = 64\nwbt_lat_usec = 2000\nread_ahead_kb = 128\n";
+    std::vector<double> per_device_apply;
+    for (int n : sizes) {
+        std::cerr << "scale: " << n << " devices on tmpfs\n";
+        const fs::path mnt = workdir + "/tmpfs-" + std::to_string(n);
+        fs::create_directories(mnt);
+        ::mount("tmpfs", mnt.c_str(), "tmpfs", 0, "size=4g");
+        {
+            // Two identical trees: one for blkpolicy, one for the floor loop.
+            auto build = [&](const fs::path& where) {
+                setenv("TMPDIR", where.c_str(), 1);
+                auto t = std::make_unique<FakeSysfs>();
+                for (int i = 0; i < n; ++i) {
+                    char pci[32];
+                    std::snprintf(pci, sizeof pci, "0000:%02x:%02x.0", (i / 32) % 256, i % 32);
+                    t->add_virtio_disk(vd_name(i), 1000 + i, std::string(pci) + (i >= 8192 ? "/x" + std::to_string(i / 8192) : ""), i);
+                }
+                return t;
+            };
+            auto ours = build(mnt);
+            auto floor_tree = build(mnt);
+            unsetenv("TMPDIR");
+            const std::string root = ours->root().string();
+            const std::string state = (mnt / ("state-" + std::to_string(n))).string();
+            auto plan = run_measured({"plan", "--sysfs-root", root, "--policy", policy, "--state-dir", state});
+            auto apply = run_measured({"apply", "--sysfs-root", root, "--policy", policy, "--state-dir", state});
+            auto verify = run_measured({"status", "--sysfs-root", root, "--policy", policy, "--state-dir", state});
+            const double floor_ms = syscall_floor(floor_tree->root(), n, set);
+            const std::string tag = std::to_string(n) + " devices";
+            row("scale " + tag + ": plan ms / peak RSS", fmt(plan.ms, 1) + " ms / " + fmt(static_cast<double>(plan.maxrss_kib) / 1024.0, 1) + " MiB");
+            row("scale " + tag + ": apply ms (floor ms, ratio)",
+                fmt(apply.ms, 1) + " (" + fmt(floor_ms, 1) + ", " + fmt(apply.ms / floor_ms, 2) + "x)", "<= 3x floor",
+                apply.ms <= 3 * floor_ms ? "met" : "MISSED");
+            row("scale " + tag + ": verify ms (ratio to floor)", fmt(verify.ms, 1) + " (" + fmt(verify.ms / floor_ms, 2) + "x)",
+                "<= 3x floor", verify.ms <= 3 * floor_ms ? "met" : "MISSED");
+            row("scale " + tag + ": apply peak RSS", fmt(static_cast<double>(apply.maxrss_kib) / 1024.0, 1) + " MiB",
+                n >= 10000 ? "< 32 MiB" : "", n >= 10000 ? (apply.maxrss_kib < 32 * 1024 ? "met" : "MISSED") : "");
+            row("scale " + tag + ": apply per device", fmt(apply.ms * 1000 / static_cast<double>(n), 1) + " us");
+            per_device_apply.push_back(apply.ms / static_cast<double>(n));
+            if (apply.exit_code != 0 || verify.exit_code != 0)
+                row("scale " + tag + ": exit codes apply/status", std::to_string(apply.exit_code) + "/" + std::to_string(verify.exit_code), "0/0", "MISSED");
+        }
+        ::umount2(mnt.c_str(), MNT_DETACH);
+        fs::remove_all(mnt);
+    }
+    if (per_device_apply.size() >= 2) {
+        const double growth = per_device_apply.back() / per_device_apply.front();
+        row("scale: per-device apply cost, largest/smallest tree", fmt(growth, 2) + "x", "flat (<= 1.5x)", growth <= 1.5 ? "met" : "MISSED");
+    }
+}
+
+// ---------------------------------------------------------------- start-up, idle, burst, RSS
+
+void bench_startup(const std::string& workdir) {
+    std::cerr << "start-up: 100 devices to READY=1\n";
+    setenv("TMPDIR", workdir.c_str(), 1);
+    FakeSysfs t;
+    unsetenv("TMPDIR");
+    for (int i = 0; i < 100; ++i) {
+        char pci[32];
+        std::snprintf(pci, sizeof pci, "0000:%02x:%02x.0", i / 32, i % 32);
+        t.add_virtio_disk(vd_name(i), 1000 + i, pci, i);
+    }
+    const auto policy = workdir + "/startup.toml";
+    std::ofstream(policy) << "[daemon]\nmode = \"observe\"\n[[rule]]\nname = \"virtio\"\n[rule.match]\ndriver = \"virtio_blk\"\n"
+                             "[rule.set]\nread_ahead_kb = 128\nwbt_lat_usec = 2000\n";
+    std::vector<double> samples;
+    for (int i = 0; i < 5; ++i) {
+        const auto t0 = Clock::now();
+        DaemonProcess d({"--policy", policy, "--sysfs-root", t.root().string(), "--state-dir", workdir + "/startup-state",
+                         "--log-target", "journal"});
+        if (d.wait_notification("READY=1", std::chrono::seconds(10))) samples.push_back(ms_since(t0));
+    }
+    const double med = percentile(samples, 50);
+    row("start-up to READY=1, 100 devices (median of 5)", fmt(med, 1) + " ms", "< 50 ms", med < 50 ? "met" : "MISSED");
+}
+
+long ctx_switches(pid_t pid) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+    std::string line;
+    long total = 0;
+    while (std::getline(in, line))
+        if (line.find("ctxt_switches:") != std::string::npos) total += std::stol(line.substr(line.find(':') + 1));
+    return total;
+}
+
+void bench_idle_burst_rss(int idle_seconds, int burst, const std::string& workdir) {
+    std::cerr << "idle, burst and RSS on this machine's devices\n";
+    std::vector<std::unique_ptr<LoopDevice>> loops;
+    for (int i = 0; i < 10; ++i) loops.push_back(std::make_unique<LoopDevice>());
+    const auto policy = workdir + "/daemon.toml";
+    std::ofstream(policy) << "[daemon]\nverify_interval = \"30s\"\n[[rule]]\nname = \"bench\"\n[rule.match]\nkernel = \"loop2[4-9][0-9]\"\n"
+                             "[rule.set]\nread_ahead_kb = 128\nscheduler = \"mq-deadline\"\nnr_requests = 64\n";
+    DaemonProcess d({"--policy", policy, "--state-dir", workdir + "/daemon-state", "--log-target", "journal"});
+    d.wait_notification("READY=1", std::chrono::seconds(10));
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+
+    const long c0 = ctx_switches(d.pid());
+    std::this_thread::sleep_for(std::chrono::seconds(idle_seconds));
+    const long wakeups = ctx_switches(d.pid()) - c0;
+    const long timer_expected = idle_seconds / 30 + 1;
+    row("idle: wake-ups in " + std::to_string(idle_seconds) + " s (verify every 30 s)", std::to_string(wakeups),
+        "timer only (<= " + std::to_string(timer_expected * 2) + ")", wakeups <= timer_expected * 2 ? "met" : "MISSED");
+
+    const long rss_before = d.rss_kib();
+    const auto t0 = Clock::now();
+    for (int i = 0; i < burst; ++i)
+        std::ofstream("/sys/block/" + loops[static_cast<std::size_t>(i) % loops.size()]->name() + "/uevent") << "change";
+    // Every device must have been verified after the burst: drift each one
+    // now and send one more event per device; a timer cannot help (30 s).
+    for (auto& l : loops) {
+        l->write_queue("read_ahead_kb", "512");
+        std::ofstream("/sys/block/" + l->name() + "/uevent") << "change";
+    }
+    bool all = eventually([&] {
+        for (auto& l : loops)
+            if (l->queue("read_ahead_kb") != "128") return false;
+        return true;
+    }, std::chrono::seconds(60));
+    const double secs = ms_since(t0) / 1000.0;
+    const long rss_after = d.rss_kib();
+    row("burst: " + std::to_string(burst) + " change uevents, all devices verified", all ? "yes" : "NO", "yes", all ? "met" : "MISSED");
+    row("burst: events per second handled", fmt(burst / secs, 0));
+    row("burst: daemon VmRSS before / after", std::to_string(rss_before) + " / " + std::to_string(rss_after) + " KiB", "flat (< +1 MiB)",
+        rss_after - rss_before < 1024 ? "met" : "MISSED");
+
+    std::ifstream st("/proc/" + std::to_string(d.pid()) + "/status");
+    std::string line;
+    long hwm = -1;
+    while (std::getline(st, line))
+        if (line.rfind("VmHWM:", 0) == 0) hwm = std::stol(line.substr(6));
+    int devices = 0;
+    for (const auto& e : fs::directory_iterator("/sys/block")) { (void)e; ++devices; }
+    row("daemon peak RSS (VmHWM) managing " + std::to_string(devices) + " devices", fmt(static_cast<double>(hwm) / 1024.0, 1) + " MiB", "< 16 MiB",
+        hwm < 16 * 1024 ? "met" : "MISSED");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const bool quick = argc > 1 && std::string(argv[1]) == "--quick";
+    if (::geteuid() != 0) {
+        std::cerr << "bench: needs root (loop devices, udevd, tmpfs mounts)\n";
+        return 2;
+    }
+    if (!journald_available()) {
+        std::cerr << "bench: journald is not running; bench/run.sh starts one\n";
+        return 2;
+    }
+    remove_leftover_loops();
+    TempDir work("blkpolicy-bench");
+    bench_reaction(quick ? 20 : 50, work.path().string());
+    bench_scale(quick ? std::vector<int>{100, 1000} : std::vector<int>{100, 1000, 10000}, work.path().string());
+    bench_startup(work.path().string());
+    bench_idle_burst_rss(quick ? 10 : 30, quick ? 2000 : 10000, work.path().string());
+    remove_leftover_loops();
+
+    std::size_t w0 = 6, w1 = 5, w2 = 6;
+    for (const auto& r : rows) {
+        w0 = std::max(w0, r.name.size());
+        w1 = std::max(w1, r.value.size());
+        w2 = std::max(w2, r.target.size());
+    }
+    auto line = [&](const std::string& a, const std::string& b, const std::string& c, const std::string& d) {
+        std::cout << "| " << a << std::string(w0 - a.size(), ' ') << " | " << b << std::string(w1 - b.size(), ' ') << " | " << c
+                  << std::string(w2 - c.size(), ' ') << " | " << d << " |\n";
+    };
+    line("figure", "value", "target", "");
+    std::cout << "|" << std::string(w0 + 2, '-') << "|" << std::string(w1 + 2, '-') << "|" << std::string(w2 + 2, '-') << "|---|\n";
+    for (const auto& r : rows) line(r.name, r.value, r.target, r.verdict);
+    return 0;
+}
