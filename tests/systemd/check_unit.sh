@@ -22,6 +22,13 @@ awk '/^# --- Hardening ---/ {h = 1}
      {prev = $0}
      END {exit bad}' "$work/blkpolicy.service"
 
+# The exposure score recorded in systemd/SECURITY.md must not get worse.
+systemd-analyze security --offline=true --threshold=25 "$work/blkpolicy.service" >/dev/null || {
+    systemd-analyze security --offline=true "$work/blkpolicy.service" | tail -20
+    echo "exposure above 2.5"
+    exit 1
+}
+
 mkdir -p "$work/root/usr/lib/systemd/catalog"
 cp "$src_dir/systemd/blkpolicy.catalog" "$work/root/usr/lib/systemd/catalog/"
 journalctl --root="$work/root" --update-catalog
