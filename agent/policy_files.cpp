@@ -7,6 +7,8 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace blkpolicy::agent {
 
@@ -82,12 +84,48 @@ PolicyFileList find_policy_files(const std::vector<std::string>& explicit_paths,
     return list;
 }
 
+std::string untrusted_reason(const std::string& path, unsigned trusted_uid) {
+    std::error_code ec;
+    const fs::path real = fs::canonical(path, ec);
+    if (ec) return {};  // reading it will report the problem
+    auto mode_text = [](mode_t m) {
+        char b[8];
+        std::snprintf(b, sizeof b, "%04o", static_cast<unsigned>(m & 07777));
+        return std::string(b);
+    };
+    for (fs::path p = real;; p = p.parent_path()) {
+        struct stat st {};
+        if (::stat(p.c_str(), &st) != 0) break;
+        const bool dir = S_ISDIR(st.st_mode);
+        const std::string what = p == real ? std::string(dir ? "the directory" : "it")
+                                           : "the directory " + p.string() + " above it";
+        const std::string via = real.string() != path ? " (" + path + " leads to " + real.string() + ")" : "";
+        if (st.st_uid != 0 && st.st_uid != trusted_uid)
+            return what + " is owned by uid " + std::to_string(st.st_uid) + ", not root" + via +
+                   ": that user could change what blkpolicy writes as root";
+        const bool sticky = dir && (st.st_mode & S_ISVTX);
+        if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(sticky && p != real))
+            return what + " is writable by group or others (mode " + mode_text(st.st_mode) + ")" + via +
+                   ": anyone who can write it decides what blkpolicy writes as root; chmod go-w " + p.string();
+        if (p == p.root_path()) break;
+    }
+    return {};
+}
+
 policy::LoadResult load_policy_from(const std::vector<std::string>& explicit_paths, const PolicyLocations& defaults) {
     auto list = find_policy_files(explicit_paths, defaults);
     policy::LoadResult result;
     result.errors = list.errors;
     std::vector<policy::PolicySource> sources;
+    const bool as_root = ::geteuid() == 0;
     for (const auto& path : list.files) {
+        if (as_root) {
+            auto why = untrusted_reason(path, 0);
+            if (!why.empty()) {
+                result.errors.push_back(file_error(path, "refusing to read the policy: " + why));
+                continue;
+            }
+        }
         std::ifstream in(path, std::ios::binary);
         if (!in) {
             result.errors.push_back(file_error(path, std::string("cannot read: ") + std::strerror(errno)));

@@ -27,7 +27,17 @@ struct PolicyFileList {
 PolicyFileList find_policy_files(const std::vector<std::string>& explicit_paths,
                                  const PolicyLocations& defaults = {});
 
-// Finds, reads and loads; I/O errors are reported like parse errors.
+// Why a policy file (or directory) cannot be trusted, or empty when it can:
+// it, or any directory above it, is owned by someone other than root (or
+// `trusted_uid`) or is writable by group or others, so someone else could
+// decide what blkpolicy writes as root. Symbolic links are followed: the file
+// they lead to and its directories are what is checked. A world-writable
+// directory is accepted only with the sticky bit (like /tmp), where others
+// cannot replace a file they do not own.
+std::string untrusted_reason(const std::string& path, unsigned trusted_uid);
+
+// Finds, reads and loads; I/O errors are reported like parse errors. As root,
+// files failing untrusted_reason are refused, naming the file and why.
 policy::LoadResult load_policy_from(const std::vector<std::string>& explicit_paths,
                                     const PolicyLocations& defaults = {});
 

@@ -18,6 +18,15 @@ TARGET=blkpolicy scripts/build.sh >/dev/null
 bin=build/blkpolicy
 policy=${BLKPOLICY_POLICY:-examples/cloud-vm.toml}
 state=build/demo-state   # not /run/blkpolicy: leave an installed service's state alone
+if [[ $(id -u) -eq 0 && -z "${BLKPOLICY_POLICY:-}" ]]; then
+    # As root blkpolicy reads only policies that nobody else can write (a
+    # checkout owned by a user is not one): run the demo from a root-owned copy.
+    demo=/run/blkpolicy-demo
+    install -d -m 0755 "$demo"
+    install -m 0644 examples/cloud-vm.toml "$demo/policy.toml"
+    policy=$demo/policy.toml
+    state=$demo/state
+fi
 
 mode=observe
 if [[ "${1:-}" == enforce ]]; then

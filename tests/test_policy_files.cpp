@@ -6,6 +6,8 @@
 #include "agent/policy_files.hpp"
 #include "support/temp_dir.hpp"
 
+#include <unistd.h>
+
 using namespace blkpolicy;
 namespace fs = std::filesystem;
 
@@ -78,4 +80,45 @@ TEST_CASE("missing policy: a clear error - never an empty policy") {
     auto empty = agent::load_policy_from({(t.root / "empty").string()}, t.locations());
     REQUIRE(empty.errors.size() == 1);
     CHECK(empty.errors[0].str() == (t.root / "empty").string() + ": directory holds no *.toml policy files");
+}
+
+TEST_CASE("trust: a policy others can write is refused, naming the file and why") {
+    Tree t;
+    const unsigned me = ::geteuid();
+    t.put("ok/policy.toml", rule("fine"));
+    CHECK(agent::untrusted_reason((t.root / "ok/policy.toml").string(), me).empty());
+
+    t.put("open/policy.toml", rule("open"));
+    fs::permissions(t.root / "open/policy.toml", fs::perms::others_write, fs::perm_options::add);
+    CHECK(agent::untrusted_reason((t.root / "open/policy.toml").string(), me) ==
+          "it is writable by group or others (mode 0646): anyone who can write it decides what blkpolicy writes as "
+          "root; chmod go-w " + (t.root / "open/policy.toml").string());
+
+    t.put("opendir/policy.toml", rule("in an open dir"));
+    fs::permissions(t.root / "opendir", fs::perms::all);
+    CHECK(agent::untrusted_reason((t.root / "opendir/policy.toml").string(), me).rfind(
+              "the directory " + (t.root / "opendir").string() + " above it is writable by group or others (mode 0777)",
+              0) == 0);
+
+    t.put("sticky/policy.toml", rule("in a sticky dir"));
+    fs::permissions(t.root / "sticky", fs::perms::all | fs::perms::sticky_bit);
+    CHECK(agent::untrusted_reason((t.root / "sticky/policy.toml").string(), me).empty());  // like /tmp
+
+    fs::create_symlink(t.root / "open/policy.toml", t.root / "ok/link.toml");
+    const auto via_link = agent::untrusted_reason((t.root / "ok/link.toml").string(), me);
+    CHECK(via_link.find("leads to " + (t.root / "open/policy.toml").string()) != std::string::npos);
+
+    if (me == 0) {
+        // Owned by another user: that user could chmod it at will.
+        t.put("theirs/policy.toml", rule("theirs"));
+        REQUIRE(::chown((t.root / "theirs/policy.toml").c_str(), 12345, 12345) == 0);
+        CHECK(agent::untrusted_reason((t.root / "theirs/policy.toml").string(), 0) ==
+              "it is owned by uid 12345, not root: that user could change what blkpolicy writes as root");
+        // and loading refuses it with the reason, as root
+        auto loaded = agent::load_policy_from({(t.root / "open/policy.toml").string(), (t.root / "ok/policy.toml").string()});
+        REQUIRE(loaded.errors.size() == 1);
+        CHECK(loaded.errors[0].str().rfind((t.root / "open/policy.toml").string() +
+                                               ": refusing to read the policy: it is writable by group or others",
+                                           0) == 0);
+    }
 }
