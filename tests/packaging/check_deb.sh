@@ -10,7 +10,8 @@ if [[ $(id -u) -ne 0 ]]; then
     echo "SKIPPED: installing a package needs root"
     exit 77
 fi
-if dpkg-query -W -f='${Status}' blkpolicy 2>/dev/null | grep -q 'install ok installed'; then
+status=$(dpkg-query -W -f='${Status}' blkpolicy 2>/dev/null || true)
+if [[ $status == "install ok installed" ]]; then
     echo "a blkpolicy package is installed on this machine already; not touching it"
     exit 1
 fi

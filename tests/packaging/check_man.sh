@@ -11,16 +11,20 @@ for p in "$page8" "$page5"; do [[ -s $p ]] || { echo "missing $p"; exit 1; }; do
 for section in NAME SYNOPSIS DESCRIPTION COMMANDS OPTIONS "EXIT STATUS" FILES ENVIRONMENT EXAMPLES; do
     grep -q "^.SH \"*$section\"*" "$page8" || { echo "blkpolicy.8 lacks $section"; exit 1; }
 done
+# Held in variables: `text | grep -q` under pipefail fails when grep exits
+# before sed has written everything (SIGPIPE).
+t8=$(text "$page8")
+t5=$(text "$page5")
 help=$("$build_dir/blkpolicy" --help)
 for cmd in $(sed -n '/^Commands:/,/^Options:/p' <<<"$help" | awk '/^  [a-z]/{print $1}'); do
-    text "$page8" | grep -q -- "$cmd" || { echo "blkpolicy.8 does not mention the command $cmd"; exit 1; }
+    grep -q -- "$cmd" <<<"$t8" || { echo "blkpolicy.8 does not mention the command $cmd"; exit 1; }
 done
 for opt in $(grep -o -- '--[a-z-]*' <<<"$help" | sort -u); do
-    text "$page8" | grep -q -- "$opt" || { echo "blkpolicy.8 does not mention $opt"; exit 1; }
+    grep -q -- "$opt" <<<"$t8" || { echo "blkpolicy.8 does not mention $opt"; exit 1; }
 done
 for key in rotational max_sectors_kb discard_max_bytes write_cache add_random iostats scheduler nr_requests \
            iosched wbt_lat_usec nomerges rq_affinity device.timeout device.queue_depth read_ahead_kb; do
-    text "$page5" | grep -q -- "$key" || { echo "blkpolicy.toml.5 does not mention $key"; exit 1; }
+    grep -q -- "$key" <<<"$t5" || { echo "blkpolicy.toml.5 does not mention $key"; exit 1; }
 done
 man -l "$page8" >/dev/null 2>&1 || { echo "man cannot render blkpolicy.8"; exit 1; }
 echo "man pages complete"
