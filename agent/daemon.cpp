@@ -258,7 +258,12 @@ private:
 
     void after_pass() {
         const double now = now_unix();
-        systemd::notify_status(status_line());
+        // Only a changed STATUS= is sent: the manager needs no repeats, and a
+        // notify socket nobody drains would block the loop sooner.
+        if (auto status = status_line(); status != last_status_) {
+            systemd::notify_status(status);
+            last_status_ = status;
+        }
         std::error_code ec;
         std::filesystem::create_directories(opts_.state_dir, ec);
         auto err = write_atomically(opts_.state_dir + "/daemon.json",
@@ -294,6 +299,7 @@ private:
     std::set<std::string> removed_;
     bool rescan_ = false;
     std::string last_state_error_;
+    std::string last_status_;
     std::string last_metrics_error_;
 };
 

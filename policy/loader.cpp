@@ -169,6 +169,31 @@ private:
         if (errors_.size() == errors_before) policy_.rules.push_back(std::move(rule));
     }
 
+    // Match patterns: string_list plus the bounds that keep matching cheap.
+    std::optional<std::vector<std::string>> pattern_list(const toml::node& v, const std::string& what) {
+        auto list = string_list(v, what);
+        if (!list) return std::nullopt;
+        if (list->size() > kMaxPatternsPerKey) {
+            error(pos(v), what + " lists " + std::to_string(list->size()) + " patterns; the limit is " +
+                              std::to_string(kMaxPatternsPerKey));
+            return std::nullopt;
+        }
+        for (const auto& p : *list) {
+            if (p.size() > kMaxPatternLength) {
+                error(pos(v), what + ": a pattern of " + std::to_string(p.size()) + " characters; the limit is " +
+                                  std::to_string(kMaxPatternLength));
+                return std::nullopt;
+            }
+            const auto stars = static_cast<std::size_t>(std::count(p.begin(), p.end(), '*'));
+            if (stars > kMaxPatternStars) {
+                error(pos(v), what + ": a pattern with " + std::to_string(stars) + " '*'; the limit is " +
+                                  std::to_string(kMaxPatternStars) + " (patterns like a*a*a*b take very long to match)");
+                return std::nullopt;
+            }
+        }
+        return list;
+    }
+
     // Strings or a non-empty array of strings.
     std::optional<std::vector<std::string>> string_list(const toml::node& v, const std::string& what) {
         if (const auto* s = v.as_string()) return std::vector<std::string>{s->get()};
@@ -223,7 +248,7 @@ private:
                 }
                 c.patterns = {b->get() ? "true" : "false"};
             } else {
-                auto list = string_list(v, "match." + name);
+                auto list = pattern_list(v, "match." + name);
                 if (!list) continue;
                 if (*mk == MatchKey::stack) {
                     static const std::vector<std::string> kinds = {"none", "dm", "md", "loop"};
@@ -258,7 +283,7 @@ private:
                 error(pos(k), "match.env." + name + ": a udev property name has only letters, digits and _");
                 continue;
             }
-            auto list = string_list(v, "match.env." + name);
+            auto list = pattern_list(v, "match.env." + name);
             if (!list) continue;
             MatchClause c;
             c.key = MatchKey::env;
@@ -457,7 +482,18 @@ LoadResult load_policy(const std::vector<PolicySource>& sources) {
     std::map<std::string, SourcePos> rule_names;
     for (const auto& src : sources) {
         result.policy.files.push_back(src.name);
+        if (src.text.size() > kMaxPolicyBytes) {
+            result.errors.push_back({SourcePos{src.name, 0, 0}, "the file is " + std::to_string(src.text.size()) +
+                                                                   " bytes; a policy file may have at most 1 MiB"});
+            continue;
+        }
         FileLoader(src, result.policy, result.errors, rule_names).load();
+        if (result.policy.rules.size() > kMaxRules) {
+            const auto& extra = result.policy.rules[kMaxRules];
+            result.errors.push_back({extra.pos, "more than " + std::to_string(kMaxRules) + " rules in the policy"});
+            result.policy.rules.resize(kMaxRules);
+            break;
+        }
     }
     return result;
 }

@@ -9,6 +9,14 @@
 
 namespace blkpolicy::policy {
 
+// Bounds on what a policy may be, each reported as a plain error: a policy
+// is small and hand-written, and nothing in it should make blkpolicy slow.
+inline constexpr std::size_t kMaxPolicyBytes = 1 << 20;  // per file
+inline constexpr std::size_t kMaxRules = 4096;           // across all files
+inline constexpr std::size_t kMaxPatternLength = 256;
+inline constexpr std::size_t kMaxPatternStars = 8;      // a*a*a*...b backtracks
+inline constexpr std::size_t kMaxPatternsPerKey = 256;
+
 struct PolicySource {
     std::string name;  // shown in errors and reports, usually the path
     std::string text;

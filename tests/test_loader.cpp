@@ -225,3 +225,21 @@ TEST_CASE("durations") {
     CHECK_FALSE(parse_duration("").has_value());
     CHECK_FALSE(parse_duration("9999999999s").has_value());
 }
+
+TEST_CASE("bounds: size, rule count and pattern complexity are clear errors") {
+    auto big = load_policy({{"big.toml", std::string(kMaxPolicyBytes + 1, '#')}});
+    REQUIRE(big.errors.size() == 1);
+    CHECK(big.errors[0].str() == "big.toml: the file is 1048577 bytes; a policy file may have at most 1 MiB");
+
+    std::string many;
+    for (std::size_t i = 0; i <= kMaxRules; ++i)
+        many += "[[rule]]\nname = \"r" + std::to_string(i) + "\"\n[rule.set]\nnomerges = 1\n";
+    auto lots = load_policy({{"many.toml", many}});
+    REQUIRE(lots.errors.size() == 1);
+    CHECK(lots.errors[0].str() == "many.toml:16385:1: more than 4096 rules in the policy");
+
+    CHECK(only_error("[[rule]]\nname = \"x\"\n[rule.match]\nmodel = \"a*a*a*a*a*a*a*a*a*b\"\n[rule.set]\nnomerges = 1\n") ==
+          "p.toml:4:9: match.model: a pattern with 9 '*'; the limit is 8 (patterns like a*a*a*b take very long to match)");
+    CHECK(only_error("[[rule]]\nname = \"x\"\n[rule.match]\nkernel = \"" + std::string(300, 'a') +
+                     "\"\n[rule.set]\nnomerges = 1\n") == "p.toml:4:10: match.kernel: a pattern of 300 characters; the limit is 256");
+}

@@ -25,7 +25,17 @@ bool eventually(const std::function<bool()>& cond, std::chrono::milliseconds tim
     }
 }
 
-bool journald_available() { return ::access("/run/systemd/journal/socket", F_OK) == 0; }
+bool journald_available() {
+    // The socket file outlives journald; only a connect tells it listens.
+    int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return false;
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strncpy(addr.sun_path, "/run/systemd/journal/socket", sizeof addr.sun_path - 1);
+    const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+    ::close(fd);
+    return ok;
+}
 
 DaemonProcess::DaemonProcess(const std::vector<std::string>& args, long watchdog_usec) {
     notify_path_ = "/tmp/blkpolicy-notify-" + std::to_string(::getpid()) + "-" +
@@ -58,6 +68,18 @@ DaemonProcess::DaemonProcess(const std::vector<std::string>& args, long watchdog
         ::execv(argv[0], argv.data());
         ::_exit(127);
     }
+    // Started after fork(): the child must not inherit a thread holding locks.
+    reader_ = std::thread([this] {
+        char buf[4096];
+        while (!stop_reader_) {
+            pollfd p{notify_fd_, POLLIN, 0};
+            if (::poll(&p, 1, 50) <= 0) continue;
+            ssize_t n = ::recv(notify_fd_, buf, sizeof buf, 0);
+            if (n <= 0) continue;
+            std::lock_guard<std::mutex> lock(mutex_);
+            notes_.emplace_back(buf, static_cast<std::size_t>(n));
+        }
+    });
 }
 
 DaemonProcess::~DaemonProcess() {
@@ -68,6 +90,8 @@ DaemonProcess::~DaemonProcess() {
             wait_exit(std::chrono::seconds(5));
         }
     }
+    stop_reader_ = true;
+    if (reader_.joinable()) reader_.join();
     if (notify_fd_ >= 0) ::close(notify_fd_);
     ::unlink(notify_path_.c_str());
     ::unlink(stderr_path_.c_str());
@@ -97,12 +121,7 @@ int DaemonProcess::wait_exit(std::chrono::milliseconds timeout) {
 }
 
 std::vector<std::string> DaemonProcess::notifications() {
-    char buf[4096];
-    for (;;) {
-        ssize_t n = ::recv(notify_fd_, buf, sizeof buf, 0);
-        if (n <= 0) break;
-        notes_.emplace_back(buf, static_cast<std::size_t>(n));
-    }
+    std::lock_guard<std::mutex> lock(mutex_);
     return notes_;
 }
 

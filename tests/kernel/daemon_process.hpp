@@ -5,7 +5,10 @@
 
 #include <chrono>
 #include <functional>
+#include <atomic>
 #include <map>
+#include <mutex>
+#include <thread>
 #include <string>
 #include <sys/types.h>
 #include <vector>
@@ -49,13 +52,18 @@ private:
     int notify_fd_ = -1;
     std::string notify_path_;
     std::string stderr_path_;
+    // Drained continuously, as a service manager would: a notify socket
+    // nobody reads makes the daemon's sd_notify block.
+    std::mutex mutex_;
     std::vector<std::string> notes_;
+    std::atomic<bool> stop_reader_{false};
+    std::thread reader_;
 };
 
 // Polls `cond` every 20 ms until it holds or `timeout` passes.
 bool eventually(const std::function<bool()>& cond, std::chrono::milliseconds timeout);
 
-// True when journald listens on /run/systemd/journal/socket.
+// True when journald accepts on /run/systemd/journal/socket.
 bool journald_available();
 
 }  // namespace blkpolicy::test
