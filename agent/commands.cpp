@@ -60,44 +60,32 @@ int with_devices(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::o
         }
     }
     StateDir state(o.state_dir);
-    const bool applying = o.command == "apply";
-    std::vector<std::string> warnings;
-    auto views = look(sysfs, state, loaded.policy, o.devices, applying, warnings, o.udev_db());
-    for (const auto& w : warnings) err << "blkpolicy: warning: " << w << '\n';
-
-    if (o.command == "plan") {
-        if (o.json) out << plan_json(views).dump(2) << '\n';
-        else print_plan(out, views);
-        return kExitOk;
-    }
-    if (o.command == "status") {
-        bool drift = false;
-        for (const auto& v : views)
-            for (const auto& a : v.plan.actions) drift = drift || standing_of(a) == Standing::drift;
-        auto daemon = read_daemon_json(o.state_dir);
-        if (o.json) {
-            auto doc = status_json(views);
-            doc["daemon"] = daemon ? *daemon : nlohmann::json(nullptr);
-            out << doc.dump(2) << '\n';
+    const auto kind = o.command == "plan"    ? CommandReport::Kind::plan
+                      : o.command == "apply" ? CommandReport::Kind::apply
+                                             : CommandReport::Kind::status;
+    CommandReport report(kind, o.json, out);
+    const auto names = o.devices.empty() ? udev::list_block_devices(sysfs) : o.devices;
+    // One device at a time: look, plan, (apply), report. Nothing but
+    // counters is kept across devices.
+    for (const auto& name : names) {
+        std::vector<std::string> warnings;
+        auto v = look_one(sysfs, state, loaded.policy, name, kind == CommandReport::Kind::apply, warnings, o.udev_db());
+        for (const auto& w : warnings) err << "blkpolicy: warning: " << w << '\n';
+        if (!v) continue;
+        if (kind == CommandReport::Kind::apply) {
+            auto result = execute(sysfs, v->plan);
+            report.device(*v, &result);
         } else {
-            print_status(out, views);
-            if (daemon)
-                out << "daemon: pid " << (*daemon)["pid"] << ", " << (*daemon)["mode"].get<std::string>() << " mode, "
-                    << (*daemon)["devices_managed"] << " device(s) managed, " << (*daemon)["drifted"] << " drifted, "
-                    << (*daemon)["failed"] << " failed\n";
+            report.device(*v);
         }
-        return drift ? kExitPartial : kExitOk;
     }
-
-    std::vector<DeviceResult> results;
-    bool failed = false;
-    for (const auto& v : views) {
-        results.push_back(execute(sysfs, v.plan));
-        for (const auto& r : results.back().results) failed = failed || is_failure(r.outcome);
+    if (kind == CommandReport::Kind::status) {
+        auto daemon = read_daemon_json(o.state_dir);
+        report.finish(daemon ? *daemon : nlohmann::json(nullptr));
+        return report.drift() ? kExitPartial : kExitOk;
     }
-    if (o.json) out << apply_json(views, results).dump(2) << '\n';
-    else print_apply(out, views, results);
-    return failed ? kExitPartial : kExitOk;
+    report.finish();
+    return report.failed() ? kExitPartial : kExitOk;
 }
 
 }  // namespace

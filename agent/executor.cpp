@@ -79,11 +79,20 @@ private:
             r.detail = a.note;
             return r;
         }
-        int err = 0;
-        r.before = current(a, err);
-        if (err) {
-            r.outcome = (err == ENOENT) ? Outcome::skipped : Outcome::failed;
-            r.detail = vanished_detail(a, err);
+        // Read again just before writing only what an earlier write of this
+        // plan can have moved (KERNEL.md); the plan's own reading is fresh
+        // otherwise. Everything is read back once at the end.
+        if (disturbed(a)) {
+            int err = 0;
+            r.before = current(a, err);
+            if (err) {
+                r.outcome = (err == ENOENT) ? Outcome::skipped : Outcome::failed;
+                r.detail = vanished_detail(a, err);
+                return r;
+            }
+        } else if (a.current.empty() && !sysfs_.exists(dir_ + a.path)) {
+            r.outcome = Outcome::skipped;
+            r.detail = vanished_detail(a, ENOENT);
             return r;
         }
         if (r.before == a.expected) {
@@ -99,7 +108,22 @@ private:
             return r;
         }
         r.outcome = Outcome::applied;
+        note_write(a);
         return r;
+    }
+
+    // What a write does to later attributes: a queue-limits commit can raise
+    // read_ahead_kb; a scheduler switch resets nr_requests and iosched/ and
+    // can turn a default wbt off.
+    void note_write(const Action& a) {
+        if (a.phase == policy::Phase::limits) limits_written_ = true;
+        if (a.attribute == "scheduler") scheduler_written_ = true;
+    }
+    bool disturbed(const Action& a) const {
+        if (a.attribute == "read_ahead_kb") return limits_written_;
+        if (a.attribute == "nr_requests" || a.attribute == "wbt_lat_usec" || a.attribute.rfind("iosched.", 0) == 0)
+            return scheduler_written_;
+        return false;
     }
 
     // Reads everything back. What differs (undone by a later write, or never
@@ -143,6 +167,8 @@ private:
     udev::Sysfs& sysfs_;
     const policy::DevicePlan& plan_;
     std::string dir_;
+    bool limits_written_ = false;
+    bool scheduler_written_ = false;
 };
 
 }  // namespace

@@ -208,7 +208,7 @@ int run_explain(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::os
     }
     StateDir state(o.state_dir);
     std::vector<std::string> warnings;
-    auto all = look(sysfs, state, pol ? *pol : policy::Policy{}, {}, false, warnings, o.udev_db());
+    auto all = look(sysfs, state, pol ? *pol : policy::Policy{}, {}, false, warnings, o.udev_db(), true);
     std::map<std::string, DeviceView> views;
     for (auto& v : all) views.emplace(v.facts.name, std::move(v));
 

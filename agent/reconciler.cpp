@@ -110,7 +110,7 @@ bool Reconciler::reconcile(const std::string& device, Trigger trigger) {
     std::string warning;
     auto facts = freeze_facts(state_, *live, true, &warning);
     if (!warning.empty()) log_.log(LOG_WARNING, warning);
-    const auto values = udev::read_values(sysfs_, device);
+    const auto values = udev::read_values(sysfs_, device, policy::value_keys_for(policy_, facts));
     const auto plan = policy::plan_device(policy_, facts, values, host_plan_context());
 
     auto& rec = devices_[device];

@@ -99,13 +99,6 @@ void print_rules(std::ostream& out, const policy::DevicePlan& p) {
 // Devices with nothing to say are summarised on one line at the end.
 bool quiet(const DeviceView& v) { return v.plan.matched.empty(); }
 
-void print_unmatched(std::ostream& out, const std::vector<DeviceView>& views) {
-    std::vector<std::string> names;
-    for (const auto& v : views)
-        if (quiet(v)) names.push_back(v.facts.name);
-    if (!names.empty()) out << "no rule matches: " << policy::join(names, " ") << '\n';
-}
-
 json action_json(const policy::Action& a) {
     json overridden = json::array();
     for (const auto& o : a.overridden) overridden.push_back(rule_json(o));
@@ -124,131 +117,119 @@ json device_head(const DeviceView& v) {
 
 }  // namespace
 
-json plan_json(const std::vector<DeviceView>& views) {
-    json devices = json::array();
-    for (const auto& v : views) {
-        auto d = device_head(v);
-        d["actions"] = json::array();
-        for (const auto& a : v.plan.actions) d["actions"].push_back(action_json(a));
-        devices.push_back(d);
-    }
-    return {{"format", kJsonFormatVersion}, {"devices", devices}};
-}
+CommandReport::CommandReport(Kind kind, bool as_json, std::ostream& out) : kind_(kind), json_(as_json), out_(out) {}
 
-void print_plan(std::ostream& out, const std::vector<DeviceView>& views) {
-    std::size_t writes = 0;
-    for (const auto& v : views) {
-        if (quiet(v)) continue;
-        out << facts_line(v.facts) << '\n';
-        print_rules(out, v.plan);
-        if (!v.plan.not_tuned.empty()) {
-            out << "  not tuned: " << v.plan.not_tuned << "\n\n";
-            continue;
+void CommandReport::device(const DeviceView& v, const DeviceResult* result) {
+    if (json_) {
+        auto d = device_head(v);
+        if (kind_ == Kind::plan) {
+            d["actions"] = json::array();
+            for (const auto& a : v.plan.actions) d["actions"].push_back(action_json(a));
+        } else if (kind_ == Kind::status) {
+            d["attributes"] = json::array();
+            for (const auto& a : v.plan.actions)
+                d["attributes"].push_back({{"attribute", a.attribute},
+                                           {"current", a.current},
+                                           {"desired", a.expected.empty() ? a.desired : a.expected},
+                                           {"state", to_string(standing_of(a))},
+                                           {"note", a.note},
+                                           {"rule", rule_json(a.rule)}});
+        } else {
+            d["results"] = json::array();
+            for (const auto& r : result->results)
+                d["results"].push_back({{"attribute", r.attribute},
+                                        {"before", r.before},
+                                        {"after", r.after},
+                                        {"expected", r.expected},
+                                        {"outcome", to_string(r.outcome)},
+                                        {"detail", r.detail},
+                                        {"rule", rule_json(r.rule)}});
         }
+        devices_.push_back(std::move(d));
+    }
+    if (kind_ == Kind::plan) {
+        for (const auto& a : v.plan.actions) writes_ += a.kind == ActionKind::write;
+    } else if (kind_ == Kind::status) {
+        for (const auto& a : v.plan.actions) standings_[standing_of(a)]++;
+    } else {
+        for (const auto& r : result->results) outcomes_[r.outcome]++;
+    }
+    if (json_) return;
+
+    if (quiet(v)) {
+        unmatched_.push_back(v.facts.name);
+        return;
+    }
+    out_ << facts_line(v.facts) << '\n';
+    print_rules(out_, v.plan);
+    if (!v.plan.not_tuned.empty()) {
+        out_ << "  not tuned: " << v.plan.not_tuned << "\n\n";
+        return;
+    }
+    if (kind_ == Kind::plan) {
         Table t({"ATTRIBUTE", "CURRENT", "DESIRED", "ACTION", "RULE", "NOTE"});
-        for (const auto& a : v.plan.actions) {
-            if (a.kind == ActionKind::write) ++writes;
+        for (const auto& a : v.plan.actions)
             t.add({a.attribute, or_dash(a.current), a.expected.empty() ? a.desired : a.expected,
                    policy::to_string(a.kind), a.rule.pos.file_line(), a.note});
-        }
-        t.print(out, "  ");
-        out << '\n';
-    }
-    print_unmatched(out, views);
-    out << writes << " write(s) planned; nothing was written\n";
-}
-
-json apply_json(const std::vector<DeviceView>& views, const std::vector<DeviceResult>& results) {
-    json devices = json::array();
-    std::map<std::string, int> totals;
-    for (std::size_t i = 0; i < views.size(); ++i) {
-        auto d = device_head(views[i]);
-        d["results"] = json::array();
-        for (const auto& r : results[i].results) {
-            totals[to_string(r.outcome)]++;
-            d["results"].push_back({{"attribute", r.attribute},
-                                    {"before", r.before},
-                                    {"after", r.after},
-                                    {"expected", r.expected},
-                                    {"outcome", to_string(r.outcome)},
-                                    {"detail", r.detail},
-                                    {"rule", rule_json(r.rule)}});
-        }
-        devices.push_back(d);
-    }
-    json summary = json::object();
-    for (auto o : {Outcome::unchanged, Outcome::applied, Outcome::skipped, Outcome::failed, Outcome::not_stuck,
-                   Outcome::refused})
-        summary[to_string(o)] = totals[to_string(o)];
-    return {{"format", kJsonFormatVersion}, {"devices", devices}, {"summary", summary}};
-}
-
-void print_apply(std::ostream& out, const std::vector<DeviceView>& views, const std::vector<DeviceResult>& results) {
-    std::map<Outcome, int> totals;
-    for (std::size_t i = 0; i < views.size(); ++i) {
-        const auto& v = views[i];
-        if (quiet(v)) continue;
-        out << facts_line(v.facts) << '\n';
-        print_rules(out, v.plan);
-        if (!v.plan.not_tuned.empty()) {
-            out << "  not tuned: " << v.plan.not_tuned << "\n\n";
-            continue;
-        }
-        Table t({"ATTRIBUTE", "BEFORE", "AFTER", "RESULT", "RULE", "DETAIL"});
-        for (const auto& r : results[i].results) {
-            totals[r.outcome]++;
-            t.add({r.attribute, or_dash(r.before), or_dash(r.after), to_string(r.outcome), r.rule.pos.file_line(),
-                   r.detail});
-        }
-        t.print(out, "  ");
-        out << '\n';
-    }
-    print_unmatched(out, views);
-    out << totals[Outcome::applied] << " applied, " << totals[Outcome::unchanged] << " unchanged, "
-        << totals[Outcome::skipped] << " skipped, " << totals[Outcome::failed] << " failed, "
-        << totals[Outcome::not_stuck] << " did not stick, " << totals[Outcome::refused] << " refused\n";
-}
-
-json status_json(const std::vector<DeviceView>& views) {
-    json devices = json::array();
-    for (const auto& v : views) {
-        auto d = device_head(v);
-        d["attributes"] = json::array();
-        for (const auto& a : v.plan.actions)
-            d["attributes"].push_back({{"attribute", a.attribute},
-                                       {"current", a.current},
-                                       {"desired", a.expected.empty() ? a.desired : a.expected},
-                                       {"state", to_string(standing_of(a))},
-                                       {"note", a.note},
-                                       {"rule", rule_json(a.rule)}});
-        devices.push_back(d);
-    }
-    return {{"format", kJsonFormatVersion}, {"devices", devices}};
-}
-
-void print_status(std::ostream& out, const std::vector<DeviceView>& views) {
-    std::map<Standing, int> totals;
-    for (const auto& v : views) {
-        if (quiet(v)) continue;
-        out << facts_line(v.facts) << '\n';
-        print_rules(out, v.plan);
-        if (!v.plan.not_tuned.empty()) {
-            out << "  not tuned: " << v.plan.not_tuned << "\n\n";
-            continue;
-        }
+        t.print(out_, "  ");
+    } else if (kind_ == Kind::status) {
         Table t({"ATTRIBUTE", "CURRENT", "DESIRED", "STATE", "RULE", "NOTE"});
         for (const auto& a : v.plan.actions) {
-            auto s = standing_of(a);
-            totals[s]++;
-            t.add({a.attribute, or_dash(a.current), a.expected.empty() ? a.desired : a.expected, to_string(s),
-                   a.rule.pos.file_line(), s == Standing::ok ? "" : a.note});
+            auto st = standing_of(a);
+            t.add({a.attribute, or_dash(a.current), a.expected.empty() ? a.desired : a.expected, to_string(st),
+                   a.rule.pos.file_line(), st == Standing::ok ? "" : a.note});
         }
-        t.print(out, "  ");
-        out << '\n';
+        t.print(out_, "  ");
+    } else {
+        Table t({"ATTRIBUTE", "BEFORE", "AFTER", "RESULT", "RULE", "DETAIL"});
+        for (const auto& r : result->results)
+            t.add({r.attribute, or_dash(r.before), or_dash(r.after), to_string(r.outcome), r.rule.pos.file_line(),
+                   r.detail});
+        t.print(out_, "  ");
     }
-    print_unmatched(out, views);
-    out << totals[Standing::ok] << " in policy, " << totals[Standing::drift] << " drifted, "
-        << totals[Standing::skipped] << " skipped, " << totals[Standing::refused] << " refused\n";
+    out_ << '\n';
+}
+
+void CommandReport::finish(const nlohmann::json& daemon) {
+    if (json_) {
+        json doc = {{"format", kJsonFormatVersion}, {"devices", std::move(devices_)}};
+        if (kind_ == Kind::apply) {
+            json summary = json::object();
+            for (auto o : {Outcome::unchanged, Outcome::applied, Outcome::skipped, Outcome::failed, Outcome::not_stuck,
+                           Outcome::refused})
+                summary[to_string(o)] = outcomes_[o];
+            doc["summary"] = summary;
+        }
+        if (kind_ == Kind::status) doc["daemon"] = daemon;
+        out_ << doc.dump(2) << '\n';
+        return;
+    }
+    if (!unmatched_.empty()) out_ << "no rule matches: " << policy::join(unmatched_, " ") << '\n';
+    if (kind_ == Kind::plan) {
+        out_ << writes_ << " write(s) planned; nothing was written\n";
+    } else if (kind_ == Kind::status) {
+        out_ << standings_[Standing::ok] << " in policy, " << standings_[Standing::drift] << " drifted, "
+             << standings_[Standing::skipped] << " skipped, " << standings_[Standing::refused] << " refused\n";
+        if (daemon.is_object())
+            out_ << "daemon: pid " << daemon["pid"] << ", " << daemon["mode"].get<std::string>() << " mode, "
+                 << daemon["devices_managed"] << " device(s) managed, " << daemon["drifted"] << " drifted, "
+                 << daemon["failed"] << " failed\n";
+    } else {
+        out_ << outcomes_[Outcome::applied] << " applied, " << outcomes_[Outcome::unchanged] << " unchanged, "
+             << outcomes_[Outcome::skipped] << " skipped, " << outcomes_[Outcome::failed] << " failed, "
+             << outcomes_[Outcome::not_stuck] << " did not stick, " << outcomes_[Outcome::refused] << " refused\n";
+    }
+}
+
+bool CommandReport::drift() const {
+    auto it = standings_.find(Standing::drift);
+    return it != standings_.end() && it->second > 0;
+}
+
+bool CommandReport::failed() const {
+    for (const auto& [o, n] : outcomes_)
+        if (is_failure(o) && n > 0) return true;
+    return false;
 }
 
 }  // namespace blkpolicy::agent

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <map>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -21,13 +22,29 @@ enum class Standing { ok, drift, skipped, refused };
 const char* to_string(Standing s);
 Standing standing_of(const policy::Action& a);
 
-nlohmann::json plan_json(const std::vector<DeviceView>& views);
-nlohmann::json apply_json(const std::vector<DeviceView>& views, const std::vector<DeviceResult>& results);
-nlohmann::json status_json(const std::vector<DeviceView>& views);
+// Prints (or, for --json, collects) one device at a time, so that a run over
+// thousands of devices keeps only counters in memory.
+class CommandReport {
+public:
+    enum class Kind { plan, apply, status };
+    CommandReport(Kind kind, bool as_json, std::ostream& out);
+    // `result` is the apply result (apply only).
+    void device(const DeviceView& v, const DeviceResult* result = nullptr);
+    // Footer, or the JSON document; `daemon` goes into status output.
+    void finish(const nlohmann::json& daemon = nullptr);
+    bool drift() const;   // status: something drifted
+    bool failed() const;  // apply: something failed, did not stick or was refused
 
-void print_plan(std::ostream& out, const std::vector<DeviceView>& views);
-void print_apply(std::ostream& out, const std::vector<DeviceView>& views, const std::vector<DeviceResult>& results);
-void print_status(std::ostream& out, const std::vector<DeviceView>& views);
+private:
+    Kind kind_;
+    bool json_;
+    std::ostream& out_;
+    nlohmann::json devices_ = nlohmann::json::array();
+    std::vector<std::string> unmatched_;
+    std::size_t writes_ = 0;
+    std::map<Standing, int> standings_;
+    std::map<Outcome, int> outcomes_;
+};
 
 // A plain-text table with left-aligned, auto-sized columns.
 class Table {

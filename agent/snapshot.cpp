@@ -13,23 +13,28 @@ policy::PlanContext host_plan_context() {
     return ctx;
 }
 
+std::optional<DeviceView> look_one(const udev::Sysfs& sysfs, const StateDir& state, const policy::Policy& policy,
+                                   const std::string& name, bool record, std::vector<std::string>& warnings,
+                                   const std::string& udev_db, bool all_values) {
+    auto live = udev::read_facts(sysfs, name, udev_db);
+    if (!live) return std::nullopt;  // vanished since listing
+    std::string warning;
+    DeviceView v;
+    v.facts = freeze_facts(state, std::move(*live), record, &warning);
+    if (!warning.empty()) warnings.push_back(warning);
+    v.values = all_values ? udev::read_values(sysfs, name)
+                          : udev::read_values(sysfs, name, policy::value_keys_for(policy, v.facts));
+    v.plan = policy::plan_device(policy, v.facts, v.values, host_plan_context());
+    return v;
+}
+
 std::vector<DeviceView> look(const udev::Sysfs& sysfs, const StateDir& state, const policy::Policy& policy,
                              const std::vector<std::string>& only, bool record, std::vector<std::string>& warnings,
-                             const std::string& udev_db) {
+                             const std::string& udev_db, bool all_values) {
     const auto names = only.empty() ? udev::list_block_devices(sysfs) : only;
-    const auto ctx = host_plan_context();
     std::vector<DeviceView> out;
-    for (const auto& name : names) {
-        auto live = udev::read_facts(sysfs, name, udev_db);
-        if (!live) continue;  // vanished since listing
-        std::string warning;
-        DeviceView v;
-        v.facts = freeze_facts(state, std::move(*live), record, &warning);
-        if (!warning.empty()) warnings.push_back(warning);
-        v.values = udev::read_values(sysfs, name);
-        v.plan = policy::plan_device(policy, v.facts, v.values, ctx);
-        out.push_back(std::move(v));
-    }
+    for (const auto& name : names)
+        if (auto v = look_one(sysfs, state, policy, name, record, warnings, udev_db, all_values)) out.push_back(std::move(*v));
     return out;
 }
 

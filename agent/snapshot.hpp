@@ -2,6 +2,7 @@
 // values, and the plan for each under a policy.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,11 +18,18 @@ struct DeviceView {
     policy::DevicePlan plan;
 };
 
+// One device: facts (frozen where recorded), the values the policy needs, the
+// plan. nullopt when it vanished. With `all_values`, every attribute is read
+// (explain); otherwise only those the matching rules need.
+std::optional<DeviceView> look_one(const udev::Sysfs& sysfs, const StateDir& state, const policy::Policy& policy,
+                                   const std::string& name, bool record, std::vector<std::string>& warnings,
+                                   const std::string& udev_db = {}, bool all_values = false);
+
 // Every device under <sysfs>/block, or only `only` (validated by the caller).
 // With `record`, facts of first-seen devices are written to the state dir.
 std::vector<DeviceView> look(const udev::Sysfs& sysfs, const StateDir& state, const policy::Policy& policy,
                              const std::vector<std::string>& only, bool record, std::vector<std::string>& warnings,
-                             const std::string& udev_db = {});
+                             const std::string& udev_db = {}, bool all_values = false);
 
 policy::PlanContext host_plan_context();
 

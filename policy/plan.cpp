@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "policy/match.hpp"
 #include "policy/values.hpp"
@@ -99,6 +100,24 @@ void resolve(Action& a, const AttributeSpec& spec, const Winner& w, const Device
 }
 
 }  // namespace
+
+std::vector<std::string> value_keys_for(const Policy& policy, const DeviceFacts& facts) {
+    std::set<std::string> keys;
+    for (const auto& rule : policy.rules) {
+        if (!rule_matches(rule, facts)) continue;
+        for (const auto& s : rule.set) keys.insert(s.attribute);
+    }
+    if (keys.empty()) return {};
+    keys.insert("rotational");
+    keys.insert("scheduler");
+    if (keys.count("max_sectors_kb")) keys.insert("max_hw_sectors_kb");
+    if (keys.count("discard_max_bytes")) keys.insert("discard_granularity");
+    if (keys.count("read_ahead_kb")) {
+        keys.insert("optimal_io_size");
+        keys.insert("max_sectors_kb");
+    }
+    return {keys.begin(), keys.end()};
+}
 
 DevicePlan plan_device(const Policy& policy, const DeviceFacts& facts, const Values& current,
                        const PlanContext& ctx) {

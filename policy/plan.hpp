@@ -46,6 +46,12 @@ struct PlanContext {
     std::int64_t page_size = 4096;
 };
 
+// The attribute values planning (and the daemon's verdicts) need for this
+// device: what its matching rules set, plus their inputs (rotational,
+// scheduler, max_hw_sectors_kb, discard_granularity, optimal_io_size,
+// max_sectors_kb). Empty for a device no rule matches: nothing to read.
+std::vector<std::string> value_keys_for(const Policy& policy, const DeviceFacts& facts);
+
 DevicePlan plan_device(const Policy& policy, const DeviceFacts& facts, const Values& current,
                        const PlanContext& ctx);
 

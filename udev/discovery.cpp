@@ -149,6 +149,18 @@ std::map<std::string, std::string> read_udev_properties(const std::string& db_di
     return out;
 }
 
+policy::Values read_values(const Sysfs& s, const std::string& name, const std::vector<std::string>& keys) {
+    policy::Values v;
+    const std::string dir = "block/" + name + "/";
+    for (const auto& key : keys) {
+        auto spec = policy::find_attribute(key);
+        const std::string path = spec ? spec->path : "queue/" + key;
+        auto r = s.read(dir + path);
+        if (r.ok()) v[key] = policy::normalise_readback(key, r.value);
+    }
+    return v;
+}
+
 policy::Values read_values(const Sysfs& s, const std::string& name) {
     policy::Values v;
     const std::string dir = "block/" + name + "/";

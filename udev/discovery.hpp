@@ -33,5 +33,7 @@ std::map<std::string, std::string> read_udev_properties(const std::string& db_di
 // discard_granularity, optimal_io_size) and every iosched tunable of the
 // active scheduler.
 policy::Values read_values(const Sysfs& sysfs, const std::string& name);
+// Only the given keys (policy attribute keys or the read-only inputs above).
+policy::Values read_values(const Sysfs& sysfs, const std::string& name, const std::vector<std::string>& keys);
 
 }  // namespace blkpolicy::udev
