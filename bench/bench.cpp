@@ -1,7 +1,8 @@
 // blkpolicy benchmarks: prints one table of figures, each comparison measured
 // side by side in the same run. Needs root (loop devices, udevd, journald).
 //
-//   bench [--quick]     --quick: fewer devices and a 10 s idle window
+//   bench [--quick] [--only reaction|scale|startup|daemon]
+//   --quick: fewer devices and a 10 s idle window
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -104,13 +105,16 @@ RunStats run_measured(std::vector<std::string> args) {
 
 // ---------------------------------------------------------------- reaction
 
-// What the rule sets. A scheduler switch freezes the queue, which waits for
-// an RCU grace period in the kernel (tens of ms) whoever writes it, so it is
+// What the rule sets. Writing the scheduler or wbt_lat_usec freezes the
+// queue, which waits for an RCU grace period in the kernel (about 14 ms for
+// wbt here, more for a scheduler switch) whoever writes it, so those are
 // measured separately from the agent's own reaction.
 std::vector<std::pair<std::string, std::string>> reaction_set(bool with_scheduler) {
-    std::vector<std::pair<std::string, std::string>> s = {
-        {"read_ahead_kb", "256"}, {"nomerges", "1"}, {"rq_affinity", "2"}, {"wbt_lat_usec", "3000"}};
-    if (with_scheduler) s.insert(s.begin(), {{"scheduler", "mq-deadline"}, {"nr_requests", "64"}});
+    std::vector<std::pair<std::string, std::string>> s = {{"read_ahead_kb", "256"}, {"nomerges", "1"}, {"rq_affinity", "2"}};
+    if (with_scheduler) {
+        s.insert(s.begin(), {{"scheduler", "mq-deadline"}, {"nr_requests", "64"}});
+        s.push_back({"wbt_lat_usec", "3000"});
+    }
     return s;
 }
 
@@ -147,7 +151,7 @@ double one_reaction(bool with_scheduler) {
 }
 
 void bench_reaction(int n, const std::string& workdir, bool with_scheduler) {
-    const std::string what = with_scheduler ? "reaction with a scheduler switch" : "reaction";
+    const std::string what = with_scheduler ? "reaction incl. scheduler+wbt (queue freezes)" : "reaction";
     std::cerr << what << ": " << n << " fresh loop devices each, blkpolicy then udev\n";
     std::string set;
     for (const auto& [attr, value] : reaction_set(with_scheduler))
@@ -360,7 +364,18 @@ void bench_idle_burst_rss(int idle_seconds, int burst, const std::string& workdi
 }  // namespace
 
 int main(int argc, char** argv) {
-    const bool quick = argc > 1 && std::string(argv[1]) == "--quick";
+    bool quick = false;
+    std::string only;  // --only reaction|scale|startup|daemon
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        if (a == "--quick") quick = true;
+        else if (a == "--only" && i + 1 < argc) only = argv[++i];
+        else {
+            std::cerr << "usage: blkpolicy-bench [--quick] [--only reaction|scale|startup|daemon]\n";
+            return 2;
+        }
+    }
+    auto want = [&](const char* section) { return only.empty() || only == section; };
     if (::geteuid() != 0) {
         std::cerr << "bench: needs root (loop devices, udevd, tmpfs mounts)\n";
         return 2;
@@ -371,11 +386,13 @@ int main(int argc, char** argv) {
     }
     remove_leftover_loops();
     TempDir work("blkpolicy-bench");
-    bench_reaction(quick ? 20 : 50, work.path().string(), false);
-    bench_reaction(quick ? 10 : 20, work.path().string(), true);
-    bench_scale(quick ? std::vector<int>{100, 1000} : std::vector<int>{100, 1000, 10000}, work.path().string());
-    bench_startup(work.path().string());
-    bench_idle_burst_rss(quick ? 10 : 30, quick ? 2000 : 10000, work.path().string());
+    if (want("reaction")) {
+        bench_reaction(quick ? 20 : 50, work.path().string(), false);
+        bench_reaction(quick ? 10 : 20, work.path().string(), true);
+    }
+    if (want("scale")) bench_scale(quick ? std::vector<int>{100, 1000} : std::vector<int>{100, 1000, 10000}, work.path().string());
+    if (want("startup")) bench_startup(work.path().string());
+    if (want("daemon")) bench_idle_burst_rss(quick ? 10 : 30, quick ? 2000 : 10000, work.path().string());
     remove_leftover_loops();
 
     std::size_t w0 = 6, w1 = 5, w2 = 6;
