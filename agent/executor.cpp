@@ -136,7 +136,9 @@ private:
             int err = 0;
             r.after = current(a, err);
             if (err) {
-                r.outcome = Outcome::skipped;
+                // Gone (the device or the attribute) is skipped; any other
+                // read error means nothing can be said: failed.
+                r.outcome = err == ENOENT ? Outcome::skipped : Outcome::failed;
                 r.detail = vanished_detail(a, err);
                 continue;
             }
@@ -151,7 +153,7 @@ private:
             const std::string undone_to = r.after;
             r.after = current(a, err);
             if (err) {
-                r.outcome = Outcome::skipped;
+                r.outcome = err == ENOENT ? Outcome::skipped : Outcome::failed;
                 r.detail = vanished_detail(a, err);
             } else if (r.after == a.expected) {
                 r.outcome = Outcome::applied;

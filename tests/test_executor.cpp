@@ -181,3 +181,37 @@ TEST_CASE("refused and skipped actions write nothing") {
     CHECK(z["write_cache"].outcome == agent::Outcome::unchanged);  // zram already writes through
     CHECK(writes_of(s) == std::vector<std::string>{"queue/scheduler=kyber"});
 }
+
+TEST_CASE("fault injection: every kind of failing write is reported on its attribute alone") {
+    for (int err : {EINVAL, EIO, EBUSY, ENODEV, EACCES, EROFS}) {
+        CAPTURE(err);
+        FakeSysfs t;
+        t.add_loop("loop0", 0, "/img");
+        KernelModelSysfs s(t.root());
+        s.fail["queue/nomerges"] = err;
+        auto r = by_attr(agent::execute(s, plan_for(s, "loop0", policy_of("nomerges = 1\nrq_affinity = 2\nread_ahead_kb = 64\n"))));
+        CHECK(r["nomerges"].outcome == agent::Outcome::failed);
+        CHECK(r["nomerges"].detail == "write 1: " + udev::errno_text(err));
+        CHECK(r["rq_affinity"].outcome == agent::Outcome::applied);
+        CHECK(r["read_ahead_kb"].outcome == agent::Outcome::applied);
+    }
+}
+
+TEST_CASE("fault injection: failing reads, short reads and files vanishing between listing and open") {
+    FakeSysfs t;
+    t.add_loop("loop0", 0, "/img");
+    KernelModelSysfs s(t.root());
+    const auto policy = policy_of("nomerges = 1\nrq_affinity = 2\nread_ahead_kb = 64\nadd_random = 1\n");
+    const auto plan = plan_for(s, "loop0", policy);  // planned before the faults start
+    s.read_fail["queue/rq_affinity"] = EIO;
+    s.short_read.insert("queue/read_ahead_kb");
+    s.vanish.insert("queue/add_random");
+    auto r = by_attr(agent::execute(s, plan));
+    CHECK(r["rq_affinity"].outcome == agent::Outcome::failed);
+    CHECK(r["rq_affinity"].detail == "cannot read queue/rq_affinity: Input/output error (EIO)");
+    CHECK(r["read_ahead_kb"].outcome == agent::Outcome::not_stuck);  // "64" reads back as "6"
+    CHECK(r["read_ahead_kb"].detail == "wrote 64, reads back 6");
+    CHECK(r["add_random"].outcome == agent::Outcome::skipped);
+    CHECK(r["add_random"].detail == "device has no queue/add_random");
+    CHECK(r["nomerges"].outcome == agent::Outcome::applied);
+}

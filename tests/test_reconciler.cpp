@@ -208,3 +208,22 @@ TEST_CASE("metrics text after a pass") {
     CHECK(text.find("blkpolicy_drifts_total{device=\"loop0\",attribute=\"read_ahead_kb\"} 1\n") != std::string::npos);
     CHECK(text.find("# TYPE blkpolicy_failures_total counter\n") != std::string::npos);
 }
+
+TEST_CASE("fault injection: the daemon keeps going through failing reads and writes") {
+    for (int err : {EINVAL, EIO, EBUSY, ENODEV, EACCES, EROFS}) {
+        CAPTURE(err);
+        World w;
+        w.rec.set_policy(policy_of("read_ahead_kb = 128\nnomerges = 1\n"));
+        w.sysfs.fail["queue/nomerges"] = err;
+        CHECK(w.rec.reconcile("loop0", Trigger::added));
+        CHECK(w.log.take() == V{"failed loop0 nomerges 1 0", "applied loop0 read_ahead_kb 128 128"});
+        w.sysfs.read_fail["queue/read_ahead_kb"] = err;
+        CHECK(w.rec.reconcile("loop0", Trigger::verify));  // still running, one alert per change of state
+        w.sysfs.read_fail.clear();
+        w.sysfs.fail.clear();
+        CHECK(w.rec.reconcile("loop0", Trigger::verify));
+        auto after = w.log.take();
+        CHECK(std::find(after.begin(), after.end(), "resolved loop0 nomerges 1 1") != after.end());
+        CHECK(w.q("nomerges") == "1");
+    }
+}

@@ -22,6 +22,32 @@ const std::map<std::string, std::string> kNrRequests = {
     {"none", "128"}, {"mq-deadline", "256"}, {"bfq", "256"}, {"kyber", "256"}};
 }  // namespace
 
+namespace {
+// "block/NAME/queue/x" -> "queue/x"
+std::string attr_of(const std::string& rel) {
+    const auto first = rel.find('/');
+    const auto second = first == std::string::npos ? first : rel.find('/', first + 1);
+    return second == std::string::npos ? std::string() : rel.substr(second + 1);
+}
+}  // namespace
+
+udev::ReadResult KernelModelSysfs::read(const std::string& rel) const {
+    const auto attr = attr_of(rel);
+    if (rel.rfind("block/", 0) == 0 && !attr.empty()) {
+        if (auto f = read_fail.find(attr); f != read_fail.end()) return {{}, f->second};
+        if (vanish.count(attr)) {
+            std::filesystem::remove(root() / rel);
+            return {{}, ENOENT};
+        }
+        if (short_read.count(attr)) {
+            auto r = udev::Sysfs::read(rel);
+            r.value = r.value.substr(0, r.value.size() / 2);
+            return r;
+        }
+    }
+    return udev::Sysfs::read(rel);
+}
+
 int KernelModelSysfs::write(const std::string& rel, std::string_view value) {
     // rel = block/NAME/ATTRPATH
     const auto first = rel.find('/');

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,7 @@ public:
     using udev::Sysfs::Sysfs;
 
     int write(const std::string& rel, std::string_view value) override;
+    udev::ReadResult read(const std::string& rel) const override;
 
     struct Write {
         std::string path;  // relative to block/NAME/
@@ -26,8 +28,13 @@ public:
         int err;
     };
     std::vector<Write> writes;
-    // "queue/max_sectors_kb" -> EINVAL: writes to that attribute (any device) fail.
-    std::map<std::string, int> fail;
+    // Fault injection, by attribute path relative to the device
+    // ("queue/max_sectors_kb"), for any device:
+    std::map<std::string, int> fail;       // writes fail with this errno
+    std::map<std::string, int> read_fail;  // reads fail with this errno
+    std::set<std::string> short_read;      // reads return only the first half
+    std::set<std::string> vanish;          // the file disappears when first opened
+
 
 private:
     struct Wbt {
