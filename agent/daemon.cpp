@@ -39,6 +39,9 @@ double now_unix() {
     return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
 }
 
+// Bound on devices with queued events (each entry is a name and a trigger).
+constexpr std::size_t kMaxPending = 65536;
+
 class Daemon {
 public:
     Daemon(const Options& o, std::unique_ptr<systemd::EventLog> log)
@@ -186,6 +189,15 @@ private:
             Trigger t = e.source == udev::EventSource::udev ? Trigger::udev_processed
                         : e.action == "add"                  ? Trigger::added
                                                               : Trigger::changed;
+            if (pending_.size() >= kMaxPending && !pending_.count(e.name)) {
+                // More distinct devices waiting than a host has: stop
+                // tracking them one by one and look at everything instead.
+                if (!rescan_)
+                    log_->log(LOG_WARNING, "more than " + std::to_string(kMaxPending) +
+                                               " devices with pending events; rescanning every device instead");
+                rescan_ = true;
+                continue;
+            }
             auto& slot = pending_[e.name];
             slot = std::max(slot, t);
         }

@@ -1,6 +1,7 @@
 #include "policy/udev_import.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -35,6 +36,49 @@ std::string toml_quote(const std::string& s) {
 
 namespace {
 
+// Well-formed UTF-8 (RFC 3629): no overlong forms, no surrogates, nothing
+// above U+10FFFF. toml++ rejects anything else.
+bool valid_utf8(const std::string& s) {
+    std::size_t i = 0;
+    while (i < s.size()) {
+        const auto c = static_cast<unsigned char>(s[i]);
+        if (c < 0x80) {
+            ++i;
+            continue;
+        }
+        std::size_t n = 0;
+        unsigned char lo = 0x80, hi = 0xBF;  // allowed range of the second byte
+        if (c >= 0xC2 && c <= 0xDF) n = 2;
+        else if (c == 0xE0) n = 3, lo = 0xA0;
+        else if (c >= 0xE1 && c <= 0xEC) n = 3;
+        else if (c == 0xED) n = 3, hi = 0x9F;
+        else if (c >= 0xEE && c <= 0xEF) n = 3;
+        else if (c == 0xF0) n = 4, lo = 0x90;
+        else if (c >= 0xF1 && c <= 0xF3) n = 4;
+        else if (c == 0xF4) n = 4, hi = 0x8F;
+        else return false;
+        if (i + n > s.size()) return false;
+        const auto second = static_cast<unsigned char>(s[i + 1]);
+        if (second < lo || second > hi) return false;
+        for (std::size_t k = 2; k < n; ++k)
+            if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return false;
+        i += n;
+    }
+    return true;
+}
+
+// The original rule as a TOML comment: one line, valid UTF-8, no control characters.
+std::string comment_text(const std::string& s) {
+    std::string out;
+    const bool utf8 = valid_utf8(s);
+    for (char c : s) {
+        const auto u = static_cast<unsigned char>(c);
+        if (u < 0x20 || u == 0x7f || (!utf8 && u >= 0x80)) out += '?';
+        else out += c;
+    }
+    return out;
+}
+
 std::string toml_list(const std::vector<std::string>& items) {
     if (items.size() == 1) return toml_quote(items.front());
     std::string s = "[";
@@ -48,6 +92,18 @@ std::string token_text(const UdevToken& t) {
 
 struct Converted {
     std::vector<std::string> match;  // TOML lines under [rule.match]
+    // Adds "key = value"; a key can appear once in a policy, so the same key
+    // with another value (KERNEL=="a*", KERNEL=="*b": both must hold) cannot
+    // be converted exactly. Returns why not, or empty.
+    std::string add_match(const std::string& key, const std::string& value) {
+        for (const auto& m : match) {
+            if (m.rfind(key + " = ", 0) != 0) continue;
+            if (m == key + " = " + value) return {};
+            return "it matches " + key + " twice with different patterns, which a policy cannot express";
+        }
+        match.push_back(key + " = " + value);
+        return {};
+    }
     std::vector<std::pair<std::string, std::string>> set;  // key, TOML value
     bool write_through = false;
     std::string left_out;        // non-empty: the whole rule is left out, and why
@@ -76,29 +132,27 @@ std::string convert_condition(const UdevToken& t, Converted& c, bool& add_only) 
     }
     if (!eq) return token_text(t) + ": blkpolicy cannot match on a negation";
     if (t.key == "KERNEL") {
-        c.match.push_back("kernel = " + toml_list(alts));
-        return {};
+        return c.add_match("kernel", toml_list(alts));
     }
     if (t.key == "DRIVERS") {
-        c.match.push_back("driver = " + toml_list(alts));
-        return {};
+        return c.add_match("driver", toml_list(alts));
     }
     if (t.key == "DRIVER") return "DRIVER==: a block device has no driver of its own, so the rule never matched";
     if (t.key == "ATTR" && (t.attr == "queue/rotational" || t.attr == "removable")) {
         if (t.value != "0" && t.value != "1") return token_text(t) + ": only \"0\" or \"1\" can be converted";
-        c.match.push_back(std::string(t.attr == "removable" ? "removable" : "rotational") + " = " +
-                          (t.value == "1" ? "true" : "false"));
-        return {};
+        return c.add_match(t.attr == "removable" ? "removable" : "rotational", t.value == "1" ? "true" : "false");
     }
     if (t.key == "ATTRS" && (t.attr == "model" || t.attr == "vendor" || t.attr == "wwid")) {
         std::vector<std::string> trimmed;
         for (const auto& a : alts) trimmed.push_back(trim(a));  // udev ignores trailing blanks of the attribute
-        c.match.push_back(t.attr + " = " + toml_list(trimmed));
-        return {};
+        return c.add_match(t.attr, toml_list(trimmed));
     }
     if (t.key == "ENV" && !t.attr.empty()) {
-        c.match.push_back("env." + t.attr + " = " + toml_list(alts));
-        return {};
+        if (!std::all_of(t.attr.begin(), t.attr.end(), [](char ch) {
+                return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_';
+            }))
+            return "ENV{" + t.attr + "}: not a property name a policy can match";
+        return c.add_match("env." + t.attr, toml_list(alts));
     }
     return token_text(t) + " cannot be expressed in a policy";
 }
@@ -163,7 +217,7 @@ ImportResult import_udev_rules(const std::vector<UdevRule>& rules, const std::ve
             if (tuning) {
                 ++out.tuning_rules;
                 ++out.left_out;
-                body += "\n# from " + r.where() + " (left out: cannot parse the rule: " + r.error + ")\n#   " + r.text + "\n";
+                body += "\n# from " + comment_text(r.where()) + " (left out: cannot parse the rule: " + r.error + ")\n#   " + comment_text(r.text) + "\n";
             }
             continue;
         }
@@ -181,6 +235,7 @@ ImportResult import_udev_rules(const std::vector<UdevRule>& rules, const std::ve
             bool add_only = false;
             if (!pending_goto.empty())
                 c.left_out = "a GOTO at " + pending_goto.begin()->second + " may skip this rule, which a policy cannot express";
+            if (!valid_utf8(r.text)) c.left_out = "the rule has bytes that are not UTF-8";
             for (const auto& t : r.tokens) {
                 if (!c.left_out.empty()) break;
                 if (t.key == "ATTR" && is_assignment(t.op) && !policy_key_for_attr(t.attr).empty()) continue;
@@ -200,35 +255,46 @@ ImportResult import_udev_rules(const std::vector<UdevRule>& rules, const std::ve
                     if (!why.empty()) {
                         ++out.left_out;
                         diag("left out: " + why);
-                        body += "\n# from " + r.where() + ": left out " + token_text(t) + "\n";
+                        body += "\n# from " + comment_text(r.where()) + ": left out " + comment_text(token_text(t)) + "\n";
                     }
                 }
                 if (c.set.empty()) c.left_out = "none of its assignments can be converted";
             }
             for (const auto& n : c.notes) diag(n);
+            std::string rule_toml;
+            std::string name;
+            if (c.left_out.empty()) {
+                name = comment_text(std::filesystem::path(r.file).filename().string() + ":" + std::to_string(r.line));
+                while (names.count(name)) name += "'";
+                rule_toml = "[[rule]]\nname = " + toml_quote(name) + "\n";
+                if (c.write_through)
+                    rule_toml += "acknowledge = [\"" + std::string(kAckWriteThrough) + "\"]  # the udev rule already did this\n";
+                if (!c.match.empty()) {
+                    rule_toml += "[rule.match]\n";
+                    for (const auto& m : c.match) rule_toml += m + "\n";
+                }
+                rule_toml += "[rule.set]\n";
+                for (const auto& [k, v] : c.set) rule_toml += k + " = " + v + "\n";
+                // Whatever check would refuse (bounds on patterns, values)
+                // leaves the rule out here, with check's own words.
+                auto probe = load_policy({{"rule", rule_toml}});
+                if (!probe.ok()) c.left_out = "blkpolicy check would refuse it: " + probe.errors.front().message;
+            }
             if (!c.left_out.empty()) {
                 ++out.left_out;
                 diag("left out: " + c.left_out + "; converting it without that would match more devices");
-                body += "\n# from " + r.where() + " (left out: " + c.left_out + ")\n#   " + r.text + "\n";
+                body += "\n# from " + comment_text(r.where()) + " (left out: " + comment_text(c.left_out) + ")\n#   " +
+                        comment_text(r.text) + "\n";
             } else {
                 ++out.converted;
+                names.insert(name);
                 if (add_only)
                     diag("warning: the rule matches only ACTION==\"add\", so udev never re-applied it after a change "
                          "event; blkpolicy applies it on add and change and keeps verifying it");
                 if (c.write_through)
                     diag("warning: the rule sets write_cache to write through, which stops cache flushes; the "
                          "converted rule carries the acknowledgement that asks for");
-                std::string name = std::filesystem::path(r.file).filename().string() + ":" + std::to_string(r.line);
-                while (!names.insert(name).second) name += "'";
-                body += "\n# from " + r.where() + "\n#   " + r.text + "\n[[rule]]\nname = " + toml_quote(name) + "\n";
-                if (c.write_through)
-                    body += "acknowledge = [\"" + std::string(kAckWriteThrough) + "\"]  # the udev rule already did this\n";
-                if (!c.match.empty()) {
-                    body += "[rule.match]\n";
-                    for (const auto& m : c.match) body += m + "\n";
-                }
-                body += "[rule.set]\n";
-                for (const auto& [k, v] : c.set) body += k + " = " + v + "\n";
+                body += "\n# from " + comment_text(r.where()) + "\n#   " + comment_text(r.text) + "\n" + rule_toml;
             }
         }
         for (const auto& t : r.tokens)
@@ -236,7 +302,7 @@ ImportResult import_udev_rules(const std::vector<UdevRule>& rules, const std::ve
     }
 
     out.toml = "# Converted from udev rules by blkpolicy import-udev:\n";
-    for (const auto& s : sources) out.toml += "#   " + s + "\n";
+    for (const auto& s : sources) out.toml += "#   " + comment_text(s) + "\n";
     out.toml += "# " + std::to_string(out.converted) + " rule(s) converted, " + std::to_string(out.left_out) +
                 " left out (see the comments and the messages on stderr).\n";
     out.toml += body;

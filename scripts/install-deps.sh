@@ -15,6 +15,8 @@ packages=(
     libudev-dev libsystemd-dev libtomlplusplus-dev libspdlog-dev doctest-dev nlohmann-json3-dev
     # man pages, generated at build time
     scdoc
+    # fuzzing (scripts/fuzz.sh): clang with libFuzzer and the sanitizer runtimes
+    clang libclang-rt-14-dev
     # run time and tests: losetup, udevadm, systemd-udevd, systemd-journald, journalctl
     util-linux udev systemd
 )

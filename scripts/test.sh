@@ -5,7 +5,10 @@
 # AddressSanitizer and UndefinedBehaviorSanitizer and run everything again.
 # Real-kernel tests need root; without it they report themselves skipped.
 #
-# SANITIZE=0 skips the sanitizer pass.
+# Last, each libFuzzer target runs for FUZZ_SECONDS (default 60) from the
+# seed corpora; any crash, hang, leak or sanitizer report fails the run.
+#
+# SANITIZE=0 skips the sanitizer pass; FUZZ_SECONDS=0 skips fuzzing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -37,4 +40,9 @@ if [[ "${SANITIZE:-1}" == 1 ]]; then
     echo "== tests under ASan + UBSan"
     (cd build-sanitize && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
         UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j1)
+fi
+
+if [[ "${FUZZ_SECONDS:-60}" != 0 ]]; then
+    echo "== fuzzing (libFuzzer, ASan + UBSan), ${FUZZ_SECONDS:-60}s per target"
+    FUZZ_SECONDS=${FUZZ_SECONDS:-60} scripts/fuzz.sh
 fi

@@ -145,3 +145,30 @@ TEST_CASE("import: env matches see uevent properties of the fake tree") {
     REQUIRE(loaded.policy.rules.size() == 1);
     CHECK(loaded.policy.rules[0].match.size() == 2);
 }
+
+TEST_CASE("import: bytes that are not UTF-8 never make the output invalid TOML (found by fuzz_udev)") {
+    const std::string text =
+        "KERNEL==\"sd\xff\", ATTR{queue/nomerges}=\"1\"\n# \xc3\x28 stray\nKERNEL==\"vda\", ATTR{queue/nomerges}=\"1\" \x01\n"
+        "x \xf6\xbe\xbc\xab y\nKERNEL==\"\xed\xa0\x80\", ATTR{queue/nomerges}=\"1\"\nKERNEL==\"\xc0\xaf\", ATTR{queue/nomerges}=\"1\"\n";
+    auto r = import_udev_rules(parse_udev_rules_text("f\xfe.rules", text), {"f\xfe.rules"});
+    auto loaded = load_policy({{"out", r.toml}});
+    for (const auto& e : loaded.errors) MESSAGE(e.str());
+    CHECK(loaded.ok());
+    for (const auto& d : r.diagnostics) CHECK(d.find("internal error") == std::string::npos);
+    CHECK(r.left_out >= 1);
+}
+
+TEST_CASE("import: a key matched twice cannot become one policy key (found by fuzz_udev)") {
+    auto twice = import_udev_rules(
+        parse_udev_rules_text("f.rules", "KERNEL==\"sd*\", KERNEL==\"*a\", ATTR{queue/nomerges}=\"1\"\n"), {"f.rules"});
+    CHECK(twice.converted == 0);
+    CHECK(load_policy({{"out", twice.toml}}).ok());
+    auto same = import_udev_rules(
+        parse_udev_rules_text("f.rules", "KERNEL==\"sd*\", KERNEL==\"sd*\", ATTR{queue/nomerges}=\"1\"\n"), {"f.rules"});
+    CHECK(same.converted == 1);
+    CHECK(load_policy({{"out", same.toml}}).ok());
+    auto odd_env = import_udev_rules(
+        parse_udev_rules_text("f.rules", "ENV{A.B}==\"x\", ATTR{queue/nomerges}=\"1\"\n"), {"f.rules"});
+    CHECK(odd_env.converted == 0);
+    CHECK(load_policy({{"out", odd_env.toml}}).ok());
+}
