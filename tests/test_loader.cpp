@@ -243,3 +243,18 @@ TEST_CASE("bounds: size, rule count and pattern complexity are clear errors") {
     CHECK(only_error("[[rule]]\nname = \"x\"\n[rule.match]\nkernel = \"" + std::string(300, 'a') +
                      "\"\n[rule.set]\nnomerges = 1\n") == "p.toml:4:10: match.kernel: a pattern of 300 characters; the limit is 256");
 }
+
+TEST_CASE("pathological input gets a clear error with a position") {
+    const std::string deep = "[[rule]]\nname = \"x\"\n[rule.set]\nread_ahead_kb = " + std::string(5000, '[') + "\n";
+    auto d = load_policy({{"deep.toml", deep}});
+    REQUIRE_FALSE(d.ok());
+    CHECK(d.errors[0].pos.line == 4);
+
+    auto huge = load_policy({{"huge.toml", "[[rule]]\nname = \"x\"\n[rule.set]\nread_ahead_kb = 99999999999999999999999\n"}});
+    REQUIRE(huge.errors.size() == 1);
+    CHECK(huge.errors[0].pos.line == 4);
+
+    auto nul = load_policy({{"nul.toml", std::string("[[rule]]\nname = \"x\0\"\n", 20)}});
+    REQUIRE_FALSE(nul.ok());
+    CHECK(nul.errors[0].pos.line == 2);
+}
