@@ -42,13 +42,9 @@ int check(const Options& o, std::ostream& out, std::ostream& err) {
     return kExitOk;
 }
 
-int with_devices(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::ostream& err) {
-    auto loaded = load_policy_from(o.policies);
-    if (!loaded.ok()) {
-        for (const auto& e : loaded.errors) err << e.str() << '\n';
-        err << "blkpolicy: the policy is invalid; nothing was done\n";
-        return kExitPolicy;
-    }
+}  // namespace
+
+int check_sysfs_and_devices(const Options& o, const udev::Sysfs& sysfs, std::ostream& err) {
     if (!sysfs.is_dir("block")) {
         err << "blkpolicy: " << o.sysfs_root << "/block is not a directory: is sysfs mounted there?\n";
         return kExitRuntime;
@@ -59,6 +55,19 @@ int with_devices(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::o
             return kExitUsage;
         }
     }
+    return kExitOk;
+}
+
+namespace {
+
+int with_devices(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::ostream& err) {
+    auto loaded = load_policy_from(o.policies);
+    if (!loaded.ok()) {
+        for (const auto& e : loaded.errors) err << e.str() << '\n';
+        err << "blkpolicy: the policy is invalid; nothing was done\n";
+        return kExitPolicy;
+    }
+    if (int rc = check_sysfs_and_devices(o, sysfs, err)) return rc;
     StateDir state(o.state_dir);
     const auto kind = o.command == "plan"    ? CommandReport::Kind::plan
                       : o.command == "apply" ? CommandReport::Kind::apply

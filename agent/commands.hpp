@@ -8,6 +8,10 @@
 
 namespace blkpolicy::agent {
 
+// sysfs is mounted at the root given and every named device exists there;
+// otherwise the error is printed and the exit code returned (0 when fine).
+int check_sysfs_and_devices(const Options& options, const udev::Sysfs& sysfs, std::ostream& err);
+
 // Runs on the sysfs at options.sysfs_root.
 int run_command(const Options& options, std::ostream& out, std::ostream& err);
 // Runs on the given sysfs (tests pass one that models the kernel).

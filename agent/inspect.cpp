@@ -4,6 +4,7 @@
 #include <set>
 #include <sys/utsname.h>
 
+#include "agent/commands.hpp"
 #include "agent/policy_files.hpp"
 #include "agent/report.hpp"
 #include "agent/snapshot.hpp"
@@ -196,16 +197,7 @@ int run_explain(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::os
     int rc = kExitOk;
     auto pol = optional_policy(o, err, rc);
     if (rc != kExitOk) return rc;
-    if (!sysfs.is_dir("block")) {
-        err << "blkpolicy: " << o.sysfs_root << "/block is not a directory: is sysfs mounted there?\n";
-        return kExitRuntime;
-    }
-    for (const auto& d : o.devices) {
-        if (!udev::valid_device_name(d) || !sysfs.exists("block/" + d)) {
-            err << "blkpolicy: no block device \"" << d << "\" under " << o.sysfs_root << "/block\n";
-            return kExitUsage;
-        }
-    }
+    if (int rc2 = check_sysfs_and_devices(o, sysfs, err)) return rc2;
     StateDir state(o.state_dir);
     std::vector<std::string> warnings;
     auto all = look(sysfs, state, pol ? *pol : policy::Policy{}, {}, false, warnings, o.udev_db(), true);
@@ -245,16 +237,7 @@ int run_audit(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::ostr
     int rc = kExitOk;
     auto pol = optional_policy(o, err, rc);
     if (rc != kExitOk) return rc;
-    if (!sysfs.is_dir("block")) {
-        err << "blkpolicy: " << o.sysfs_root << "/block is not a directory: is sysfs mounted there?\n";
-        return kExitRuntime;
-    }
-    for (const auto& d : o.devices) {
-        if (!udev::valid_device_name(d) || !sysfs.exists("block/" + d)) {
-            err << "blkpolicy: no block device \"" << d << "\" under " << o.sysfs_root << "/block\n";
-            return kExitUsage;
-        }
-    }
+    if (int rc2 = check_sysfs_and_devices(o, sysfs, err)) return rc2;
     policy::AuditInput in;
     in.with_policy = pol.has_value();
     in.udev_rules = scan_udev_rules(o.udev_rules_dirs);
