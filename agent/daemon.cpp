@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "agent/daemon_report.hpp"
+#include "agent/pending.hpp"
 #include "agent/policy_files.hpp"
 #include "agent/reconciler.hpp"
 #include "agent/state.hpp"
@@ -177,47 +178,25 @@ private:
         if (overflow) {
             log_->log(LOG_WARNING,
                       "uevent receive buffer overflowed (ENOBUFS): events were lost; rescanning every device");
-            rescan_ = true;
+            pending_.note_overflow();
         }
         for (const auto& e : events) {
-            if (e.action == "remove") {
-                removed_.insert(e.name);
-                pending_.erase(e.name);
-                continue;
-            }
-            removed_.erase(e.name);
-            Trigger t = e.source == udev::EventSource::udev ? Trigger::udev_processed
-                        : e.action == "add"                  ? Trigger::added
-                                                              : Trigger::changed;
-            if (pending_.size() >= kMaxPending && !pending_.count(e.name)) {
-                // More distinct devices waiting than a host has: stop
-                // tracking them one by one and look at everything instead.
-                if (!rescan_)
-                    log_->log(LOG_WARNING, "more than " + std::to_string(kMaxPending) +
-                                               " devices with pending events; rescanning every device instead");
-                rescan_ = true;
-                continue;
-            }
-            auto& slot = pending_[e.name];
-            slot = std::max(slot, t);
+            if (pending_.note(e))
+                log_->log(LOG_WARNING, "more than " + std::to_string(kMaxPending) +
+                                           " devices with pending events; rescanning every device instead");
         }
         sd_event_source_set_enabled(defer_, SD_EVENT_ONESHOT);
     }
 
     void process_pending() {
-        for (const auto& name : removed_) {
-            reconciler_.forget(name);
-        }
-        removed_.clear();
-        auto batch = std::move(pending_);
-        pending_.clear();
-        if (rescan_) {
-            rescan_ = false;
+        auto batch = pending_.take();
+        for (const auto& name : batch.removed) reconciler_.forget(name);
+        if (batch.rescan) {
             full_pass(Trigger::verify);
             return;
         }
         std::set<std::string> related;
-        for (const auto& [name, trigger] : batch) {
+        for (const auto& [name, trigger] : batch.reconcile) {
             if (!reconciler_.reconcile(name, trigger)) continue;
             // Stacked devices see each other's changes: verify holders and slaves too.
             if (auto f = udev::read_facts(sysfs_, name)) {
@@ -226,7 +205,8 @@ private:
             }
         }
         for (const auto& name : related)
-            if (!batch.count(name) && sysfs_.exists("block/" + name)) reconciler_.reconcile(name, Trigger::verify);
+            if (!batch.reconcile.count(name) && sysfs_.exists("block/" + name))
+                reconciler_.reconcile(name, Trigger::verify);
         after_pass();
     }
 
@@ -307,9 +287,7 @@ private:
     std::unique_ptr<udev::Monitor> kernel_monitor_;
     std::unique_ptr<udev::Monitor> udev_monitor_;
     Watch watches_[2];
-    std::map<std::string, Trigger> pending_;
-    std::set<std::string> removed_;
-    bool rescan_ = false;
+    PendingEvents pending_{kMaxPending};
     std::string last_state_error_;
     std::string last_status_;
     std::string last_metrics_error_;

@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include <cerrno>
+
 #include "support/fake_sysfs.hpp"
 #include "udev/discovery.hpp"
 
@@ -141,4 +143,18 @@ TEST_CASE("device names are validated") {
     CHECK_FALSE(udev::valid_device_name(".."));
     CHECK_FALSE(udev::valid_device_name("sda/queue"));
     CHECK_FALSE(udev::valid_device_name("a b"));
+}
+
+TEST_CASE("the sysfs layer refuses to write outside its root") {
+    FakeSysfs t;
+    t.add_loop("loop0", 0, "/img");
+    udev::Sysfs s(t.root());
+    CHECK(s.write("/etc/passwd", "x") == EPERM);
+    CHECK(s.write("block/loop0/../../../etc/x", "x") == EPERM);
+    CHECK(s.write("", "x") == EPERM);
+    CHECK(s.write("block/loop0/queue/nomerges", "1") == 0);
+    CHECK(t.read(t.devpath_of("loop0") + "/queue/nomerges") == "1");
+    // A resolved path that leads outside the root is not followed.
+    std::filesystem::create_symlink("/", t.root() / "escape");
+    CHECK_FALSE(s.resolve("escape").has_value());
 }

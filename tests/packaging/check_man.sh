@@ -27,4 +27,10 @@ for key in rotational max_sectors_kb discard_max_bytes write_cache add_random io
     grep -q -- "$key" <<<"$t5" || { echo "blkpolicy.toml.5 does not mention $key"; exit 1; }
 done
 man -l "$page8" >/dev/null 2>&1 || { echo "man cannot render blkpolicy.8"; exit 1; }
-echo "man pages complete"
+
+# bash completion: valid bash that defines and registers the completion.
+completion=$(dirname "$0")/../../packaging/blkpolicy.bash-completion
+bash -n "$completion"
+bash -c "_init_completion() { return 0; }; _filedir() { :; }; source '$completion'; complete -p blkpolicy" | grep -q '_blkpolicy blkpolicy$' || {
+    echo "the bash completion does not register itself"; exit 1; }
+echo "man pages and bash completion complete"
