@@ -42,6 +42,9 @@ private:
     struct udev_monitor* monitor_ = nullptr;
 };
 
+// True when a unix socket of that type accepts a connection at `path`.
+bool unix_socket_accepts(const char* path, int type);
+
 // True when udevd runs (its control socket accepts a connection), i.e. udev
 // events will come.
 bool udevd_running();

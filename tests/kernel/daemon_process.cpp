@@ -14,6 +14,8 @@
 #include <thread>
 #include <unistd.h>
 
+#include "udev/monitor.hpp"
+
 namespace blkpolicy::test {
 
 bool eventually(const std::function<bool()>& cond, std::chrono::milliseconds timeout) {
@@ -25,17 +27,7 @@ bool eventually(const std::function<bool()>& cond, std::chrono::milliseconds tim
     }
 }
 
-bool journald_available() {
-    // The socket file outlives journald; only a connect tells it listens.
-    int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) return false;
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    std::strncpy(addr.sun_path, "/run/systemd/journal/socket", sizeof addr.sun_path - 1);
-    const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
-    ::close(fd);
-    return ok;
-}
+bool journald_available() { return udev::unix_socket_accepts("/run/systemd/journal/socket", SOCK_DGRAM); }
 
 DaemonProcess::DaemonProcess(const std::vector<std::string>& args, long watchdog_usec) {
     notify_path_ = "/tmp/blkpolicy-notify-" + std::to_string(::getpid()) + "-" +
