@@ -9,6 +9,8 @@ seconds=${FUZZ_SECONDS:-60}
 CC=clang CXX=clang++ BUILD_DIR=build-fuzz BUILD_TYPE=RelWithDebInfo scripts/build.sh \
     -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DBLKPOLICY_TESTS=OFF -DBLKPOLICY_FUZZ=ON \
     -DBLKPOLICY_SANITIZE=address,undefined >/dev/null
+work=
+trap '[[ -n "$work" ]] && rm -rf "$work"' EXIT   # also when interrupted
 for target in policy udev values; do
     work=$(mktemp -d /tmp/blkpolicy-fuzz.XXXXXX)
     cp -r "fuzz/corpus/$target/." "$work/"
