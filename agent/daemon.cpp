@@ -8,7 +8,6 @@
 #include <map>
 #include <memory>
 #include <set>
-#include <sys/utsname.h>
 #include <syslog.h>
 #include <systemd/sd-event.h>
 #include <unistd.h>
@@ -17,6 +16,7 @@
 #include "agent/pending.hpp"
 #include "agent/policy_files.hpp"
 #include "agent/reconciler.hpp"
+#include "agent/snapshot.hpp"
 #include "agent/state.hpp"
 #include "agent/udev_scan.hpp"
 #include "systemd/alerts.hpp"
@@ -27,12 +27,6 @@
 namespace blkpolicy::agent {
 
 namespace {
-
-policy::KernelVersion running_kernel() {
-    utsname u{};
-    ::uname(&u);
-    return policy::parse_kernel_release(u.release).value_or(policy::KernelVersion{});
-}
 
 double now_unix() {
     timespec ts{};
@@ -50,7 +44,7 @@ public:
           log_(std::move(log)),
           sysfs_(o.sysfs_root),
           state_(o.state_dir),
-          reconciler_(sysfs_, state_, *log_, running_kernel()) {}
+          reconciler_(sysfs_, state_, *log_, running_kernel_version()) {}
 
     ~Daemon() {
         for (auto* s : sources_) sd_event_source_unref(s);
@@ -199,10 +193,8 @@ private:
         for (const auto& [name, trigger] : batch.reconcile) {
             if (!reconciler_.reconcile(name, trigger)) continue;
             // Stacked devices see each other's changes: verify holders and slaves too.
-            if (auto f = udev::read_facts(sysfs_, name)) {
-                related.insert(f->holders.begin(), f->holders.end());
-                related.insert(f->slaves.begin(), f->slaves.end());
-            }
+            const auto& stacked = reconciler_.devices().at(name).stacked;
+            related.insert(stacked.begin(), stacked.end());
         }
         for (const auto& name : related)
             if (!batch.reconcile.count(name) && sysfs_.exists("block/" + name))

@@ -2,7 +2,6 @@
 
 #include <map>
 #include <set>
-#include <sys/utsname.h>
 
 #include "agent/commands.hpp"
 #include "agent/policy_files.hpp"
@@ -17,12 +16,6 @@
 namespace blkpolicy::agent {
 
 using nlohmann::json;
-
-policy::KernelVersion running_kernel_version() {
-    utsname u{};
-    ::uname(&u);
-    return policy::parse_kernel_release(u.release).value_or(policy::KernelVersion{});
-}
 
 std::optional<int> read_wbt_state(const udev::Sysfs& sysfs, const std::string& device) {
     // debugfs is mounted under sysfs (/sys/kernel/debug); readable only when mounted.

@@ -18,6 +18,5 @@ int run_audit(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::ostr
 std::optional<int> read_wbt_state(const udev::Sysfs& sysfs, const std::string& device);
 int count_hw_queues(const udev::Sysfs& sysfs, const std::string& device);
 std::optional<bool> single_last_level_cache(const udev::Sysfs& sysfs);
-policy::KernelVersion running_kernel_version();
 
 }  // namespace blkpolicy::agent

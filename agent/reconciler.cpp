@@ -57,10 +57,6 @@ Summary Reconciler::summary() const {
 
 namespace {
 std::string rule_text(const policy::RuleRef& r) { return r.name + " (" + r.pos.file_line() + ")"; }
-std::string value_or(const policy::Values& v, const std::string& key, const std::string& fallback = {}) {
-    auto it = v.find(key);
-    return it == v.end() ? fallback : it->second;
-}
 }  // namespace
 
 AlertKind Reconciler::classify(const std::string& device, const Action& a, const AttrRecord& r,
@@ -72,15 +68,15 @@ AlertKind Reconciler::classify(const std::string& device, const Action& a, const
         }
     }
     if (!r.original.empty() && r.original != r.expected && a.current == r.original) return AlertKind::reverted;
-    const bool rotational = value_or(values, "rotational") == "1";
+    const bool rotational = policy::value_of(values, "rotational") == "1";
     if (a.attribute == "read_ahead_kb") {
         auto computed = policy::kernel_readahead_kb(kernel_, rotational,
-                                                    policy::parse_int(value_or(values, "optimal_io_size", "0")).value_or(0),
-                                                    policy::parse_int(value_or(values, "max_sectors_kb", "0")).value_or(0));
+                                                    policy::parse_int(policy::value_of(values, "optimal_io_size", "0")).value_or(0),
+                                                    policy::parse_int(policy::value_of(values, "max_sectors_kb", "0")).value_or(0));
         if (computed && std::to_string(*computed) == a.current) return AlertKind::reverted;
     }
     if (a.attribute == "wbt_lat_usec") {
-        if (a.current == "0" && value_or(values, "scheduler") == "bfq") return AlertKind::reverted;
+        if (a.current == "0" && policy::value_of(values, "scheduler") == "bfq") return AlertKind::reverted;
         if (a.current == std::to_string(policy::wbt_default_usec(rotational))) return AlertKind::reverted;
     }
     return AlertKind::drift;
@@ -118,6 +114,8 @@ bool Reconciler::reconcile(const std::string& device, Trigger trigger) {
         rec = DeviceRecord{};
         rec.identity = identity;
     }
+    rec.stacked = live->holders;
+    rec.stacked.insert(rec.stacked.end(), live->slaves.begin(), live->slaves.end());
     // Attributes the policy no longer manages on this device.
     for (auto it = rec.attrs.begin(); it != rec.attrs.end();) {
         bool managed = false;

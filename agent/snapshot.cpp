@@ -1,5 +1,6 @@
 #include "agent/snapshot.hpp"
 
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "udev/discovery.hpp"
@@ -11,6 +12,12 @@ policy::PlanContext host_plan_context() {
     long page = ::sysconf(_SC_PAGESIZE);
     if (page > 0) ctx.page_size = page;
     return ctx;
+}
+
+policy::KernelVersion running_kernel_version() {
+    utsname u{};
+    ::uname(&u);
+    return policy::parse_kernel_release(u.release).value_or(policy::KernelVersion{});
 }
 
 std::optional<DeviceView> look_one(const udev::Sysfs& sysfs, const StateDir& state, const policy::Policy& policy,

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "agent/state.hpp"
+#include "policy/kernel.hpp"
 #include "policy/plan.hpp"
 #include "udev/sysfs.hpp"
 
@@ -32,5 +33,7 @@ std::vector<DeviceView> look(const udev::Sysfs& sysfs, const StateDir& state, co
                              const std::string& udev_db = {}, bool all_values = false);
 
 policy::PlanContext host_plan_context();
+// The running kernel's release as major.minor (0.0 when uname says otherwise).
+policy::KernelVersion running_kernel_version();
 
 }  // namespace blkpolicy::agent

@@ -20,11 +20,6 @@ const char* to_string(Severity s) {
 
 namespace {
 
-std::string get(const Values& v, const std::string& k) {
-    auto it = v.find(k);
-    return it == v.end() ? std::string() : it->second;
-}
-
 bool glob(const char* pattern, const std::string& value) { return ::fnmatch(pattern, value.c_str(), 0) == 0; }
 
 std::string fix_rule(const std::string& name, const std::string& device, const std::string& set) {
@@ -86,31 +81,31 @@ std::vector<Finding> audit(const AuditInput& in) {
         const std::string name = f.name;
         const std::string why_virtual = f.stack == Stack::none ? virtual_identity(f) : std::string();
 
-        if (!why_virtual.empty() && get(v, "rotational") == "1") {
+        if (!why_virtual.empty() && value_of(v, "rotational") == "1") {
             out.push_back({name, "rotational-claim-virtual", Severity::warning,
                            name + " claims to spin, but its " + why_virtual +
                                " says it is virtual: the kernel derives wbt and readahead defaults from that claim",
                            {{"queue/rotational", "1"}, {"identity", id_text(f)}},
                            fix_rule("virtual disks do not spin", name, "rotational = 0")});
         }
-        const auto ra = parse_int(get(v, "read_ahead_kb"));
+        const auto ra = parse_int(value_of(v, "read_ahead_kb"));
         if (!why_virtual.empty() && ra && *ra >= 1024) {
             out.push_back({name, "readahead-amplification", Severity::warning,
                            name + " reads ahead " + std::to_string(*ra) + " KiB, " + std::to_string(*ra / 128) +
                                "x the old 128 KiB floor: random mmap reads drag in that much each",
-                           {{"queue/read_ahead_kb", get(v, "read_ahead_kb")},
-                            {"queue/max_sectors_kb", get(v, "max_sectors_kb")},
-                            {"queue/rotational", get(v, "rotational")}},
+                           {{"queue/read_ahead_kb", value_of(v, "read_ahead_kb")},
+                            {"queue/max_sectors_kb", value_of(v, "max_sectors_kb")},
+                            {"queue/rotational", value_of(v, "rotational")}},
                            fix_rule("virtual disks read ahead like SSDs", name, "read_ahead_kb = 128")});
         }
-        if (!why_virtual.empty() && get(v, "wbt_lat_usec") == "75000") {
+        if (!why_virtual.empty() && value_of(v, "wbt_lat_usec") == "75000") {
             out.push_back({name, "wbt-rotational-default-virtual", Severity::warning,
                            name + " throttles writeback to a 75 ms target, the default for spinning disks",
                            {{"queue/wbt_lat_usec", "75000"}, {"identity", id_text(f)}},
                            fix_rule("virtual disks do not spin", name, "wbt_lat_usec = 2000")});
         }
 
-        const std::string wc = get(v, "write_cache");
+        const std::string wc = value_of(v, "write_cache");
         if (!f.cache_type.empty() && !wc.empty()) {
             const bool dev_wb = f.cache_type.rfind("write back", 0) == 0;
             const bool q_wb = wc == "write back";
@@ -129,7 +124,7 @@ std::vector<Finding> audit(const AuditInput& in) {
             }
         }
 
-        if (get(v, "scheduler") == "bfq" && get(v, "wbt_lat_usec") == "0" &&
+        if (value_of(v, "scheduler") == "bfq" && value_of(v, "wbt_lat_usec") == "0" &&
             (!d.wbt_state || *d.wbt_state == 3)) {
             std::vector<std::pair<std::string, std::string>> ev = {{"queue/scheduler", "bfq"},
                                                                    {"queue/wbt_lat_usec", "0"}};
@@ -140,7 +135,7 @@ std::vector<Finding> audit(const AuditInput& in) {
                            ev, fix_rule("keep wbt under bfq", name, "scheduler = \"bfq\"\nwbt_lat_usec = 2000")});
         }
 
-        if (in.single_llc && *in.single_llc && get(v, "rq_affinity") == "1") {
+        if (in.single_llc && *in.single_llc && value_of(v, "rq_affinity") == "1") {
             out.push_back({name, "rq-affinity-inert", Severity::info,
                            name + ": rq_affinity=1 steers completions to the submitting CPU's cache group, but every "
                                   "CPU shares one last-level cache, so it behaves as 0",

@@ -19,22 +19,17 @@ std::string wbt_state_name(int state) {
 
 namespace {
 
-std::string get(const Values& v, const std::string& k) {
-    auto it = v.find(k);
-    return it == v.end() ? std::string() : it->second;
-}
-
 std::string version_text(const KernelVersion& k) {
     return std::to_string(k.major) + "." + std::to_string(k.minor);
 }
 
 void derive_read_ahead(Explanation& e, const Values& v, const ExplainContext& ctx) {
-    const bool rot = get(v, "rotational") == "1";
-    const auto io_opt = parse_int(get(v, "optimal_io_size")).value_or(0);
-    const auto max_kb = parse_int(get(v, "max_sectors_kb")).value_or(0);
-    e.inputs = {{"queue/rotational", get(v, "rotational")},
-                {"queue/optimal_io_size", get(v, "optimal_io_size")},
-                {"queue/max_sectors_kb", get(v, "max_sectors_kb")}};
+    const bool rot = value_of(v, "rotational") == "1";
+    const auto io_opt = parse_int(value_of(v, "optimal_io_size")).value_or(0);
+    const auto max_kb = parse_int(value_of(v, "max_sectors_kb")).value_or(0);
+    e.inputs = {{"queue/rotational", value_of(v, "rotational")},
+                {"queue/optimal_io_size", value_of(v, "optimal_io_size")},
+                {"queue/max_sectors_kb", value_of(v, "max_sectors_kb")}};
     const auto& k = ctx.kernel;
     const std::string kv = "kernel " + version_text(k) + ": ";
     auto computed = kernel_readahead_kb(k, rot, io_opt, max_kb);
@@ -60,12 +55,12 @@ void derive_read_ahead(Explanation& e, const Values& v, const ExplainContext& ct
 }
 
 void derive_wbt(Explanation& e, const Values& v, const ExplainContext& ctx) {
-    const bool rot = get(v, "rotational") == "1";
-    e.inputs = {{"queue/rotational", get(v, "rotational")}, {"queue/scheduler", get(v, "scheduler")}};
+    const bool rot = value_of(v, "rotational") == "1";
+    e.inputs = {{"queue/rotational", value_of(v, "rotational")}, {"queue/scheduler", value_of(v, "scheduler")}};
     e.kernel_default = std::to_string(wbt_default_usec(rot));
     e.derivation = "75000 if the queue was rotational when wbt was initialised, else 2000; fixed at initialisation "
                    "(a loop device is created non-rotational, so it keeps 2000 after attach makes it rotational); "
-                   "rotational is " + get(v, "rotational") + " now, so -1 or \"default\" would give " +
+                   "rotational is " + value_of(v, "rotational") + " now, so -1 or \"default\" would give " +
                    e.kernel_default;
     e.disturbs = "switching to bfq turns a default wbt off (reads 0) and leaving bfq turns it back on; a manual "
                  "value survives scheduler switches; writing the value wbt already keeps is a silent no-op";
@@ -73,7 +68,7 @@ void derive_wbt(Explanation& e, const Values& v, const ExplainContext& ctx) {
 }
 
 void derive_scheduler(Explanation& e, const Values& v, const ExplainContext& ctx) {
-    e.inputs = {{"queue/scheduler", get(v, "scheduler")}, {"mq/ (hardware queues)", std::to_string(ctx.hw_queues)}};
+    e.inputs = {{"queue/scheduler", value_of(v, "scheduler")}, {"mq/ (hardware queues)", std::to_string(ctx.hw_queues)}};
     if (ctx.hw_queues == 0) {
         e.derivation = "bio-based queue: no scheduler here; the devices below schedule the requests";
         return;
@@ -89,8 +84,8 @@ void derive_scheduler(Explanation& e, const Values& v, const ExplainContext& ctx
 }
 
 void derive_nr_requests(Explanation& e, const Values& v) {
-    e.inputs = {{"queue/scheduler", get(v, "scheduler")}};
-    e.derivation = "set from the hardware tag depth and the scheduler (" + get(v, "scheduler") +
+    e.inputs = {{"queue/scheduler", value_of(v, "scheduler")}};
+    e.derivation = "set from the hardware tag depth and the scheduler (" + value_of(v, "scheduler") +
                    ") each time a scheduler is attached";
     e.disturbs = "every scheduler switch resets it";
 }
@@ -136,7 +131,7 @@ DeviceExplanation explain_device(const DeviceFacts& facts, const Values& values,
     for (const auto& attr : order) {
         Explanation e;
         e.attribute = attr;
-        e.current = get(values, attr);
+        e.current = value_of(values, attr);
         for (const auto& a : plan.actions) {
             if (a.attribute != attr) continue;
             e.managed = true;
@@ -152,7 +147,7 @@ DeviceExplanation explain_device(const DeviceFacts& facts, const Values& values,
         else if (attr == "rotational") derive_rotational(e, facts);
         else if (attr == "write_cache") derive_write_cache(e, facts);
         else if (attr == "max_sectors_kb") {
-            e.inputs = {{"queue/max_hw_sectors_kb", get(values, "max_hw_sectors_kb")}};
+            e.inputs = {{"queue/max_hw_sectors_kb", value_of(values, "max_hw_sectors_kb")}};
             e.derivation = "the driver's limit, capped by the hardware maximum";
             e.disturbs = "writing it is a queue-limits commit: read_ahead_kb is recomputed";
         }

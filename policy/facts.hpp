@@ -52,4 +52,10 @@ struct DeviceFacts {
 // "discard_granularity".
 using Values = std::map<std::string, std::string>;
 
+// The value read for `key`, or `fallback` when the device has no such attribute.
+inline std::string value_of(const Values& values, const std::string& key, const std::string& fallback = {}) {
+    auto it = values.find(key);
+    return it == values.end() ? fallback : it->second;
+}
+
 }  // namespace blkpolicy::policy
