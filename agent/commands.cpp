@@ -78,7 +78,8 @@ int with_devices(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::o
     // counters is kept across devices.
     for (const auto& name : names) {
         std::vector<std::string> warnings;
-        auto v = look_one(sysfs, state, loaded.policy, name, kind == CommandReport::Kind::apply, warnings, o.udev_db());
+        auto v = look_one(sysfs, state, loaded.policy, name, kind == CommandReport::Kind::apply, warnings, o.udev_db(),
+                          false, report.facts_shown());
         for (const auto& w : warnings) err << "blkpolicy: warning: " << w << '\n';
         if (!v) continue;
         if (kind == CommandReport::Kind::apply) {

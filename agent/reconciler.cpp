@@ -5,6 +5,7 @@
 #include "agent/executor.hpp"
 #include "agent/snapshot.hpp"
 #include "policy/attributes.hpp"
+#include "policy/match.hpp"
 #include "policy/plan.hpp"
 #include "policy/values.hpp"
 #include "udev/discovery.hpp"
@@ -37,6 +38,11 @@ const char* to_string(AttrStatus s) {
 Reconciler::Reconciler(udev::Sysfs& sysfs, const StateDir& state, systemd::EventLog& log,
                        policy::KernelVersion kernel)
     : sysfs_(sysfs), state_(state), log_(log), kernel_(kernel) {}
+
+void Reconciler::set_policy(policy::Policy policy) {
+    policy_ = std::move(policy);
+    needs_ = policy::fact_needs(policy_);
+}
 
 void Reconciler::forget(const std::string& device) {
     devices_.erase(device);
@@ -97,14 +103,17 @@ void Reconciler::alert(AlertKind kind, const std::string& device, const Action& 
 }
 
 bool Reconciler::reconcile(const std::string& device, Trigger trigger) {
-    auto live = udev::read_facts(sysfs_, device, udev_db_);
+    // The path to the first write reads only what the policy's rules match
+    // on; recording frozen facts, the stacking lookup and the alerts come
+    // after the writes.
+    auto live = udev::read_facts(sysfs_, device, udev_db_, needs_);
     if (!live) {
         forget(device);
         return false;
     }
     const auto identity = identity_of(*live);
     std::string warning;
-    auto facts = freeze_facts(state_, *live, true, &warning);
+    auto facts = freeze_facts(state_, *live, false, &warning);
     if (!warning.empty()) log_.log(LOG_WARNING, warning);
     const auto values = udev::read_values(sysfs_, device, policy::value_keys_for(policy_, facts));
     const auto plan = policy::plan_device(policy_, facts, values, host_plan_context());
@@ -114,8 +123,6 @@ bool Reconciler::reconcile(const std::string& device, Trigger trigger) {
         rec = DeviceRecord{};
         rec.identity = identity;
     }
-    rec.stacked = live->holders;
-    rec.stacked.insert(rec.stacked.end(), live->slaves.begin(), live->slaves.end());
     // Attributes the policy no longer manages on this device.
     for (auto it = rec.attrs.begin(); it != rec.attrs.end();) {
         bool managed = false;
@@ -131,6 +138,14 @@ bool Reconciler::reconcile(const std::string& device, Trigger trigger) {
     if (enforce && differs) {
         for (auto& r : execute(sysfs_, plan).results) results[r.attribute] = std::move(r);
     }
+    if (!facts.facts_frozen) {
+        // The live facts were read before the writes: what the device said
+        // of itself, which later matches keep using.
+        if (auto err = record_facts(state_, *live); !err.empty()) log_.log(LOG_WARNING, err);
+    }
+    udev::read_topology(sysfs_, *live);
+    rec.stacked = live->holders;
+    rec.stacked.insert(rec.stacked.end(), live->slaves.begin(), live->slaves.end());
 
     for (const auto& a : plan.actions) {
         if (a.kind == ActionKind::skip) continue;

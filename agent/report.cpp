@@ -119,6 +119,11 @@ json device_head(const DeviceView& v) {
 
 CommandReport::CommandReport(Kind kind, bool as_json, std::ostream& out) : kind_(kind), json_(as_json), out_(out) {}
 
+policy::FactNeeds CommandReport::facts_shown() const {
+    return json_ ? policy::kAllFacts
+                 : policy::kFactDrivers | policy::kFactModel | policy::kFactSerial | policy::kFactStack;  // facts_line
+}
+
 void CommandReport::device(const DeviceView& v, const DeviceResult* result) {
     if (json_) {
         auto d = device_head(v);

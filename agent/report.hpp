@@ -34,6 +34,8 @@ public:
     void finish(const nlohmann::json& daemon = nullptr);
     bool drift() const;   // status: something drifted
     bool failed() const;  // apply: something failed, did not stick or was refused
+    // The fact groups it shows: all of them in JSON, the identity line in text.
+    policy::FactNeeds facts_shown() const;
 
 private:
     Kind kind_;

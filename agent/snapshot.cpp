@@ -3,6 +3,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include "policy/match.hpp"
 #include "udev/discovery.hpp"
 
 namespace blkpolicy::agent {
@@ -22,8 +23,8 @@ policy::KernelVersion running_kernel_version() {
 
 std::optional<DeviceView> look_one(const udev::Sysfs& sysfs, const StateDir& state, const policy::Policy& policy,
                                    const std::string& name, bool record, std::vector<std::string>& warnings,
-                                   const std::string& udev_db, bool all_values) {
-    auto live = udev::read_facts(sysfs, name, udev_db);
+                                   const std::string& udev_db, bool all_values, policy::FactNeeds shown) {
+    auto live = udev::read_facts(sysfs, name, udev_db, shown | policy::fact_needs(policy));
     if (!live) return std::nullopt;  // vanished since listing
     std::string warning;
     DeviceView v;

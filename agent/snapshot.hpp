@@ -22,9 +22,11 @@ struct DeviceView {
 // One device: facts (frozen where recorded), the values the policy needs, the
 // plan. nullopt when it vanished. With `all_values`, every attribute is read
 // (explain); otherwise only those the matching rules need.
+// `shown`: fact groups wanted beyond what the policy's rules match on.
 std::optional<DeviceView> look_one(const udev::Sysfs& sysfs, const StateDir& state, const policy::Policy& policy,
                                    const std::string& name, bool record, std::vector<std::string>& warnings,
-                                   const std::string& udev_db = {}, bool all_values = false);
+                                   const std::string& udev_db = {}, bool all_values = false,
+                                   policy::FactNeeds shown = policy::kAllFacts);
 
 // Every device under <sysfs>/block, or only `only` (validated by the caller).
 // With `record`, facts of first-seen devices are written to the state dir.

@@ -11,7 +11,24 @@ namespace blkpolicy::agent {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
+namespace {
+// Changes at every boot; a device's diskseq starts again with it.
+const std::string& boot_id() {
+    static const std::string id = [] {
+        std::ifstream in("/proc/sys/kernel/random/boot_id");
+        std::string s;
+        std::getline(in, s);
+        return s;
+    }();
+    return id;
+}
+}  // namespace
+
 std::string identity_of(const policy::DeviceFacts& f) {
+    // The kernel gives every new disk, medium and loop binding a diskseq
+    // never used before in this boot: with the device number it names the
+    // instance, and nothing more needs reading.
+    if (!f.diskseq.empty()) return json({{"devnum", f.devnum}, {"diskseq", f.diskseq}, {"boot_id", boot_id()}}).dump();
     json id = {{"devnum", f.devnum},   {"diskseq", f.diskseq}, {"driver", f.driver},
                {"model", f.model},     {"serial", f.serial},   {"wwid", f.wwid},
                {"dm_uuid", f.dm_uuid}, {"loop_backing_file", f.loop_backing_file}};
@@ -73,12 +90,17 @@ policy::DeviceFacts freeze_facts(const StateDir& state, policy::DeviceFacts live
     }
     if (!problem.empty() && warning) *warning = problem;
     if (record) {
-        auto err = state.save(live);
-        if (!err.empty() && warning)
-            *warning = err + "; facts of " + live.name +
-                       " are not frozen, so rules matching rotational may stop matching once it is written";
+        auto err = record_facts(state, live);
+        if (!err.empty() && warning) *warning = err;
     }
     return live;
+}
+
+std::string record_facts(const StateDir& state, const policy::DeviceFacts& live) {
+    auto err = state.save(live);
+    if (err.empty()) return err;
+    return err + "; facts of " + live.name +
+           " are not frozen, so rules matching rotational may stop matching once it is written";
 }
 
 }  // namespace blkpolicy::agent

@@ -13,6 +13,8 @@ namespace blkpolicy::agent {
 
 // What makes a device the same device: when any of it changes (a loop device
 // re-bound, a disk replaced under the same name) the facts are read afresh.
+// The device number and diskseq (with the boot id) where the kernel has
+// diskseq; otherwise driver, model, serial, wwid, dm uuid and backing file.
 std::string identity_of(const policy::DeviceFacts& facts);
 
 class StateDir {
@@ -40,5 +42,8 @@ private:
 // with `record`, first-seen devices are recorded. Warnings go to `warning`.
 policy::DeviceFacts freeze_facts(const StateDir& state, policy::DeviceFacts live, bool record,
                                  std::string* warning);
+
+// Records live facts as frozen; returns a warning for the operator, empty on success.
+std::string record_facts(const StateDir& state, const policy::DeviceFacts& live);
 
 }  // namespace blkpolicy::agent

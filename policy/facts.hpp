@@ -11,6 +11,23 @@ namespace blkpolicy::policy {
 enum class Stack { none, dm, md, loop };
 const char* to_string(Stack s);
 
+// Facts beyond the basics, in groups read only when something needs them:
+// matching a rule reads what its match keys use (fact_needs), a report reads
+// what it prints. The basics are always read: name, devnum, diskseq, queue/
+// and mq/ presence, rotational, removable and the schedulers.
+using FactNeeds = unsigned;
+inline constexpr FactNeeds kFactDrivers = 1u << 0;     // syspath and the driver chain
+inline constexpr FactNeeds kFactModel = 1u << 1;       // vendor and model (SCSI, NVMe)
+inline constexpr FactNeeds kFactSerial = 1u << 2;      // serial (sysfs or VPD page 0x80)
+inline constexpr FactNeeds kFactWwid = 1u << 3;        // wwid
+inline constexpr FactNeeds kFactCache = 1u << 4;       // cache_type
+inline constexpr FactNeeds kFactStack = 1u << 5;       // stack kind, dm name/uuid, md level, loop backing file
+inline constexpr FactNeeds kFactTopology = 1u << 6;    // slaves and holders
+inline constexpr FactNeeds kFactProperties = 1u << 7;  // uevent properties and udev's database
+inline constexpr FactNeeds kAllFacts = (1u << 8) - 1;
+// What tells a device instance apart when the kernel gives no diskseq.
+inline constexpr FactNeeds kIdentityFacts = kFactDrivers | kFactModel | kFactSerial | kFactWwid | kFactStack;
+
 struct DeviceFacts {
     std::string name;     // kernel name, e.g. "vda"
     std::string devnum;   // "major:minor"
@@ -43,6 +60,9 @@ struct DeviceFacts {
     // True when rotational/removable came from the state directory rather
     // than from this read of sysfs.
     bool facts_frozen = false;
+    // The groups above the basics that were read (FactNeeds bits); a group
+    // not read has empty fields, which is not the same as "the device has none".
+    FactNeeds read = kAllFacts;
 };
 
 // Current attribute values of one device, keyed by policy attribute key

@@ -51,4 +51,33 @@ bool rule_matches(const Rule& rule, const DeviceFacts& facts) {
     return true;
 }
 
+FactNeeds fact_needs(MatchKey key) {
+    switch (key) {
+        case MatchKey::kernel:
+        case MatchKey::rotational:
+        case MatchKey::removable: return 0;
+        case MatchKey::driver: return kFactDrivers;
+        case MatchKey::model:
+        case MatchKey::vendor: return kFactModel;
+        case MatchKey::serial: return kFactSerial;
+        case MatchKey::wwid: return kFactWwid;
+        case MatchKey::stack:
+        case MatchKey::dm_name:
+        case MatchKey::dm_uuid:
+        case MatchKey::md_level: return kFactStack;
+        case MatchKey::env: return kFactProperties;
+    }
+    return kAllFacts;
+}
+
+FactNeeds fact_needs(const Policy& policy) {
+    FactNeeds needs = 0;
+    for (const auto& rule : policy.rules) {
+        for (const auto& c : rule.match) needs |= fact_needs(c.key);
+        for (const auto& s : rule.set)
+            if (s.attribute == "write_cache") needs |= kFactCache;
+    }
+    return needs;
+}
+
 }  // namespace blkpolicy::policy

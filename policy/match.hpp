@@ -22,4 +22,9 @@ bool clause_matches(const MatchClause& clause, const DeviceFacts& facts);
 // Every clause must match; a rule without clauses matches every device.
 bool rule_matches(const Rule& rule, const DeviceFacts& facts);
 
+// The fact groups (beyond the basics) that matching and planning under
+// `policy` read: what its match keys compare, and cache_type when a rule
+// sets write_cache.
+FactNeeds fact_needs(const Policy& policy);
+
 }  // namespace blkpolicy::policy

@@ -10,6 +10,7 @@
 namespace blkpolicy::udev {
 
 using policy::DeviceFacts;
+using policy::FactNeeds;
 using policy::trim;
 
 namespace {
@@ -58,81 +59,102 @@ std::vector<std::string> list_block_devices(const Sysfs& sysfs) {
     return names;
 }
 
-std::optional<DeviceFacts> read_facts(const Sysfs& s, const std::string& name, const std::string& udev_db) {
+std::optional<DeviceFacts> read_facts(const Sysfs& s, const std::string& name, const std::string& udev_db,
+                                      FactNeeds needs) {
     if (!valid_device_name(name)) return std::nullopt;
     const std::string dir = "block/" + name;
-    auto syspath = s.resolve(dir);
-    if (!syspath) return std::nullopt;
 
     DeviceFacts f;
     f.name = name;
-    f.syspath = *syspath;
-    f.devnum = read_trimmed(s, dir + "/dev");
+    // dev is there for as long as the device is: a failed read means it is gone.
+    auto dev = s.read(dir + "/dev");
+    if (!dev.ok()) return std::nullopt;
+    f.devnum = trim(dev.value);
     f.diskseq = read_trimmed(s, dir + "/diskseq");
+    // Without a diskseq (kernels before 5.15, fake trees), identity falls
+    // back to what names the hardware or the stacked device.
+    if (f.diskseq.empty()) needs |= policy::kIdentityFacts;
+    f.read = needs;
     f.removable = read_trimmed(s, dir + "/removable") == "1";
     f.has_queue = s.is_dir(dir + "/queue");
     f.request_based = s.is_dir(dir + "/mq");
     f.rotational = read_trimmed(s, dir + "/queue/rotational") == "1";
-
-    f.drivers = drivers_of(s, *syspath);
-    if (!f.drivers.empty()) f.driver = f.drivers.front();
-
-    // Identity strings: SCSI and NVMe keep them on the parent device,
-    // virtio and NVMe namespaces on the disk itself. Only SCSI's vendor is a
-    // name (virtio's device/vendor is a numeric PCI vendor id).
-    const auto parent_bus = s.readlink(dir + "/device/subsystem");
-    const auto bus = parent_bus ? std::filesystem::path(*parent_bus).filename().string() : std::string();
-    if (bus == "scsi") f.vendor = read_trimmed(s, dir + "/device/vendor");
-    if (bus == "scsi" || bus == "nvme") f.model = read_trimmed(s, dir + "/device/model");
-    f.serial = read_trimmed(s, dir + "/serial");
-    if (f.serial.empty()) f.serial = read_trimmed(s, dir + "/device/serial");
-    if (f.serial.empty()) {
-        auto vpd = s.read(dir + "/device/vpd_pg80");
-        if (vpd.ok()) f.serial = serial_from_vpd80(vpd.value);
-    }
-    f.wwid = read_trimmed(s, dir + "/wwid");
-    if (f.wwid.empty()) f.wwid = read_trimmed(s, dir + "/device/wwid");
-
-    f.cache_type = read_trimmed(s, dir + "/cache_type");
-    if (f.cache_type.empty()) {
-        for (const auto& hctl : s.list(dir + "/device/scsi_disk")) {
-            f.cache_type = read_trimmed(s, dir + "/device/scsi_disk/" + hctl + "/cache_type");
-            if (!f.cache_type.empty()) break;
-        }
-    }
-
-    if (s.is_dir(dir + "/dm")) {
-        f.stack = policy::Stack::dm;
-        f.dm_name = read_trimmed(s, dir + "/dm/name");
-        f.dm_uuid = read_trimmed(s, dir + "/dm/uuid");
-    } else if (s.is_dir(dir + "/md")) {
-        f.stack = policy::Stack::md;
-        f.md_level = read_trimmed(s, dir + "/md/level");
-    } else if (s.is_dir(dir + "/loop") || f.devnum.rfind("7:", 0) == 0) {
-        f.stack = policy::Stack::loop;  // loop/ exists only while bound; major 7 is loop
-        f.loop_backing_file = read_trimmed(s, dir + "/loop/backing_file");
-    }
-    f.slaves = s.list(dir + "/slaves");
-    f.holders = s.list(dir + "/holders");
-
-    auto sched = s.read(dir + "/queue/scheduler");
-    if (sched.ok()) {
+    if (auto sched = s.read(dir + "/queue/scheduler"); sched.ok()) {
         auto line = policy::parse_scheduler_line(sched.value);
         f.schedulers = line.offered;
         f.scheduler = line.active;
     }
-    // udev's ENV{} sees the kernel's uevent properties (DEVTYPE, DEVNAME, ...)
-    // and what its rules added, kept in its database.
-    {
+
+    if (needs & policy::kFactDrivers) {
+        auto syspath = s.resolve(dir);
+        if (!syspath) return std::nullopt;
+        f.syspath = *syspath;
+        f.drivers = drivers_of(s, *syspath);
+        if (!f.drivers.empty()) f.driver = f.drivers.front();
+    }
+    // Identity strings: SCSI and NVMe keep them on the parent device,
+    // virtio and NVMe namespaces on the disk itself. Only SCSI's vendor is a
+    // name (virtio's device/vendor is a numeric PCI vendor id).
+    if (needs & policy::kFactModel) {
+        const auto parent_bus = s.readlink(dir + "/device/subsystem");
+        const auto bus = parent_bus ? std::filesystem::path(*parent_bus).filename().string() : std::string();
+        if (bus == "scsi") f.vendor = read_trimmed(s, dir + "/device/vendor");
+        if (bus == "scsi" || bus == "nvme") f.model = read_trimmed(s, dir + "/device/model");
+    }
+    if (needs & policy::kFactSerial) {
+        f.serial = read_trimmed(s, dir + "/serial");
+        if (f.serial.empty()) f.serial = read_trimmed(s, dir + "/device/serial");
+        if (f.serial.empty()) {
+            auto vpd = s.read(dir + "/device/vpd_pg80");
+            if (vpd.ok()) f.serial = serial_from_vpd80(vpd.value);
+        }
+    }
+    if (needs & policy::kFactWwid) {
+        f.wwid = read_trimmed(s, dir + "/wwid");
+        if (f.wwid.empty()) f.wwid = read_trimmed(s, dir + "/device/wwid");
+    }
+    if (needs & policy::kFactCache) {
+        f.cache_type = read_trimmed(s, dir + "/cache_type");
+        if (f.cache_type.empty()) {
+            for (const auto& hctl : s.list(dir + "/device/scsi_disk")) {
+                f.cache_type = read_trimmed(s, dir + "/device/scsi_disk/" + hctl + "/cache_type");
+                if (!f.cache_type.empty()) break;
+            }
+        }
+    }
+    if (f.devnum.rfind("7:", 0) == 0) f.stack = policy::Stack::loop;  // major 7 is loop, bound or not
+    if (needs & policy::kFactStack) {
+        if (s.is_dir(dir + "/dm")) {
+            f.stack = policy::Stack::dm;
+            f.dm_name = read_trimmed(s, dir + "/dm/name");
+            f.dm_uuid = read_trimmed(s, dir + "/dm/uuid");
+        } else if (s.is_dir(dir + "/md")) {
+            f.stack = policy::Stack::md;
+            f.md_level = read_trimmed(s, dir + "/md/level");
+        } else if (f.stack == policy::Stack::loop || s.is_dir(dir + "/loop")) {
+            f.stack = policy::Stack::loop;  // loop/ exists only while bound
+            f.loop_backing_file = read_trimmed(s, dir + "/loop/backing_file");
+        }
+    }
+    if (needs & policy::kFactTopology) read_topology(s, f);
+    if (needs & policy::kFactProperties) {
+        // udev's ENV{} sees the kernel's uevent properties (DEVTYPE, DEVNAME,
+        // ...) and what its rules added, kept in its database.
         std::istringstream uevent(s.read(dir + "/uevent").value);
         std::string line;
         while (std::getline(uevent, line)) {
             const auto eq = line.find('=');
             if (eq != std::string::npos && eq > 0) f.properties[line.substr(0, eq)] = line.substr(eq + 1);
         }
+        for (auto& [k, v] : read_udev_properties(udev_db, f.devnum)) f.properties[k] = v;
     }
-    for (auto& [k, v] : read_udev_properties(udev_db, f.devnum)) f.properties[k] = v;
     return f;
+}
+
+void read_topology(const Sysfs& s, DeviceFacts& f) {
+    f.slaves = s.list("block/" + f.name + "/slaves");
+    f.holders = s.list("block/" + f.name + "/holders");
+    f.read |= policy::kFactTopology;
 }
 
 std::map<std::string, std::string> read_udev_properties(const std::string& db_dir, const std::string& devnum) {

@@ -19,10 +19,16 @@ bool valid_device_name(std::string_view name);
 std::vector<std::string> list_block_devices(const Sysfs& sysfs);
 
 // Facts as the kernel reports them now; nullopt when the device is gone.
+// The basics always, and the groups in `needs` (policy/facts.hpp): a device
+// without a diskseq also gets every group its identity needs.
 // Properties: the kernel's uevent ones and, with `udev_db` (udev's database
 // directory), those udev's rules added.
 std::optional<policy::DeviceFacts> read_facts(const Sysfs& sysfs, const std::string& name,
-                                              const std::string& udev_db = {});
+                                              const std::string& udev_db = {},
+                                              policy::FactNeeds needs = policy::kAllFacts);
+
+// Reads a device's slaves and holders into `facts` (kFactTopology).
+void read_topology(const Sysfs& sysfs, policy::DeviceFacts& facts);
 
 // udev's properties for a device (E: lines of <db_dir>/b<major>:<minor>);
 // empty when udevd has not recorded the device.

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <dirent.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace blkpolicy::udev {
@@ -32,8 +34,10 @@ ReadResult Sysfs::read(const std::string& rel) const {
             r.err = errno;
             break;
         }
-        if (n == 0) break;
         r.value.append(buf, static_cast<std::size_t>(n));
+        // sysfs hands over a whole attribute in one read, so a read that did
+        // not fill the buffer was the last: no second read to see EOF.
+        if (static_cast<std::size_t>(n) < sizeof buf) break;
         if (r.value.size() > (1u << 20)) break;  // no sysfs attribute is this large
     }
     ::close(fd);
@@ -69,21 +73,36 @@ bool Sysfs::is_dir(const std::string& rel) const {
 
 std::vector<std::string> Sysfs::list(const std::string& rel) const {
     std::vector<std::string> out;
-    std::error_code ec;
-    for (fs::directory_iterator it(root_ / rel, ec), end; !ec && it != end; it.increment(ec))
-        out.push_back(it->path().filename().string());
+    DIR* d = ::opendir((root_ / rel).c_str());
+    if (!d) return out;
+    while (const dirent* e = ::readdir(d)) {
+        const std::string_view n = e->d_name;
+        if (n != "." && n != "..") out.emplace_back(n);
+    }
+    ::closedir(d);
     std::sort(out.begin(), out.end());
     return out;
 }
 
 std::optional<std::string> Sysfs::readlink(const std::string& rel) const {
-    std::error_code ec;
-    auto target = fs::read_symlink(root_ / rel, ec);
-    if (ec) return std::nullopt;
-    return target.string();
+    char buf[4096];
+    const ssize_t n = ::readlink((root_ / rel).c_str(), buf, sizeof buf);
+    if (n < 0 || static_cast<std::size_t>(n) >= sizeof buf) return std::nullopt;
+    return std::string(buf, static_cast<std::size_t>(n));
 }
 
 std::optional<std::string> Sysfs::resolve(const std::string& rel) const {
+    // sysfs links (block/<name>, class/...) point at real directories: read
+    // the one link and check that its lexical target is the same directory,
+    // instead of a readlink per component. Anything else takes the long way.
+    struct stat followed {}, direct {};
+    if (auto target = readlink(rel); target && !target->empty() && target->front() != '/') {
+        const auto lexical = (fs::path(rel).parent_path() / *target).lexically_normal();
+        if (!lexical.empty() && *lexical.begin() != ".." && ::stat((root_ / rel).c_str(), &followed) == 0 &&
+            ::stat((root_ / lexical).c_str(), &direct) == 0 && followed.st_dev == direct.st_dev &&
+            followed.st_ino == direct.st_ino)
+            return lexical.string();
+    }
     std::error_code ec;
     auto p = fs::canonical(root_ / rel, ec);
     if (ec) return std::nullopt;
