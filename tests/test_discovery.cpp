@@ -158,3 +158,70 @@ TEST_CASE("the sysfs layer refuses to write outside its root") {
     std::filesystem::create_symlink("/", t.root() / "escape");
     CHECK_FALSE(s.resolve("escape").has_value());
 }
+
+TEST_CASE("facts are read per need, and identity falls back without a diskseq") {
+    FakeSysfs t;
+    test::build_fleet(t);
+    udev::Sysfs s(t.root());
+
+    SUBCASE("basics only") {
+        auto f = udev::read_facts(s, "sda", {}, 0);
+        REQUIRE(f.has_value());
+        CHECK(f->read == 0u);
+        CHECK(f->devnum == "8:0");
+        CHECK_FALSE(f->diskseq.empty());
+        CHECK(f->rotational);
+        CHECK(f->request_based);
+        CHECK(f->schedulers.size() > 1);
+        // Groups not asked for are not read.
+        CHECK(f->drivers.empty());
+        CHECK(f->model.empty());
+        CHECK(f->serial.empty());
+        CHECK(f->cache_type.empty());
+        CHECK(f->properties.empty());
+    }
+    SUBCASE("one group") {
+        auto f = udev::read_facts(s, "sda", {}, policy::kFactModel);
+        REQUIRE(f.has_value());
+        CHECK(f->model == "QEMU HARDDISK");
+        CHECK(f->vendor == "QEMU");
+        CHECK(f->serial.empty());
+        CHECK(f->drivers.empty());
+    }
+    SUBCASE("the same facts as reading everything, for what was asked") {
+        auto all = facts(s, "dm-1");
+        auto some = udev::read_facts(s, "dm-1", {}, policy::kFactStack | policy::kFactTopology);
+        REQUIRE(some.has_value());
+        CHECK(some->stack == all.stack);
+        CHECK(some->dm_name == all.dm_name);
+        CHECK(some->dm_uuid == all.dm_uuid);
+        CHECK(some->slaves == all.slaves);
+        CHECK(all.read == policy::kAllFacts);
+    }
+    SUBCASE("no diskseq: what names the device is read whatever was asked") {
+        std::filesystem::remove(t.root() / t.devpath_of("sda") / "diskseq");
+        auto f = udev::read_facts(s, "sda", {}, 0);
+        REQUIRE(f.has_value());
+        CHECK(f->diskseq.empty());
+        CHECK((f->read & policy::kIdentityFacts) == policy::kIdentityFacts);
+        CHECK(f->serial == "drive-scsi0");
+        CHECK(f->driver == "sd");
+    }
+}
+
+TEST_CASE("sysfs reads: attributes past one buffer, links resolved to the same directory") {
+    FakeSysfs t;
+    test::build_fleet(t);
+    udev::Sysfs s(t.root());
+    const std::string big(10000, 'x');
+    t.file(t.devpath_of("vda") + "/big", big);
+    CHECK(s.read("block/vda/big").value == big + "\n");
+    CHECK(s.read("block/vda/dev").value == "254:0\n");
+    // block/<name> resolves to the device's own directory, as canonical() says.
+    CHECK(s.resolve("block/vda") == t.devpath_of("vda"));
+    CHECK(s.resolve("block/dm-1") == t.devpath_of("dm-1"));
+    // A link whose target leads outside the root is refused.
+    std::filesystem::create_symlink("../../../../etc", t.root() / "block/evil");
+    CHECK_FALSE(s.resolve("block/evil").has_value());
+    CHECK_FALSE(s.resolve("block/nosuch").has_value());
+}

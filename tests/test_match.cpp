@@ -77,3 +77,25 @@ TEST_CASE("a rule without match keys matches every device") {
     REQUIRE(r.ok());
     CHECK(rule_matches(r.policy.rules[0], scsi_disk()));
 }
+
+TEST_CASE("a policy reads only the fact groups its match keys use") {
+    auto needs_of = [](const std::string& toml) {
+        auto r = load_policy({{"n.toml", toml}});
+        REQUIRE(r.ok());
+        return fact_needs(r.policy);
+    };
+    const std::string set = "\n[rule.set]\nnomerges = 1\n";
+    CHECK(needs_of("[[rule]]\nname = \"a\"\n[rule.match]\nkernel = \"loop*\"" + set) == 0u);
+    CHECK(needs_of("[[rule]]\nname = \"a\"\n[rule.match]\nrotational = true" + set) == 0u);
+    CHECK(needs_of("[[rule]]\nname = \"a\"\n[rule.match]\ndriver = \"sd\"" + set) == kFactDrivers);
+    CHECK(needs_of("[[rule]]\nname = \"a\"\n[rule.match]\nmodel = \"X*\"\nserial = \"1\"" + set) ==
+          (kFactModel | kFactSerial));
+    CHECK(needs_of("[[rule]]\nname = \"a\"\n[rule.match]\ndm_name = \"vg-*\"" + set) == kFactStack);
+    CHECK(needs_of("[[rule]]\nname = \"a\"\n[rule.match]\nenv.ID_BUS = \"ata\"" + set) == kFactProperties);
+    // Planning write_cache compares with the device's cache mode.
+    CHECK(needs_of("[[rule]]\nname = \"a\"\n[rule.match]\nkernel = \"sd*\"\n[rule.set]\nwrite_cache = \"write back\"\n") ==
+          kFactCache);
+    // Two rules: the union.
+    CHECK(needs_of("[[rule]]\nname = \"a\"\n[rule.match]\nwwid = \"x\"" + set +
+                   "[[rule]]\nname = \"b\"\n[rule.match]\ndriver = \"nvme\"" + set) == (kFactWwid | kFactDrivers));
+}

@@ -2,6 +2,7 @@
 // like the kernel, a script of triggers, and the alerts that must come out.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cerrno>
 
 #include "agent/daemon_report.hpp"
@@ -253,4 +254,31 @@ TEST_CASE("pending events: bursts coalesce per device, removals win, and the que
     CHECK_FALSE(p.note({"change", "e", EventSource::kernel}));
     CHECK(p.take().rescan);
     CHECK(p.empty());
+}
+
+TEST_CASE("the daemon reads only the facts its policy matches on, and records facts after writing") {
+    World w;
+    w.rec.set_policy(policy_of("read_ahead_kb = 256\n"));
+    REQUIRE(w.rec.reconcile("loop0", Trigger::added));
+    CHECK(w.q("read_ahead_kb") == "256");
+    for (const auto& path : w.sysfs.reads) {
+        INFO(path);
+        // kernel = "loop*" needs no identity strings, cache mode or properties.
+        CHECK(path.find("serial") == std::string::npos);
+        CHECK(path.find("wwid") == std::string::npos);
+        CHECK(path.find("cache_type") == std::string::npos);
+        CHECK(path.find("uevent") == std::string::npos);
+        CHECK(path.find("/device/") == std::string::npos);
+    }
+    // The facts were still frozen, and the stacking known, after the writes.
+    CHECK(std::filesystem::exists(w.tree.root() / "state/facts/loop0.json"));
+    CHECK(w.rec.devices().at("loop0").stacked.empty());
+
+    // A policy matching on the serial reads it.
+    w.sysfs.reads.clear();
+    auto r = policy::load_policy({{"m.toml", "[[rule]]\nname = \"m\"\n[rule.match]\nserial = \"X*\"\n[rule.set]\nnomerges = 1\n"}});
+    REQUIRE(r.ok());
+    w.rec.set_policy(r.policy);
+    w.rec.reconcile("loop0", Trigger::verify);
+    CHECK(std::find(w.sysfs.reads.begin(), w.sysfs.reads.end(), "block/loop0/serial") != w.sysfs.reads.end());
 }

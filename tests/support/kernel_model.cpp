@@ -32,6 +32,7 @@ std::string attr_of(const std::string& rel) {
 }  // namespace
 
 udev::ReadResult KernelModelSysfs::read(const std::string& rel) const {
+    reads.push_back(rel);
     const auto attr = attr_of(rel);
     if (rel.rfind("block/", 0) == 0 && !attr.empty()) {
         if (auto f = read_fail.find(attr); f != read_fail.end()) return {{}, f->second};

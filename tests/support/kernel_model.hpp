@@ -34,6 +34,7 @@ public:
     std::map<std::string, int> read_fail;  // reads fail with this errno
     std::set<std::string> short_read;      // reads return only the first half
     std::set<std::string> vanish;          // the file disappears when first opened
+    mutable std::vector<std::string> reads;  // every path read, in order
 
 
 private:
