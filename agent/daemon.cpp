@@ -179,10 +179,14 @@ private:
                 log_->log(LOG_WARNING, "more than " + std::to_string(kMaxPending) +
                                            " devices with pending events; rescanning every device instead");
         }
-        sd_event_source_set_enabled(defer_, SD_EVENT_ONESHOT);
+        // Events for other subsystems (the bdi add before a disk's) arrive
+        // here filtered out: no pass for them, and no state write in front of
+        // the disk's own event.
+        if (!pending_.empty()) sd_event_source_set_enabled(defer_, SD_EVENT_ONESHOT);
     }
 
     void process_pending() {
+        if (pending_.empty()) return;
         auto batch = pending_.take();
         for (const auto& name : batch.removed) reconciler_.forget(name);
         if (batch.rescan) {

@@ -76,9 +76,11 @@ AlertKind Reconciler::classify(const std::string& device, const Action& a, const
     if (!r.original.empty() && r.original != r.expected && a.current == r.original) return AlertKind::reverted;
     const bool rotational = policy::value_of(values, "rotational") == "1";
     if (a.attribute == "read_ahead_kb") {
+        // What the kernel would have put back, from the limits as they are now.
+        const auto limits = udev::read_values(sysfs_, device, {"optimal_io_size", "max_sectors_kb"});
         auto computed = policy::kernel_readahead_kb(kernel_, rotational,
-                                                    policy::parse_int(policy::value_of(values, "optimal_io_size", "0")).value_or(0),
-                                                    policy::parse_int(policy::value_of(values, "max_sectors_kb", "0")).value_or(0));
+                                                    policy::parse_int(policy::value_of(limits, "optimal_io_size", "0")).value_or(0),
+                                                    policy::parse_int(policy::value_of(limits, "max_sectors_kb", "0")).value_or(0));
         if (computed && std::to_string(*computed) == a.current) return AlertKind::reverted;
     }
     if (a.attribute == "wbt_lat_usec") {
@@ -115,7 +117,7 @@ bool Reconciler::reconcile(const std::string& device, Trigger trigger) {
     std::string warning;
     auto facts = freeze_facts(state_, *live, false, &warning);
     if (!warning.empty()) log_.log(LOG_WARNING, warning);
-    const auto values = udev::read_values(sysfs_, device, policy::value_keys_for(policy_, facts));
+    const auto values = udev::read_values(sysfs_, device, policy::value_keys_for(policy_, facts), live->live_values);
     const auto plan = policy::plan_device(policy_, facts, values, host_plan_context());
 
     auto& rec = devices_[device];

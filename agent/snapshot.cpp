@@ -31,7 +31,7 @@ std::optional<DeviceView> look_one(const udev::Sysfs& sysfs, const StateDir& sta
     v.facts = freeze_facts(state, std::move(*live), record, &warning);
     if (!warning.empty()) warnings.push_back(warning);
     v.values = all_values ? udev::read_values(sysfs, name)
-                          : udev::read_values(sysfs, name, policy::value_keys_for(policy, v.facts));
+                          : udev::read_values(sysfs, name, policy::value_keys_for(policy, v.facts), v.facts.live_values);
     v.plan = policy::plan_device(policy, v.facts, v.values, host_plan_context());
     return v;
 }

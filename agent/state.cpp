@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fcntl.h>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <unistd.h>
@@ -40,9 +41,16 @@ StateDir::StateDir(fs::path dir) : dir_(std::move(dir)) {}
 fs::path StateDir::facts_path(const std::string& device) const { return dir_ / "facts" / (device + ".json"); }
 
 std::optional<StateDir::Frozen> StateDir::load(const policy::DeviceFacts& live, std::string* problem) const {
-    std::ifstream in(facts_path(live.name));
-    if (!in) return std::nullopt;
-    json j = json::parse(in, nullptr, false);
+    // open(2) rather than an ifstream: a new device has no record, and the
+    // daemon asks on the way to its first write.
+    const int fd = ::open(facts_path(live.name).c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return std::nullopt;
+    std::string text;
+    char buf[4096];
+    ssize_t n;
+    while ((n = ::read(fd, buf, sizeof buf)) > 0 && text.size() < (1u << 16)) text.append(buf, static_cast<std::size_t>(n));
+    ::close(fd);
+    json j = json::parse(text, nullptr, false);
     if (j.is_discarded() || !j.is_object() || !j.contains("identity") || !j.contains("rotational") ||
         !j["rotational"].is_boolean() || !j["identity"].is_string()) {
         if (problem) *problem = "ignoring corrupt state file " + facts_path(live.name).string();

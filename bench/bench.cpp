@@ -14,6 +14,8 @@
 #include <fstream>
 #include <iostream>
 #include <linux/loop.h>
+#include <linux/netlink.h>
+#include <sys/socket.h>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -21,6 +23,7 @@
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sched.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <thread>
@@ -156,6 +159,54 @@ double one_reaction(bool with_scheduler) {
     return ms;
 }
 
+// On a machine with two CPUs or more the poller keeps to CPU 0 and the agent
+// being measured (and everything it forks) to CPU 1, so that the measuring
+// does not compete with what it measures; agents inherit the CPU set at fork.
+void pin_self(int cpu) {
+    if (::sysconf(_SC_NPROCESSORS_ONLN) < 2) return;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    ::sched_setaffinity(0, sizeof set, &set);
+}
+
+// The floor for any agent driven by uevents: a bare netlink listener that,
+// on a loop device's add uevent, writes the same values and nothing else
+// (no policy, no reading, no read-back, no journal). Runs in a child process.
+pid_t start_uevent_floor(bool with_scheduler) {
+    int sock = ::socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_KOBJECT_UEVENT);
+    sockaddr_nl addr{};
+    addr.nl_family = AF_NETLINK;
+    addr.nl_groups = 1;  // the kernel's broadcast group
+    if (sock < 0 || ::bind(sock, reinterpret_cast<sockaddr*>(&addr), sizeof addr) < 0) return -1;
+    const auto set = reaction_set(with_scheduler);
+    pid_t pid = ::fork();
+    if (pid != 0) {
+        ::close(sock);
+        return pid;
+    }
+    char buf[8192];
+    const std::string prefix = "add@/devices/virtual/block/loop";
+    for (;;) {
+        const ssize_t n = ::recv(sock, buf, sizeof buf - 1, 0);
+        if (n <= 0) continue;
+        buf[n] = '\0';
+        const std::string_view head(buf);
+        if (head.rfind(prefix, 0) != 0 || head.find('/', prefix.size()) != std::string_view::npos) continue;
+        const std::string dev(head.substr(head.rfind('/') + 1));
+        const int idx = std::atoi(dev.c_str() + 4);
+        if (idx < kFirstLoopIndex) continue;
+        for (const auto& [attr, value] : set) {
+            const std::string path = "/sys/block/" + dev + "/queue/" + attr;
+            int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+            if (fd >= 0) {
+                (void)!::write(fd, value.data(), value.size());
+                ::close(fd);
+            }
+        }
+    }
+}
+
 void bench_reaction(int n, const std::string& workdir, bool with_scheduler) {
     const std::string what = with_scheduler ? "reaction incl. scheduler+wbt (queue freezes)" : "reaction";
     std::cerr << what << ": " << n << " fresh loop devices each, blkpolicy then udev\n";
@@ -168,15 +219,28 @@ void bench_reaction(int n, const std::string& workdir, bool with_scheduler) {
 
     std::vector<double> ours, theirs;
     {
+        pin_self(1);
         DaemonProcess d({"--policy", policy, "--state-dir", workdir + "/state", "--log-target", "journal"});
+        pin_self(0);
         d.wait_notification("READY=1", std::chrono::seconds(10));
         for (int i = 0; i < n; ++i) ours.push_back(one_reaction(with_scheduler));
     }
     {
         std::string rule = "ACTION==\"add|change\", SUBSYSTEM==\"block\", KERNEL==\"loop2[4-9][0-9]\"";
         for (const auto& [attr, value] : reaction_set(with_scheduler)) rule += ", ATTR{queue/" + attr + "}=\"" + value + "\"";
+        pin_self(1);
         StandaloneUdevd udevd("99-blkpolicy-bench.rules", rule + "\n");
+        pin_self(0);
         for (int i = 0; i < n; ++i) theirs.push_back(one_reaction(with_scheduler));
+    }
+    std::vector<double> bare;
+    pin_self(1);
+    const pid_t floor_pid = start_uevent_floor(with_scheduler);
+    pin_self(0);
+    if (floor_pid > 0) {
+        for (int i = 0; i < n; ++i) bare.push_back(one_reaction(with_scheduler));
+        ::kill(floor_pid, SIGKILL);
+        ::waitpid(floor_pid, nullptr, 0);
     }
     auto drop_nan = [](std::vector<double>& v) {
         const auto before = v.size();
@@ -192,6 +256,11 @@ void bench_reaction(int n, const std::string& workdir, bool with_scheduler) {
     row(what + " udev rule p50/p90/p99 (ms)", fmt(u50, 3) + " / " + fmt(u90, 3) + " / " + fmt(u99, 3) +
         (lost_theirs ? " (" + std::to_string(lost_theirs) + " timed out)" : ""));
     row(what + " p50 ratio blkpolicy/udev", fmt(p50 / u50, 3), main ? "<= 0.1" : "", main ? (p50 <= u50 / 10 ? "met" : "MISSED") : "");
+    const auto lost_bare = drop_nan(bare);
+    row(what + " bare uevent listener (floor) p50/p90/p99 (ms)",
+        fmt(percentile(bare, 50), 3) + " / " + fmt(percentile(bare, 90), 3) + " / " + fmt(percentile(bare, 99), 3) +
+            (lost_bare ? " (" + std::to_string(lost_bare) + " timed out)" : ""));
+    row(what + " p50 ratio floor/udev", fmt(percentile(bare, 50) / u50, 3));
 }
 
 // ---------------------------------------------------------------- scale

@@ -60,6 +60,9 @@ struct DeviceFacts {
     // True when rotational/removable came from the state directory rather
     // than from this read of sysfs.
     bool facts_frozen = false;
+    // Queue attributes read for the basics, normalised as values are
+    // ("rotational", "scheduler"): the current values, not read twice.
+    std::map<std::string, std::string> live_values;
     // The groups above the basics that were read (FactNeeds bits); a group
     // not read has empty fields, which is not the same as "the device has none".
     FactNeeds read = kAllFacts;

@@ -112,10 +112,6 @@ std::vector<std::string> value_keys_for(const Policy& policy, const DeviceFacts&
     keys.insert("scheduler");
     if (keys.count("max_sectors_kb")) keys.insert("max_hw_sectors_kb");
     if (keys.count("discard_max_bytes")) keys.insert("discard_granularity");
-    if (keys.count("read_ahead_kb")) {
-        keys.insert("optimal_io_size");
-        keys.insert("max_sectors_kb");
-    }
     return {keys.begin(), keys.end()};
 }
 

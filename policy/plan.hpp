@@ -48,8 +48,9 @@ struct PlanContext {
 
 // The attribute values planning (and the daemon's verdicts) need for this
 // device: what its matching rules set, plus their inputs (rotational,
-// scheduler, max_hw_sectors_kb, discard_granularity, optimal_io_size,
-// max_sectors_kb). Empty for a device no rule matches: nothing to read.
+// scheduler, max_hw_sectors_kb, discard_granularity). Empty for a device no
+// rule matches: nothing to read. (The inputs of the kernel's own
+// read_ahead_kb are read only when a verdict needs them.)
 std::vector<std::string> value_keys_for(const Policy& policy, const DeviceFacts& facts);
 
 DevicePlan plan_device(const Policy& policy, const DeviceFacts& facts, const Values& current,

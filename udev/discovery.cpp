@@ -78,11 +78,15 @@ std::optional<DeviceFacts> read_facts(const Sysfs& s, const std::string& name, c
     f.removable = read_trimmed(s, dir + "/removable") == "1";
     f.has_queue = s.is_dir(dir + "/queue");
     f.request_based = s.is_dir(dir + "/mq");
-    f.rotational = read_trimmed(s, dir + "/queue/rotational") == "1";
+    if (auto rot = s.read(dir + "/queue/rotational"); rot.ok()) {
+        f.live_values["rotational"] = policy::normalise_readback("rotational", rot.value);
+        f.rotational = f.live_values["rotational"] == "1";
+    }
     if (auto sched = s.read(dir + "/queue/scheduler"); sched.ok()) {
         auto line = policy::parse_scheduler_line(sched.value);
         f.schedulers = line.offered;
         f.scheduler = line.active;
+        f.live_values["scheduler"] = line.active;
     }
 
     if (needs & policy::kFactDrivers) {
@@ -171,10 +175,15 @@ std::map<std::string, std::string> read_udev_properties(const std::string& db_di
     return out;
 }
 
-policy::Values read_values(const Sysfs& s, const std::string& name, const std::vector<std::string>& keys) {
+policy::Values read_values(const Sysfs& s, const std::string& name, const std::vector<std::string>& keys,
+                           const policy::Values& known) {
     policy::Values v;
     const std::string dir = "block/" + name + "/";
     for (const auto& key : keys) {
+        if (auto k = known.find(key); k != known.end()) {
+            v[key] = k->second;
+            continue;
+        }
         auto spec = policy::find_attribute(key);
         const std::string path = spec ? spec->path : "queue/" + key;
         auto r = s.read(dir + path);

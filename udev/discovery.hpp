@@ -39,7 +39,9 @@ std::map<std::string, std::string> read_udev_properties(const std::string& db_di
 // discard_granularity, optimal_io_size) and every iosched tunable of the
 // active scheduler.
 policy::Values read_values(const Sysfs& sysfs, const std::string& name);
-// Only the given keys (policy attribute keys or the read-only inputs above).
-policy::Values read_values(const Sysfs& sysfs, const std::string& name, const std::vector<std::string>& keys);
+// Only the given keys (policy attribute keys or the read-only inputs above);
+// those in `known` (read a moment ago, e.g. DeviceFacts::live_values) are not read again.
+policy::Values read_values(const Sysfs& sysfs, const std::string& name, const std::vector<std::string>& keys,
+                           const policy::Values& known = {});
 
 }  // namespace blkpolicy::udev
