@@ -252,10 +252,14 @@ private:
             systemd::notify_status(status);
             last_status_ = status;
         }
-        std::error_code ec;
-        std::filesystem::create_directories(opts_.state_dir, ec);
-        auto err = write_atomically(opts_.state_dir + "/daemon.json",
-                                    daemon_json(reconciler_, static_cast<long>(::getpid()), now).dump(2) + "\n");
+        const auto text = daemon_json(reconciler_, static_cast<long>(::getpid()), now).dump(2) + "\n";
+        auto err = write_atomically(opts_.state_dir + "/daemon.json", text);
+        if (!err.empty()) {
+            // Removed under us (or never made): make it again and retry once.
+            std::error_code ec;
+            std::filesystem::create_directories(opts_.state_dir, ec);
+            err = write_atomically(opts_.state_dir + "/daemon.json", text);
+        }
         if (!err.empty() && err != last_state_error_) log_->log(LOG_WARNING, err);
         last_state_error_ = err;
         if (!opts_.metrics_file.empty()) {

@@ -73,18 +73,6 @@ std::string metrics_text(const Reconciler& r, double last_pass_unix) {
     return o.str();
 }
 
-std::string write_atomically(const std::string& path, const std::string& text) {
-    const std::string tmp = path + ".tmp";
-    {
-        std::ofstream out(tmp, std::ios::trunc);
-        if (!out) return "cannot write " + tmp + ": " + std::strerror(errno);
-        out << text;
-        if (!out.flush()) return "cannot write " + tmp + ": " + std::strerror(errno);
-    }
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) return "cannot rename " + tmp + ": " + std::strerror(errno);
-    return {};
-}
-
 std::optional<json> read_daemon_json(const std::string& state_dir) {
     std::ifstream in(std::filesystem::path(state_dir) / "daemon.json");
     if (!in) return std::nullopt;

@@ -6,15 +6,13 @@
 #include <string>
 
 #include "agent/reconciler.hpp"
+#include "agent/state.hpp"  // write_atomically
 
 namespace blkpolicy::agent {
 
 nlohmann::json daemon_json(const Reconciler& r, long pid, double last_pass_unix);
 std::string metrics_text(const Reconciler& r, double last_pass_unix);
 
-// Writes `text` to `path` through a temporary file and rename(2), so a reader
-// never sees half a file. Returns an error message, empty on success.
-std::string write_atomically(const std::string& path, const std::string& text);
 
 // The daemon's last results, when a daemon with that pid is still running.
 std::optional<nlohmann::json> read_daemon_json(const std::string& state_dir);

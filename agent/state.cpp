@@ -64,21 +64,40 @@ std::optional<StateDir::Frozen> StateDir::load(const policy::DeviceFacts& live, 
 }
 
 std::string StateDir::save(const policy::DeviceFacts& live) const {
-    std::error_code ec;
-    fs::create_directories(dir_ / "facts", ec);
-    if (ec) return "cannot create " + (dir_ / "facts").string() + ": " + ec.message();
-    const auto path = facts_path(live.name);
-    const auto tmp = path.string() + ".tmp";
-    {
-        std::ofstream out(tmp, std::ios::trunc);
-        if (!out) return "cannot write " + tmp + ": " + std::strerror(errno);
-        json j = {{"device", live.name},
-                  {"identity", identity_of(live)},
-                  {"rotational", live.rotational},
-                  {"removable", live.removable}};
-        out << j.dump(2) << '\n';
-        if (!out.flush()) return "cannot write " + tmp + ": " + std::strerror(errno);
+    const json j = {{"device", live.name},
+                    {"identity", identity_of(live)},
+                    {"rotational", live.rotational},
+                    {"removable", live.removable}};
+    const auto path = facts_path(live.name).string();
+    const auto text = j.dump(2) + "\n";
+    auto err = write_atomically(path, text);
+    if (!err.empty() && !std::filesystem::is_directory(dir_ / "facts")) {
+        // First record: make the directory, once, not on every write.
+        std::error_code ec;
+        fs::create_directories(dir_ / "facts", ec);
+        if (ec) return "cannot create " + (dir_ / "facts").string() + ": " + ec.message();
+        err = write_atomically(path, text);
     }
+    return err;
+}
+
+std::string write_atomically(const std::string& path, const std::string& text) {
+    const std::string tmp = path + ".tmp";
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return "cannot write " + tmp + ": " + std::strerror(errno);
+    std::size_t done = 0;
+    while (done < text.size()) {
+        const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            const std::string why = n < 0 ? std::strerror(errno) : "short write";
+            ::close(fd);
+            ::unlink(tmp.c_str());
+            return "cannot write " + tmp + ": " + why;
+        }
+        done += static_cast<std::size_t>(n);
+    }
+    if (::close(fd) != 0) return "cannot write " + tmp + ": " + std::strerror(errno);
     if (::rename(tmp.c_str(), path.c_str()) != 0) return "cannot rename " + tmp + ": " + std::strerror(errno);
     return {};
 }

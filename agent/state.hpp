@@ -43,6 +43,11 @@ private:
 policy::DeviceFacts freeze_facts(const StateDir& state, policy::DeviceFacts live, bool record,
                                  std::string* warning);
 
+// Writes `text` to `path` through a temporary file and rename(2), so a reader
+// never sees half a file. Returns an error message, empty on success; ENOENT
+// when the directory is missing.
+std::string write_atomically(const std::string& path, const std::string& text);
+
 // Records live facts as frozen; returns a warning for the operator, empty on success.
 std::string record_facts(const StateDir& state, const policy::DeviceFacts& live);
 

@@ -95,9 +95,13 @@ std::optional<std::string> Sysfs::resolve(const std::string& rel) const {
     // sysfs links (block/<name>, class/...) point at real directories: read
     // the one link and check that its lexical target is the same directory,
     // instead of a readlink per component. Anything else takes the long way.
+    // A target under devices/ is taken as it is (that tree has no links
+    // among its directories); any other is checked to be the same directory.
     struct stat followed {}, direct {};
     if (auto target = readlink(rel); target && !target->empty() && target->front() != '/') {
         const auto lexical = (fs::path(rel).parent_path() / *target).lexically_normal();
+        if (!lexical.empty() && *lexical.begin() == "devices" && ::access((root_ / lexical).c_str(), F_OK) == 0)
+            return lexical.string();
         if (!lexical.empty() && *lexical.begin() != ".." && ::stat((root_ / rel).c_str(), &followed) == 0 &&
             ::stat((root_ / lexical).c_str(), &direct) == 0 && followed.st_dev == direct.st_dev &&
             followed.st_ino == direct.st_ino)

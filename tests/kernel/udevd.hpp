@@ -59,7 +59,14 @@ public:
         reload();
     }
     static void settle() { (void)std::system("udevadm settle --timeout=10"); }
-    static void reload() { (void)std::system("udevadm control --reload"); }
+    // A udevd that has just started can answer EAGAIN: try again a few times.
+    static void reload() {
+        for (int i = 0; i < 20; ++i) {
+            if (std::system("udevadm control --reload 2>/dev/null") == 0) return;
+            ::usleep(50'000);
+        }
+        (void)std::system("udevadm control --reload");
+    }
 
 private:
     std::filesystem::path rules_file_;
