@@ -1,7 +1,7 @@
 // blkpolicy benchmarks: prints one table of figures, each comparison measured
 // side by side in the same run. Needs root (loop devices, udevd, journald).
 //
-//   bench [--quick] [--only reaction|scale|startup|daemon]
+//   bench [--quick] [--only reaction|scale|startup|hostile|daemon]
 //   --quick: fewer devices and a 10 s idle window
 #include <algorithm>
 #include <chrono>
@@ -17,6 +17,7 @@
 #include <linux/netlink.h>
 #include <sys/socket.h>
 #include <map>
+#include <tuple>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -371,6 +372,70 @@ void bench_scale(const std::vector<int>& sizes, const std::string& workdir) {
     }
 }
 
+// ---------------------------------------------------------------- hostile input
+
+// Each input must end in a clear error (or a clean result) well within a
+// second: the time of the whole `blkpolicy check` / `import-udev` process.
+void bench_hostile(const std::string& workdir) {
+    std::cerr << "hostile input: policy files and udev rules built to be slow or to break parsers\n";
+    const std::string head = "[[rule]]\nname = \"x\"\n[rule.match]\nkernel = \"loop*\"\n[rule.set]\n";
+    std::string many_rules;
+    for (int i = 0; many_rules.size() < 1000 * 1000 && i < 4096; ++i)
+        many_rules += "[[rule]]\nname = \"r" + std::to_string(i) + "\"\n[rule.match]\nmodel = [\"" +
+                      std::string(120, 'a') + "*a*a*a*a*a*a*a*b\"]\n[rule.set]\nnomerges = 1\n";
+    std::string rules_lines;
+    while (rules_lines.size() < 1000 * 1000)
+        rules_lines += "ACTION==\"add\", KERNEL==\"sd*\", ATTR{queue/read_ahead_kb}=\"" + std::to_string(rules_lines.size()) + "\" \\\n";
+    const std::vector<std::tuple<std::string, std::string, std::string>> inputs = {
+        {"deep array nesting (100,000 '[')", "check", head + "read_ahead_kb = " + std::string(100000, '[') + "\n"},
+        {"deep inline tables (50,000 '{a=')", "check", head + "read_ahead_kb = 1\nx = " + [] {
+             std::string t;
+             for (int i = 0; i < 50000; ++i) t += "{a=";
+             return t;
+         }() + "\n"},
+        {"a 400-digit number", "check", head + "read_ahead_kb = " + std::string(400, '9') + "\n"},
+        {"1 MiB + 1 byte", "check", head + "nomerges = 1\n#" + std::string(1024 * 1024, 'x') + "\n"},
+        {"NUL bytes in a string", "check", head + std::string("nomerges = \"\0\0\"\n", 17)},
+        {"~1 MB of rules with 8-star patterns", "check", many_rules},
+        {"udev rules: ~1 MB of continued lines", "import-udev", rules_lines},
+    };
+    double worst = 0;
+    for (const auto& [what, command, text] : inputs) {
+        const auto path = workdir + "/hostile" + (command == "check" ? std::string(".toml") : std::string(".rules"));
+        std::ofstream(path, std::ios::trunc | std::ios::binary) << text;
+        std::vector<std::string> args = {command};
+        if (command == "check") args.insert(args.end(), {"--policy", path});
+        else args.push_back(path);
+        // stderr goes to a file so that the first error line can be shown.
+        const auto err_path = workdir + "/hostile.err";
+        const auto t0 = Clock::now();
+        pid_t pid = ::fork();
+        if (pid == 0) {
+            int devnull = ::open("/dev/null", O_WRONLY);
+            int errfd = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+            ::dup2(devnull, 1);
+            ::dup2(errfd, 2);
+            std::vector<char*> argv;
+            std::string bin = BLKPOLICY_BINARY;
+            argv.push_back(bin.data());
+            for (auto& a : args) argv.push_back(a.data());
+            argv.push_back(nullptr);
+            ::execv(bin.c_str(), argv.data());
+            ::_exit(127);
+        }
+        int status = 0;
+        ::waitpid(pid, &status, 0);
+        const double ms = ms_since(t0);
+        worst = std::max(worst, ms);
+        std::string first;
+        std::getline(std::ifstream(err_path) >> std::ws, first);
+        if (first.size() > 90) first = first.substr(0, 87) + "...";
+        const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        row("hostile: " + what, fmt(ms, 1) + " ms, exit " + std::to_string(code) + (first.empty() ? "" : ": " + first));
+    }
+    row("hostile: slowest input", fmt(worst, 1) + " ms", "< 1000 ms", worst < 1000 ? "met" : "MISSED");
+}
+
 // ---------------------------------------------------------------- start-up, idle, burst, RSS
 
 void bench_startup(const std::string& workdir) {
@@ -461,13 +526,13 @@ void bench_idle_burst_rss(int idle_seconds, int burst, const std::string& workdi
 
 int main(int argc, char** argv) {
     bool quick = false;
-    std::string only;  // --only reaction|scale|startup|daemon
+    std::string only;  // --only reaction|scale|startup|hostile|daemon
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         if (a == "--quick") quick = true;
         else if (a == "--only" && i + 1 < argc) only = argv[++i];
         else {
-            std::cerr << "usage: blkpolicy-bench [--quick] [--only reaction|scale|startup|daemon]\n";
+            std::cerr << "usage: blkpolicy-bench [--quick] [--only reaction|scale|startup|hostile|daemon]\n";
             return 2;
         }
     }
@@ -489,6 +554,7 @@ int main(int argc, char** argv) {
     }
     if (want("scale")) bench_scale(quick ? std::vector<int>{100, 1000} : std::vector<int>{100, 1000, 10000}, work.path().string());
     if (want("startup")) bench_startup(work.path().string());
+    if (want("hostile")) bench_hostile(work.path().string());
     if (want("daemon")) bench_idle_burst_rss(quick ? 10 : 30, quick ? 2000 : 10000, work.path().string());
     remove_leftover_loops();
 
