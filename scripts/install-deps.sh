@@ -19,6 +19,8 @@ packages=(
     clang libclang-rt-14-dev
     # run time and tests: losetup, udevadm, systemd-udevd, systemd-journald, journalctl
     util-linux udev systemd
+    # tests: the daemon's system calls, checked against the unit's SystemCallFilter
+    strace
 )
 
 missing=()

@@ -20,7 +20,9 @@ using JournalEntry = std::map<std::string, std::string>;
 class DaemonProcess {
 public:
     // `watchdog_usec` > 0 sets WATCHDOG_USEC and WATCHDOG_PID as systemd would.
-    explicit DaemonProcess(const std::vector<std::string>& args, long watchdog_usec = 0);
+    // `wrapper` runs in front of the binary (e.g. strace); pid() is then the wrapper's.
+    explicit DaemonProcess(const std::vector<std::string>& args, long watchdog_usec = 0,
+                           const std::vector<std::string>& wrapper = {});
     ~DaemonProcess();
     DaemonProcess(const DaemonProcess&) = delete;
     DaemonProcess& operator=(const DaemonProcess&) = delete;

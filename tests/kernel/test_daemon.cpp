@@ -4,11 +4,14 @@
 #include <doctest/doctest.h>
 
 #include <csignal>
+#include <cstdio>
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -293,4 +296,125 @@ TEST_CASE("daemon: pings the watchdog when the unit asks for one") {
     DaemonProcess d(w.args(w.policy("read_ahead_kb = 128")), 400'000);  // WatchdogSec=400ms
     REQUIRE(d.wait_notification("READY=1", 10s));
     CHECK(d.wait_notification("WATCHDOG=1", 2s));
+}
+
+namespace {
+
+// The system calls a seccomp group of systemd stands for, as systemd itself
+// lists them (systemd-analyze syscall-filter), nested groups expanded.
+std::set<std::string> expand_syscall_group(const std::string& group, std::set<std::string>& seen_groups) {
+    std::set<std::string> out;
+    if (!seen_groups.insert(group).second) return out;
+    std::string listing;
+    if (FILE* p = ::popen(("/usr/bin/systemd-analyze syscall-filter " + group).c_str(), "r")) {
+        char buf[4096];
+        std::size_t n;
+        while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) listing.append(buf, n);
+        ::pclose(p);
+    }
+    std::istringstream in(listing);
+    std::string line;
+    std::getline(in, line);  // the group's own name
+    while (std::getline(in, line)) {
+        std::istringstream words(line);
+        std::string name;
+        if (!(words >> name) || name[0] == '#') continue;
+        if (name[0] == '@') {
+            auto inner = expand_syscall_group(name, seen_groups);
+            out.insert(inner.begin(), inner.end());
+        } else {
+            out.insert(name);
+        }
+    }
+    return out;
+}
+
+// What the unit's SystemCallFilter= lines let through: allow lists added,
+// "~" deny lists taken away.
+std::set<std::string> unit_syscall_allowlist(const std::string& unit_path) {
+    std::ifstream unit(unit_path);
+    std::set<std::string> allowed, denied;
+    std::string line;
+    while (std::getline(unit, line)) {
+        if (line.rfind("SystemCallFilter=", 0) != 0) continue;
+        std::string value = line.substr(std::string("SystemCallFilter=").size());
+        const bool deny = !value.empty() && value[0] == '~';
+        std::istringstream words(deny ? value.substr(1) : value);
+        std::string item;
+        while (words >> item) {
+            std::set<std::string> seen;
+            auto names = item[0] == '@' ? expand_syscall_group(item, seen) : std::set<std::string>{item};
+            (deny ? denied : allowed).insert(names.begin(), names.end());
+        }
+    }
+    for (const auto& d : denied) allowed.erase(d);
+    return allowed;
+}
+
+}  // namespace
+
+TEST_CASE("daemon: every system call it makes passes the unit's SystemCallFilter") {
+    require_journald();
+    REQUIRE_MESSAGE(std::filesystem::exists("/usr/bin/strace"), "strace is installed by scripts/install-deps.sh");
+    const auto allowed = unit_syscall_allowlist(std::string(BLKPOLICY_SOURCE_DIR) + "/systemd/blkpolicy.service.in");
+    REQUIRE(allowed.size() > 100);
+    REQUIRE(allowed.count("openat"));
+    REQUIRE_FALSE(allowed.count("setuid"));  // the deny list took effect
+
+    Workdir w;
+    const auto trace = (w.dir / "syscalls.trace").string();
+    // The whole life of the daemon under strace: start-up (the dynamic loader
+    // runs under the filter too), a device's add uevent, a reload, SIGTERM.
+    DaemonProcess d(w.args(w.policy("read_ahead_kb = 256\nscheduler = \"mq-deadline\"\n", "verify_interval = \"200ms\"\n"),
+                           {"--metrics-file", (w.dir / "metrics.prom").string()}),
+                    0, {"/usr/bin/strace", "-f", "-qq", "-o", trace});
+    REQUIRE(d.wait_notification("READY=1", 20s));
+    pid_t daemon_pid = -1;
+    {
+        std::ifstream children("/proc/" + std::to_string(d.pid()) + "/task/" + std::to_string(d.pid()) + "/children");
+        children >> daemon_pid;
+    }
+    REQUIRE(daemon_pid > 0);
+    {
+        LoopDevice loop;
+        CHECK(eventually([&] { return loop.queue("read_ahead_kb") == "256"; }, 10s));
+        loop.write_queue("read_ahead_kb", "512");  // a drift for the verify timer to re-apply
+        CHECK(eventually([&] { return loop.queue("read_ahead_kb") == "256"; }, 10s));
+        ::kill(daemon_pid, SIGHUP);
+        CHECK(eventually([&] {
+            int ready = 0;
+            for (const auto& n : d.notifications()) ready += n.find("READY=1") != std::string::npos;
+            return ready >= 2;
+        }, 10s));
+    }
+    ::kill(daemon_pid, SIGTERM);
+    REQUIRE(d.wait_exit(20s) == 0);
+
+    std::ifstream in(trace);
+    std::set<std::string> used, refused;
+    std::string line;
+    bool after_exec = false;
+    while (std::getline(in, line)) {
+        // "PID name(args...) = result" or "PID <... name resumed>..."
+        std::istringstream words(line);
+        std::string pid, call;
+        words >> pid >> call;
+        if (call.empty() || call[0] == '<' || call[0] == '+' || call[0] == '-') continue;
+        const auto paren = call.find('(');
+        if (paren == std::string::npos) continue;
+        const auto name = call.substr(0, paren);
+        // Before blkpolicy's own execve the process is strace's child.
+        if (!after_exec) {
+            after_exec = name == "execve" && line.find(BLKPOLICY_BINARY) != std::string::npos;
+            continue;
+        }
+        used.insert(name);
+        if (!allowed.count(name)) refused.insert(name);
+    }
+    MESSAGE(used.size() << " distinct system calls made");
+    CHECK(used.count("openat"));
+    CHECK(used.count("epoll_wait"));
+    std::string list;
+    for (const auto& r : refused) list += r + " ";
+    CHECK_MESSAGE(refused.empty(), "system calls the unit's SystemCallFilter would refuse: " << list);
 }
