@@ -196,9 +196,10 @@ private:
         std::set<std::string> related;
         for (const auto& [name, trigger] : batch.reconcile) {
             if (!reconciler_.reconcile(name, trigger)) continue;
-            // Stacked devices see each other's changes: verify holders and slaves too.
-            const auto& stacked = reconciler_.devices().at(name).stacked;
-            related.insert(stacked.begin(), stacked.end());
+            // Stacked devices see each other's changes: verify holders and
+            // slaves too (looked up here, not in a full pass, which sees all).
+            for (const char* link : {"/holders", "/slaves"})
+                for (auto& other : sysfs_.list("block/" + name + link)) related.insert(std::move(other));
         }
         for (const auto& name : related)
             if (!batch.reconcile.count(name) && sysfs_.exists("block/" + name))

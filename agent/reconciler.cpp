@@ -106,8 +106,7 @@ void Reconciler::alert(AlertKind kind, const std::string& device, const Action& 
 
 bool Reconciler::reconcile(const std::string& device, Trigger trigger) {
     // The path to the first write reads only what the policy's rules match
-    // on; recording frozen facts, the stacking lookup and the alerts come
-    // after the writes.
+    // on; recording frozen facts and the alerts come after the writes.
     auto live = udev::read_facts(sysfs_, device, udev_db_, needs_);
     if (!live) {
         forget(device);
@@ -145,9 +144,6 @@ bool Reconciler::reconcile(const std::string& device, Trigger trigger) {
         // of itself, which later matches keep using.
         if (auto err = record_facts(state_, *live); !err.empty()) log_.log(LOG_WARNING, err);
     }
-    udev::read_topology(sysfs_, *live);
-    rec.stacked = live->holders;
-    rec.stacked.insert(rec.stacked.end(), live->slaves.begin(), live->slaves.end());
 
     for (const auto& a : plan.actions) {
         if (a.kind == ActionKind::skip) continue;

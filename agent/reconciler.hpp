@@ -40,7 +40,6 @@ struct AttrRecord {
 
 struct DeviceRecord {
     std::string identity;
-    std::vector<std::string> stacked;  // holders and slaves at the last look
     std::map<std::string, AttrRecord> attrs;
 };
 

@@ -140,7 +140,10 @@ std::optional<DeviceFacts> read_facts(const Sysfs& s, const std::string& name, c
             f.loop_backing_file = read_trimmed(s, dir + "/loop/backing_file");
         }
     }
-    if (needs & policy::kFactTopology) read_topology(s, f);
+    if (needs & policy::kFactTopology) {
+        f.slaves = s.list(dir + "/slaves");
+        f.holders = s.list(dir + "/holders");
+    }
     if (needs & policy::kFactProperties) {
         // udev's ENV{} sees the kernel's uevent properties (DEVTYPE, DEVNAME,
         // ...) and what its rules added, kept in its database.
@@ -155,11 +158,6 @@ std::optional<DeviceFacts> read_facts(const Sysfs& s, const std::string& name, c
     return f;
 }
 
-void read_topology(const Sysfs& s, DeviceFacts& f) {
-    f.slaves = s.list("block/" + f.name + "/slaves");
-    f.holders = s.list("block/" + f.name + "/holders");
-    f.read |= policy::kFactTopology;
-}
 
 std::map<std::string, std::string> read_udev_properties(const std::string& db_dir, const std::string& devnum) {
     std::map<std::string, std::string> out;

@@ -27,9 +27,6 @@ std::optional<policy::DeviceFacts> read_facts(const Sysfs& sysfs, const std::str
                                               const std::string& udev_db = {},
                                               policy::FactNeeds needs = policy::kAllFacts);
 
-// Reads a device's slaves and holders into `facts` (kFactTopology).
-void read_topology(const Sysfs& sysfs, policy::DeviceFacts& facts);
-
 // udev's properties for a device (E: lines of <db_dir>/b<major>:<minor>);
 // empty when udevd has not recorded the device.
 std::map<std::string, std::string> read_udev_properties(const std::string& db_dir, const std::string& devnum);
