@@ -1,6 +1,7 @@
 #include "agent/daemon.hpp"
 
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <cstring>
 #include <ctime>
@@ -76,6 +77,7 @@ public:
         full_pass(Trigger::added);
         systemd::notify_ready(status_line());
         int r = sd_event_loop(event_);
+        if (report_pending_) write_reports(now_unix());  // the last results, not those of a gap ago
         systemd::notify_stopping();
         log_->log(LOG_INFO, "blkpolicy stopped");
         return r < 0 ? kExitRuntime : kExitOk;
@@ -126,6 +128,11 @@ private:
                                             &Daemon::on_timer, this)) < 0)
             return r;
         sources_.push_back(timer_);
+        if ((r = sd_event_add_time_relative(event_, &report_timer_, CLOCK_MONOTONIC, 0, 0, &Daemon::on_report_timer,
+                                            this)) < 0)
+            return r;
+        sources_.push_back(report_timer_);
+        sd_event_source_set_enabled(report_timer_, SD_EVENT_OFF);
         // WATCHDOG=1 pings at half of WatchdogSec= when the unit sets it.
         sd_event_set_watchdog(event_, 1);
         return 0;
@@ -253,6 +260,31 @@ private:
             systemd::notify_status(status);
             last_status_ = status;
         }
+        // The reports are rewritten at most every kReportGap: the first pass
+        // after a quiet spell at once, the last of a burst when the gap ends.
+        const auto mono = std::chrono::steady_clock::now();
+        if (mono - last_report_ < kReportGap) {
+            if (!report_pending_) {
+                report_pending_ = true;
+                const auto wait = std::chrono::duration_cast<std::chrono::microseconds>(kReportGap - (mono - last_report_));
+                sd_event_source_set_time_relative(report_timer_, static_cast<std::uint64_t>(wait.count()));
+                sd_event_source_set_enabled(report_timer_, SD_EVENT_ONESHOT);
+            }
+            return;
+        }
+        write_reports(now);
+    }
+
+    static int on_report_timer(sd_event_source*, uint64_t, void* userdata) {
+        auto* d = static_cast<Daemon*>(userdata);
+        d->write_reports(now_unix());
+        return 0;
+    }
+
+    // daemon.json (read by `status`) and the metrics file.
+    void write_reports(double now) {
+        report_pending_ = false;
+        last_report_ = std::chrono::steady_clock::now();
         const auto text = daemon_json(reconciler_, static_cast<long>(::getpid()), now).dump(2) + "\n";
         auto err = write_atomically(opts_.state_dir + "/daemon.json", text);
         if (!err.empty()) {
@@ -284,6 +316,10 @@ private:
     sd_event* event_ = nullptr;
     sd_event_source* defer_ = nullptr;
     sd_event_source* timer_ = nullptr;
+    sd_event_source* report_timer_ = nullptr;
+    static constexpr std::chrono::milliseconds kReportGap{100};
+    std::chrono::steady_clock::time_point last_report_{};
+    bool report_pending_ = false;
     std::vector<sd_event_source*> sources_;
     std::unique_ptr<udev::Monitor> kernel_monitor_;
     std::unique_ptr<udev::Monitor> udev_monitor_;

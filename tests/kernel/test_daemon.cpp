@@ -130,6 +130,17 @@ TEST_CASE("daemon: kernel revert and manual drift are alerted and restored - qui
         CHECK(e["BLKPOLICY_EXPECTED"] == "128");
         CHECK(e["BLKPOLICY_ACTUAL"] == "512");
         CHECK(eventually([&] { return loop.queue("read_ahead_kb") == "128"; }, 5s));
+        // The reports are rate-limited, never left behind: daemon.json catches up.
+        CHECK(eventually([&] {
+            std::ifstream in(w.dir / "state/daemon.json");
+            auto doc = nlohmann::json::parse(in, nullptr, false);
+            if (doc.is_discarded()) return false;
+            for (const auto& dev : doc["devices"])
+                if (dev["device"] == loop.name())
+                    for (const auto& a : dev["attributes"])
+                        if (a["attribute"] == "read_ahead_kb") return a["drifts"] == 1 && a["state"] == "ok";
+            return false;
+        }, 5s));
     }
     SUBCASE("quiet: several verify passes add no alerts") {
         std::this_thread::sleep_for(600ms);
