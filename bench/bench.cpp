@@ -429,6 +429,7 @@ void bench_hostile(const std::string& workdir) {
         worst = std::max(worst, ms);
         std::string first;
         std::getline(std::ifstream(err_path) >> std::ws, first);
+        if (first.rfind(workdir + "/", 0) == 0) first = first.substr(workdir.size() + 1);
         if (first.size() > 90) first = first.substr(0, 87) + "...";
         const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
         row("hostile: " + what, fmt(ms, 1) + " ms, exit " + std::to_string(code) + (first.empty() ? "" : ": " + first));
