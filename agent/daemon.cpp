@@ -60,7 +60,7 @@ public:
             return kExitPolicy;
         }
         apply_policy(std::move(loaded.policy));
-        reconciler_.set_udev_rules(scan_udev_rules(opts_.udev_rules_dirs));
+        load_udev_rules();
         reconciler_.set_udev_db(opts_.udev_db());
         if (!sysfs_.is_dir("block")) {
             log_->log(LOG_ERR, opts_.sysfs_root + "/block is not a directory: is sysfs mounted there?");
@@ -84,6 +84,12 @@ public:
     }
 
 private:
+    void load_udev_rules() {
+        std::vector<std::string> warnings;
+        reconciler_.set_udev_rules(scan_udev_rules(opts_.udev_rules_dirs, &warnings));
+        for (const auto& w : warnings) log_->log(LOG_WARNING, w);
+    }
+
     void apply_policy(policy::Policy p) {
         interval_ = p.daemon.verify_interval;
         reconciler_.set_mode(opts_.mode ? *opts_.mode : p.daemon.mode);
@@ -234,7 +240,7 @@ private:
         } else {
             const auto old_interval = interval_;
             apply_policy(std::move(loaded.policy));
-            reconciler_.set_udev_rules(scan_udev_rules(opts_.udev_rules_dirs));
+            load_udev_rules();
             log_->log(LOG_INFO, "policy reloaded: " + std::to_string(reconciler_.policy().rules.size()) +
                                     " rule(s), " + policy::to_string(reconciler_.mode()) + " mode");
             if (interval_ != old_interval) {

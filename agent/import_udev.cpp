@@ -1,5 +1,8 @@
 #include "agent/import_udev.hpp"
 
+#include "agent/policy_files.hpp"
+#include "agent/udev_scan.hpp"
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -35,14 +38,12 @@ int run_import_udev(const Options& o, std::ostream& out, std::ostream& err) {
     }
     std::vector<policy::UdevRule> rules;
     for (const auto& f : files) {
-        std::ifstream in(f, std::ios::binary);
-        if (!in) {
-            err << "blkpolicy: " << f << ": cannot read\n";
+        std::string text;
+        if (auto why = read_bounded_file(f, kMaxUdevRulesBytes, "a udev rules file", text); !why.empty()) {
+            err << "blkpolicy: " << f << ": " << why << "\n";
             return kExitRuntime;
         }
-        std::ostringstream ss;
-        ss << in.rdbuf();
-        auto parsed = policy::parse_udev_rules_text(f, ss.str());
+        auto parsed = policy::parse_udev_rules_text(f, text);
         rules.insert(rules.end(), parsed.begin(), parsed.end());
     }
     auto result = policy::import_udev_rules(rules, files);

@@ -233,7 +233,9 @@ int run_audit(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::ostr
     if (int rc2 = check_sysfs_and_devices(o, sysfs, err)) return rc2;
     policy::AuditInput in;
     in.with_policy = pol.has_value();
-    in.udev_rules = scan_udev_rules(o.udev_rules_dirs);
+    std::vector<std::string> rule_warnings;
+    in.udev_rules = scan_udev_rules(o.udev_rules_dirs, &rule_warnings);
+    for (const auto& w : rule_warnings) err << "blkpolicy: warning: " << w << '\n';
     in.single_llc = single_last_level_cache(sysfs);
     const auto ctx = host_plan_context();
     const auto names = o.devices.empty() ? udev::list_block_devices(sysfs) : o.devices;

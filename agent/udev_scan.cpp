@@ -1,5 +1,7 @@
 #include "agent/udev_scan.hpp"
 
+#include "agent/policy_files.hpp"
+
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -10,7 +12,7 @@ namespace blkpolicy::agent {
 namespace fs = std::filesystem;
 using policy::UdevAssignment;
 
-std::vector<UdevAssignment> scan_udev_rules(const std::vector<std::string>& dirs) {
+std::vector<UdevAssignment> scan_udev_rules(const std::vector<std::string>& dirs, std::vector<std::string>* warnings) {
     std::map<std::string, fs::path> by_name;
     for (const auto& dir : dirs) {
         std::error_code ec;
@@ -21,10 +23,12 @@ std::vector<UdevAssignment> scan_udev_rules(const std::vector<std::string>& dirs
     }
     std::vector<UdevAssignment> out;
     for (const auto& [name, path] : by_name) {
-        std::ifstream f(path);
-        std::ostringstream ss;
-        ss << f.rdbuf();
-        auto found = policy::parse_udev_rules(path.string(), ss.str());
+        std::string text;
+        if (auto err = read_bounded_file(path.string(), kMaxUdevRulesBytes, "a udev rules file", text); !err.empty()) {
+            if (warnings) warnings->push_back(path.string() + ": " + err + "; its rules are not looked at for conflicts");
+            continue;
+        }
+        auto found = policy::parse_udev_rules(path.string(), text);
         out.insert(out.end(), found.begin(), found.end());
     }
     return out;

@@ -115,3 +115,24 @@ TEST_CASE("run: an invalid policy is reported with its position and the daemon d
           std::string::npos);
     CHECK(r.err.find("the policy is invalid; not starting") != std::string::npos);
 }
+
+TEST_CASE("import-udev and audit: a huge or endless udev rules file is refused, never read to the end") {
+    FakeSysfs t;
+    build_fleet(t);
+    const auto rules_dir = t.root() / "rules.d";
+    std::filesystem::create_directories(rules_dir);
+    const auto big = (rules_dir / "90-huge.rules").string();
+    t.file("rules.d/90-huge.rules", std::string((1 << 20) + 10, '#'));
+    auto r = run_blkpolicy({"import-udev", big});
+    CHECK(r.exit_code == 4);
+    CHECK(r.err == "blkpolicy: " + big + ": the file is 1048587 bytes; a udev rules file may have at most 1 MiB\n");
+    auto z = run_blkpolicy({"import-udev", "/dev/zero"});
+    CHECK(z.exit_code == 4);
+    CHECK(z.err == "blkpolicy: /dev/zero: not a regular file: a udev rules file must be one\n");
+    // audit scans the rules directory: the file is skipped with a warning, the audit goes on.
+    auto a = run_blkpolicy({"audit", "--no-policy", "--sysfs-root", t.root().string(), "--udev-rules-dir", rules_dir.string()});
+    CHECK(a.err.find("blkpolicy: warning: " + big +
+                     ": the file is 1048587 bytes; a udev rules file may have at most 1 MiB; its rules are not looked at for conflicts") !=
+          std::string::npos);
+    CHECK(a.out.find("rotational-claim-virtual") != std::string::npos);
+}
