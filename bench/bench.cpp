@@ -398,11 +398,20 @@ void bench_hostile(const std::string& workdir) {
         {"NUL bytes in a string", "check", head + std::string("nomerges = \"\0\0\"\n", 17)},
         {"~1 MB of rules with 8-star patterns", "check", many_rules},
         {"udev rules: ~1 MB of continued lines", "import-udev", rules_lines},
+        {"a 200 MB policy file (sparse)", "check", "@sparse"},
+        {"/dev/zero as a udev rules file", "import-udev", "@/dev/zero"},
     };
     double worst = 0;
     for (const auto& [what, command, text] : inputs) {
-        const auto path = workdir + "/hostile" + (command == "check" ? std::string(".toml") : std::string(".rules"));
-        std::ofstream(path, std::ios::trunc | std::ios::binary) << text;
+        auto path = workdir + "/hostile" + (command == "check" ? std::string(".toml") : std::string(".rules"));
+        if (text == "@sparse") {
+            std::ofstream(path, std::ios::trunc);
+            fs::resize_file(path, 200u << 20);
+        } else if (text.rfind("@/", 0) == 0) {
+            path = text.substr(1);
+        } else {
+            std::ofstream(path, std::ios::trunc | std::ios::binary) << text;
+        }
         std::vector<std::string> args = {command};
         if (command == "check") args.insert(args.end(), {"--policy", path});
         else args.push_back(path);
