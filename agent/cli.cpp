@@ -51,7 +51,8 @@ Options:
 Options of run:
       --mode MODE           enforce (re-apply and alert) or observe (alert
                             only); overrides daemon.mode of the policy
-      --metrics-file PATH   write Prometheus text metrics there after each pass
+      --metrics-file PATH   write Prometheus text metrics there after a pass
+                            (at most every 100 ms)
       --log-target TARGET   auto (console on a terminal, else journal),
                             journal or console
       --udev-rules-dir DIR  (run, audit) where udev rules live, to name
