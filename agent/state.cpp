@@ -25,6 +25,19 @@ const std::string& boot_id() {
 }
 }  // namespace
 
+namespace {
+// Records written before identities were devnum + diskseq + boot id hold the
+// long identity, which has devnum and diskseq in it: the same pair (diskseq
+// given) is the same device instance, so an upgraded daemon keeps the facts
+// it froze rather than re-reading a rotational it has already written.
+bool same_instance_recorded_before(const json& record, const policy::DeviceFacts& live) {
+    if (live.diskseq.empty()) return false;
+    const json id = json::parse(record["identity"].get<std::string>(), nullptr, false);
+    return id.is_object() && !id.contains("boot_id") && id.contains("driver") && id.value("devnum", "") == live.devnum &&
+           id.value("diskseq", "") == live.diskseq;
+}
+}  // namespace
+
 std::string identity_of(const policy::DeviceFacts& f) {
     // The kernel gives every new disk, medium and loop binding a diskseq
     // never used before in this boot: with the device number it names the
@@ -56,7 +69,8 @@ std::optional<StateDir::Frozen> StateDir::load(const policy::DeviceFacts& live, 
         if (problem) *problem = "ignoring corrupt state file " + facts_path(live.name).string();
         return std::nullopt;
     }
-    if (j["identity"].get<std::string>() != identity_of(live)) return std::nullopt;
+    if (j["identity"].get<std::string>() != identity_of(live) && !same_instance_recorded_before(j, live))
+        return std::nullopt;
     Frozen f;
     f.rotational = j["rotational"].get<bool>();
     f.removable = j.value("removable", false);

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "agent/state.hpp"
 #include "support/temp_dir.hpp"
@@ -81,4 +82,26 @@ TEST_CASE("an unwritable state directory is a warning that says what it costs") 
     CHECK(f.rotational);
     CHECK(warning.find("cannot create") == 0);
     CHECK(warning.find("rules matching rotational may stop matching") != std::string::npos);
+}
+
+TEST_CASE("facts frozen by an older blkpolicy (long identity) are kept for the same devnum and diskseq") {
+    TempDir dir;
+    agent::StateDir state(dir.path());
+    std::filesystem::create_directories(dir.path() / "facts");
+    // What the previous release wrote: the long identity, rotational frozen at 1.
+    const std::string old_identity =
+        R"({"devnum":"7:250","diskseq":"12","dm_uuid":"","driver":"","loop_backing_file":"/tmp/x.img","model":"","serial":"","wwid":""})";
+    nlohmann::json record = {{"device", "loop250"}, {"identity", old_identity}, {"rotational", true}, {"removable", false}};
+    std::ofstream(dir.path() / "facts/loop250.json") << record.dump();
+
+    // blkpolicy had written rotational=0: the record, not the live value, counts.
+    auto same = agent::freeze_facts(state, device(false, "12"), true, nullptr);
+    CHECK(same.facts_frozen);
+    CHECK(same.rotational);
+
+    // Another instance (a new diskseq) gets fresh facts.
+    std::ofstream(dir.path() / "facts/loop250.json", std::ios::trunc) << record.dump();
+    auto other = agent::freeze_facts(state, device(false, "13"), true, nullptr);
+    CHECK_FALSE(other.facts_frozen);
+    CHECK_FALSE(other.rotational);
 }
