@@ -77,7 +77,7 @@ public:
         full_pass(Trigger::added);
         systemd::notify_ready(status_line());
         int r = sd_event_loop(event_);
-        if (report_pending_) write_reports(now_unix());  // the last results, not those of a gap ago
+        if (report_pending_) write_reports();  // the last results, not those of a gap ago
         systemd::notify_stopping();
         log_->log(LOG_INFO, "blkpolicy stopped");
         return r < 0 ? kExitRuntime : kExitOk;
@@ -259,7 +259,7 @@ private:
     }
 
     void after_pass() {
-        const double now = now_unix();
+        last_pass_unix_ = now_unix();
         // Only a changed STATUS= is sent: the manager needs no repeats, and a
         // notify socket nobody drains would block the loop sooner.
         if (auto status = status_line(); status != last_status_) {
@@ -278,17 +278,17 @@ private:
             }
             return;
         }
-        write_reports(now);
+        write_reports();
     }
 
     static int on_report_timer(sd_event_source*, uint64_t, void* userdata) {
-        auto* d = static_cast<Daemon*>(userdata);
-        d->write_reports(now_unix());
+        static_cast<Daemon*>(userdata)->write_reports();
         return 0;
     }
 
-    // daemon.json (read by `status`) and the metrics file.
-    void write_reports(double now) {
+    // daemon.json (read by `status`) and the metrics file, as of the last pass.
+    void write_reports() {
+        const double now = last_pass_unix_;  // what daemon.json calls last_pass
         report_pending_ = false;
         last_report_ = std::chrono::steady_clock::now();
         const auto text = daemon_json(reconciler_, static_cast<long>(::getpid()), now).dump(2) + "\n";
@@ -326,6 +326,7 @@ private:
     static constexpr std::chrono::milliseconds kReportGap{100};
     std::chrono::steady_clock::time_point last_report_{};
     bool report_pending_ = false;
+    double last_pass_unix_ = 0;
     std::vector<sd_event_source*> sources_;
     std::unique_ptr<udev::Monitor> kernel_monitor_;
     std::unique_ptr<udev::Monitor> udev_monitor_;
