@@ -6,13 +6,11 @@
 #include <string>
 
 #include "agent/reconciler.hpp"
-#include "agent/state.hpp"  // write_atomically
 
 namespace blkpolicy::agent {
 
 nlohmann::json daemon_json(const Reconciler& r, long pid, double last_pass_unix);
 std::string metrics_text(const Reconciler& r, double last_pass_unix);
-
 
 // The daemon's last results, when a daemon with that pid is still running.
 std::optional<nlohmann::json> read_daemon_json(const std::string& state_dir);

@@ -5,7 +5,6 @@
 #include "agent/executor.hpp"
 #include "agent/snapshot.hpp"
 #include "policy/attributes.hpp"
-#include "policy/match.hpp"
 #include "policy/plan.hpp"
 #include "policy/values.hpp"
 #include "udev/discovery.hpp"
@@ -38,11 +37,6 @@ const char* to_string(AttrStatus s) {
 Reconciler::Reconciler(udev::Sysfs& sysfs, const StateDir& state, systemd::EventLog& log,
                        policy::KernelVersion kernel)
     : sysfs_(sysfs), state_(state), log_(log), kernel_(kernel) {}
-
-void Reconciler::set_policy(policy::Policy policy) {
-    policy_ = std::move(policy);
-    needs_ = policy::fact_needs(policy_);
-}
 
 void Reconciler::forget(const std::string& device) {
     devices_.erase(device);
@@ -107,17 +101,15 @@ void Reconciler::alert(AlertKind kind, const std::string& device, const Action& 
 bool Reconciler::reconcile(const std::string& device, Trigger trigger) {
     // The path to the first write reads only what the policy's rules match
     // on; recording frozen facts and the alerts come after the writes.
-    auto live = udev::read_facts(sysfs_, device, udev_db_, needs_);
-    if (!live) {
+    std::vector<std::string> warnings;
+    const auto view = look_one(sysfs_, state_, policy_, device, false, warnings, udev_db_, false, 0);
+    for (const auto& w : warnings) log_.log(LOG_WARNING, w);
+    if (!view) {
         forget(device);
         return false;
     }
-    const auto identity = identity_of(*live);
-    std::string warning;
-    auto facts = freeze_facts(state_, *live, false, &warning);
-    if (!warning.empty()) log_.log(LOG_WARNING, warning);
-    const auto values = udev::read_values(sysfs_, device, policy::value_keys_for(policy_, facts), live->live_values);
-    const auto plan = policy::plan_device(policy_, facts, values, host_plan_context());
+    const auto& [facts, values, plan] = *view;
+    const auto identity = identity_of(facts);  // freezing changes rotational and removable only
 
     auto& rec = devices_[device];
     if (rec.identity != identity) {
@@ -140,9 +132,9 @@ bool Reconciler::reconcile(const std::string& device, Trigger trigger) {
         for (auto& r : execute(sysfs_, plan).results) results[r.attribute] = std::move(r);
     }
     if (!facts.facts_frozen) {
-        // The live facts were read before the writes: what the device said
-        // of itself, which later matches keep using.
-        if (auto err = record_facts(state_, *live); !err.empty()) log_.log(LOG_WARNING, err);
+        // Not frozen, so these are the live facts, read before the writes:
+        // what the device said of itself, which later matches keep using.
+        if (auto err = record_facts(state_, facts); !err.empty()) log_.log(LOG_WARNING, err);
     }
 
     for (const auto& a : plan.actions) {

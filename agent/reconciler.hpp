@@ -53,7 +53,7 @@ class Reconciler {
 public:
     Reconciler(udev::Sysfs& sysfs, const StateDir& state, systemd::EventLog& log, policy::KernelVersion kernel);
 
-    void set_policy(policy::Policy policy);
+    void set_policy(policy::Policy policy) { policy_ = std::move(policy); }
     const policy::Policy& policy() const { return policy_; }
     void set_mode(policy::Mode mode) { mode_ = mode; }
     policy::Mode mode() const { return mode_; }
@@ -79,7 +79,6 @@ private:
     systemd::EventLog& log_;
     policy::KernelVersion kernel_;
     policy::Policy policy_;
-    policy::FactNeeds needs_ = 0;  // fact groups the policy's rules read
     policy::Mode mode_ = policy::Mode::enforce;
     std::vector<policy::UdevAssignment> udev_rules_;
     std::string udev_db_;

@@ -23,9 +23,7 @@ const std::string& boot_id() {
     }();
     return id;
 }
-}  // namespace
 
-namespace {
 // Records written before identities were devnum + diskseq + boot id hold the
 // long identity, which has devnum and diskseq in it: the same pair (diskseq
 // given) is the same device instance, so an upgraded daemon keeps the facts

@@ -83,7 +83,9 @@ struct RunStats {
     long maxrss_kib = 0;
     int exit_code = -1;
 };
-RunStats run_measured(std::vector<std::string> args, std::string bin = BLKPOLICY_BINARY) {
+// stderr goes to `stderr_path` when given, else with stdout to /dev/null.
+RunStats run_measured(std::vector<std::string> args, std::string bin = BLKPOLICY_BINARY,
+                      const std::string& stderr_path = {}) {
     std::vector<char*> argv;
     argv.push_back(bin.data());
     for (auto& a : args) argv.push_back(a.data());
@@ -93,7 +95,7 @@ RunStats run_measured(std::vector<std::string> args, std::string bin = BLKPOLICY
     if (pid == 0) {
         int devnull = ::open("/dev/null", O_WRONLY);
         ::dup2(devnull, 1);
-        ::dup2(devnull, 2);
+        ::dup2(stderr_path.empty() ? devnull : ::open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644), 2);
         ::execv(bin.c_str(), argv.data());
         ::_exit(127);
     }
@@ -103,7 +105,7 @@ RunStats run_measured(std::vector<std::string> args, std::string bin = BLKPOLICY
     RunStats s;
     s.ms = ms_since(t0);
     s.maxrss_kib = ru.ru_maxrss;
-    s.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    s.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     return s;
 }
 
@@ -417,31 +419,14 @@ void bench_hostile(const std::string& workdir) {
         else args.push_back(path);
         // stderr goes to a file so that the first error line can be shown.
         const auto err_path = workdir + "/hostile.err";
-        const auto t0 = Clock::now();
-        pid_t pid = ::fork();
-        if (pid == 0) {
-            int devnull = ::open("/dev/null", O_WRONLY);
-            int errfd = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-            ::dup2(devnull, 1);
-            ::dup2(errfd, 2);
-            std::vector<char*> argv;
-            std::string bin = BLKPOLICY_BINARY;
-            argv.push_back(bin.data());
-            for (auto& a : args) argv.push_back(a.data());
-            argv.push_back(nullptr);
-            ::execv(bin.c_str(), argv.data());
-            ::_exit(127);
-        }
-        int status = 0;
-        ::waitpid(pid, &status, 0);
-        const double ms = ms_since(t0);
+        const auto run = run_measured(args, BLKPOLICY_BINARY, err_path);
+        const double ms = run.ms;
         worst = std::max(worst, ms);
         std::string first;
         std::getline(std::ifstream(err_path) >> std::ws, first);
         if (first.rfind(workdir + "/", 0) == 0) first = first.substr(workdir.size() + 1);
         if (first.size() > 90) first = first.substr(0, 87) + "...";
-        const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-        row("hostile: " + what, fmt(ms, 1) + " ms, exit " + std::to_string(code) + (first.empty() ? "" : ": " + first));
+        row("hostile: " + what, fmt(ms, 1) + " ms, exit " + std::to_string(run.exit_code) + (first.empty() ? "" : ": " + first));
     }
     row("hostile: slowest input", fmt(worst, 1) + " ms", "< 1000 ms", worst < 1000 ? "met" : "MISSED");
 }
