@@ -93,10 +93,10 @@ std::optional<std::string> Sysfs::readlink(const std::string& rel) const {
 
 std::optional<std::string> Sysfs::resolve(const std::string& rel) const {
     // sysfs links (block/<name>, class/...) point at real directories: read
-    // the one link and check that its lexical target is the same directory,
-    // instead of a readlink per component. Anything else takes the long way.
-    // A target under devices/ is taken as it is (that tree has no links
-    // among its directories); any other is checked to be the same directory.
+    // the one link instead of one readlink per component. A target under
+    // devices/ is taken as it is (that tree has no links among its
+    // directories); any other must be the same directory the link leads to.
+    // Anything else takes the long way.
     struct stat followed {}, direct {};
     if (auto target = readlink(rel); target && !target->empty() && target->front() != '/') {
         const auto lexical = (fs::path(rel).parent_path() / *target).lexically_normal();
