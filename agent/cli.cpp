@@ -7,8 +7,8 @@
 namespace blkpolicy::agent {
 
 namespace {
-constexpr std::array<const char*, 8> kCommands = {"check", "plan", "apply", "status", "run", "explain", "audit",
-                                                  "import-udev"};
+constexpr std::array<const char*, 9> kCommands = {"check", "plan", "apply", "status", "run", "reload", "explain",
+                                                  "audit", "import-udev"};
 }
 
 std::string usage_text() {
@@ -35,6 +35,9 @@ Commands:
            and left out
   run      the daemon: apply on every add/change uevent, re-verify every
            verify_interval, alert journald on drift, re-apply in enforce mode
+  reload   make the running daemon re-read its policy (SIGHUP) and wait
+           for its answer: exit 3 when the new policy is invalid (the
+           daemon keeps the old one); systemctl reload runs this
 
 Options:
   -p, --policy PATH     policy file or directory of *.toml files; repeatable
@@ -60,6 +63,10 @@ Options of run:
                             repeatable (default: /etc, /run, /usr/lib and
                             /lib udev/rules.d)
       --receive-buffer N    uevent socket buffer in bytes (default 128 MiB)
+
+Options of reload:
+      --pid PID             the daemon to reload (default: the pid in
+                            STATE-DIR/daemon.json)
 
 Options of explain and audit:
       --no-policy           look at the kernel side only, even where a
@@ -166,12 +173,24 @@ ParseResult parse_command_line(const std::vector<std::string>& args) {
                 return r;
             }
             o.receive_buffer = static_cast<int>(n);
+        } else if (!only_positional && is("--pid")) {
+            auto v = value("--pid");
+            if (!v) return r;
+            char* end = nullptr;
+            long n = std::strtol(v->c_str(), &end, 10);
+            if (v->empty() || *end || n <= 0) {
+                r.error = "--pid must be a process id, not " + *v;
+                return r;
+            }
+            o.pid = n;
         } else if (!only_positional && a.size() > 1 && a[0] == '-') {
             r.error = "unknown option " + a;
             return r;
         } else if (o.command.empty()) {
             if (std::find(kCommands.begin(), kCommands.end(), a) == kCommands.end()) {
-                r.error = "unknown command " + a + " (commands: check, plan, apply, status, run, explain, audit, import-udev)";
+                std::string known;
+                for (const char* c : kCommands) known += (known.empty() ? "" : ", ") + std::string(c);
+                r.error = "unknown command " + a + " (commands: " + known + ")";
                 return r;
             }
             o.command = a;
@@ -180,9 +199,10 @@ ParseResult parse_command_line(const std::vector<std::string>& args) {
         }
     }
     if (o.command.empty() && !o.help && !o.version) r.error = "no command given";
-    if ((o.command == "check" || o.command == "run") && !o.devices.empty())
+    if ((o.command == "check" || o.command == "run" || o.command == "reload") && !o.devices.empty())
         r.error = o.command + " takes no device arguments";
     if (o.no_policy && !o.policies.empty()) r.error = "--no-policy and --policy contradict each other";
+    if (o.pid != 0 && o.command != "reload") r.error = "--pid is for reload";
     if (o.no_policy && o.command != "explain" && o.command != "audit")
         r.error = "--no-policy is for explain and audit; " + o.command + " needs a policy";
     if (o.udev_rules_dirs.empty()) o.udev_rules_dirs = {"/etc/udev/rules.d", "/run/udev/rules.d",

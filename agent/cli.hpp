@@ -35,6 +35,7 @@ struct Options {
     int receive_buffer = 128 * 1024 * 1024;    // --receive-buffer BYTES for the uevent sockets
     std::string kernel_release;                // --kernel-release (explain): default the running kernel
     std::string udev_db_dir;                   // --udev-db DIR
+    long pid = 0;                              // --pid PID (reload): default the pid in daemon.json
     // udev's database for env.* matches: --udev-db, else /run/udev/data when
     // looking at the real /sys, else none (a fake tree has no udev records).
     std::string udev_db() const {

@@ -74,12 +74,16 @@ int with_devices(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::o
                                              : CommandReport::Kind::status;
     CommandReport report(kind, o.json, out);
     const auto names = o.devices.empty() ? udev::list_block_devices(sysfs) : o.devices;
+    LookOptions how;
+    how.record = kind == CommandReport::Kind::apply;
+    how.shown = report.facts_shown();
+    how.udev_db = o.udev_db();
+    how.context = host_plan_context(o.sysfs_root);
     // One device at a time: look, plan, (apply), report. Nothing but
     // counters is kept across devices.
     for (const auto& name : names) {
         std::vector<std::string> warnings;
-        auto v = look_one(sysfs, state, loaded.policy, name, kind == CommandReport::Kind::apply, warnings, o.udev_db(),
-                          false, report.facts_shown());
+        auto v = look_one(sysfs, state, loaded.policy, name, how, warnings);
         for (const auto& w : warnings) err << "blkpolicy: warning: " << w << '\n';
         if (!v) continue;
         if (kind == CommandReport::Kind::apply) {
@@ -108,6 +112,7 @@ int run_command(const Options& o, std::ostream& out, std::ostream& err) {
 int run_command(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::ostream& err) {
     if (o.command == "check") return check(o, out, err);
     if (o.command == "run") return run_daemon(o);
+    if (o.command == "reload") return reload_daemon(o.state_dir, o.pid, out, err);
     if (o.command == "explain") return run_explain(o, sysfs, out, err);
     if (o.command == "audit") return run_audit(o, sysfs, out, err);
     if (o.command == "import-udev") return run_import_udev(o, out, err);

@@ -234,11 +234,18 @@ private:
     void reload() {
         systemd::notify_reloading();
         auto loaded = load_policy_from(opts_.policies);
+        ++reload_.generation;
+        reload_.ok = loaded.ok();
+        reload_.errors.clear();
         if (!loaded.ok()) {
-            for (const auto& e : loaded.errors) log_->log(LOG_ERR, e.str());
+            for (const auto& e : loaded.errors) {
+                log_->log(LOG_ERR, e.str());
+                reload_.errors.push_back(e.str());
+            }
             log_->log(LOG_ERR, "policy reload failed, keeping the old policy");
         } else {
             const auto old_interval = interval_;
+            reconciler_.forget_refused_schedulers();
             apply_policy(std::move(loaded.policy));
             load_udev_rules();
             log_->log(LOG_INFO, "policy reloaded: " + std::to_string(reconciler_.policy().rules.size()) +
@@ -249,6 +256,8 @@ private:
             }
             full_pass(Trigger::verify);
         }
+        // At once, not after the report gap: `blkpolicy reload` waits for it.
+        write_reports();
         systemd::notify_ready(status_line());
     }
 
@@ -291,7 +300,7 @@ private:
         const double now = last_pass_unix_;  // what daemon.json calls last_pass
         report_pending_ = false;
         last_report_ = std::chrono::steady_clock::now();
-        const auto text = daemon_json(reconciler_, static_cast<long>(::getpid()), now).dump(2) + "\n";
+        const auto text = daemon_json(reconciler_, static_cast<long>(::getpid()), now, reload_).dump(2) + "\n";
         auto err = write_atomically(opts_.state_dir + "/daemon.json", text);
         if (!err.empty()) {
             // Removed under us (or never made): make it again and retry once.
@@ -332,6 +341,7 @@ private:
     std::unique_ptr<udev::Monitor> udev_monitor_;
     Watch watches_[2];
     PendingEvents pending_{kMaxPending};
+    ReloadOutcome reload_;
     std::string last_state_error_;
     std::string last_status_;
     std::string last_metrics_error_;

@@ -56,11 +56,37 @@ private:
     // The write itself, with the wbt special case: when wbt reads 0 (off,
     // e.g. after bfq disabled the default) writing a non-zero value equal to
     // the retained latency is a silent no-op; writing 0 first makes it stick.
-    int write(const Action& a, const std::string& before) {
-        if (a.attribute == "wbt_lat_usec" && a.value != "0" && before == "0") {
+    int write(const Action& a, const std::string& value, const std::string& before) {
+        if (a.attribute == "wbt_lat_usec" && value != "0" && before == "0") {
             if (int err = sysfs_.write(dir_ + a.path, "0")) return err;
         }
-        return sysfs_.write(dir_ + a.path, a.value);
+        return sysfs_.write(dir_ + a.path, value);
+    }
+
+    // What to write for the action now: a scheduler whose first choice the
+    // kernel refused is written as the one it accepted.
+    static const std::string& value_of(const Action& a, const AttributeResult& r) {
+        return r.expected == a.expected ? a.value : r.expected;
+    }
+
+    // A scheduler preference list: the kernel refuses (EINVAL) a name it
+    // neither has nor can load as a module; the next name is tried then.
+    int write_first_accepted(const Action& a, const std::string& before, AttributeResult& r) {
+        std::string tried = a.value;
+        int err = write(a, tried, before);
+        for (const auto& next : a.alternatives) {
+            if (err != EINVAL) break;
+            r.refused.push_back(tried);
+            tried = next;
+            err = write(a, tried, before);
+        }
+        if (err == EINVAL && !a.alternatives.empty()) r.refused.push_back(tried);
+        if (!err) r.expected = tried;
+        return err;
+    }
+
+    std::string refused_text(const AttributeResult& r) const {
+        return "the kernel refused " + policy::join(r.refused, ", ") + " (no such scheduler, built in or as a module)";
     }
 
     AttributeResult first_pass(const Action& a) {
@@ -100,14 +126,16 @@ private:
             r.after = r.before;
             return r;
         }
-        if (int werr = write(a, r.before)) {
+        if (int werr = write_first_accepted(a, r.before, r)) {
             r.after = r.before;  // a refused write leaves the value as it was
             r.outcome = (werr == ENOENT && !sysfs_.exists("block/" + plan_.device)) ? Outcome::skipped
                                                                                     : Outcome::failed;
             r.detail = r.outcome == Outcome::skipped ? "device vanished" : "write " + a.value + ": " + udev::errno_text(werr);
+            if (r.outcome == Outcome::failed && !r.refused.empty()) r.detail = refused_text(r);
             return r;
         }
         r.outcome = Outcome::applied;
+        if (!r.refused.empty()) r.detail = refused_text(r) + "; " + r.expected + " accepted";
         note_write(a);
         return r;
     }
@@ -142,12 +170,12 @@ private:
                 r.detail = vanished_detail(a, err);
                 continue;
             }
-            if (r.after == a.expected) continue;
+            if (r.after == r.expected) continue;
 
             const bool was_unchanged = r.outcome == Outcome::unchanged;
-            if (int werr = write(a, r.after)) {
+            if (int werr = write(a, value_of(a, r), r.after)) {
                 r.outcome = Outcome::failed;
-                r.detail = "write " + a.value + ": " + udev::errno_text(werr);
+                r.detail = "write " + value_of(a, r) + ": " + udev::errno_text(werr);
                 continue;
             }
             const std::string undone_to = r.after;
@@ -155,13 +183,13 @@ private:
             if (err) {
                 r.outcome = err == ENOENT ? Outcome::skipped : Outcome::failed;
                 r.detail = vanished_detail(a, err);
-            } else if (r.after == a.expected) {
+            } else if (r.after == r.expected) {
                 r.outcome = Outcome::applied;
                 r.detail = "re-applied: a later write had changed it to " + undone_to;
                 if (was_unchanged) r.detail = "re-applied: a write to another attribute changed it to " + undone_to;
             } else {
                 r.outcome = Outcome::not_stuck;
-                r.detail = "wrote " + a.value + ", reads back " + (r.after.empty() ? "nothing" : r.after);
+                r.detail = "wrote " + value_of(a, r) + ", reads back " + (r.after.empty() ? "nothing" : r.after);
             }
         }
     }

@@ -193,7 +193,11 @@ int run_explain(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::os
     if (int rc2 = check_sysfs_and_devices(o, sysfs, err)) return rc2;
     StateDir state(o.state_dir);
     std::vector<std::string> warnings;
-    auto all = look(sysfs, state, pol ? *pol : policy::Policy{}, {}, false, warnings, o.udev_db(), true);
+    LookOptions how;
+    how.all_values = true;
+    how.udev_db = o.udev_db();
+    how.context = host_plan_context(o.sysfs_root);
+    auto all = look(sysfs, state, pol ? *pol : policy::Policy{}, {}, how, warnings);
     std::map<std::string, DeviceView> views;
     for (auto& v : all) views.emplace(v.facts.name, std::move(v));
 

@@ -36,7 +36,7 @@ const char* to_string(AttrStatus s) {
 
 Reconciler::Reconciler(udev::Sysfs& sysfs, const StateDir& state, systemd::EventLog& log,
                        policy::KernelVersion kernel)
-    : sysfs_(sysfs), state_(state), log_(log), kernel_(kernel) {}
+    : sysfs_(sysfs), state_(state), log_(log), kernel_(kernel), context_(host_plan_context(sysfs.root().string())) {}
 
 void Reconciler::forget(const std::string& device) {
     devices_.erase(device);
@@ -102,7 +102,11 @@ bool Reconciler::reconcile(const std::string& device, Trigger trigger) {
     // The path to the first write reads only what the policy's rules match
     // on; recording frozen facts and the alerts come after the writes.
     std::vector<std::string> warnings;
-    const auto view = look_one(sysfs_, state_, policy_, device, false, warnings, udev_db_, false, 0);
+    LookOptions how;
+    how.shown = 0;
+    how.udev_db = udev_db_;
+    how.context = context_;
+    const auto view = look_one(sysfs_, state_, policy_, device, how, warnings);
     for (const auto& w : warnings) log_.log(LOG_WARNING, w);
     if (!view) {
         forget(device);
@@ -129,7 +133,10 @@ bool Reconciler::reconcile(const std::string& device, Trigger trigger) {
         if ((a.kind == ActionKind::write || a.kind == ActionKind::unchanged) && a.current != a.expected) differs = true;
     std::map<std::string, AttributeResult> results;
     if (enforce && differs) {
-        for (auto& r : execute(sysfs_, plan).results) results[r.attribute] = std::move(r);
+        for (auto& r : execute(sysfs_, plan).results) {
+            context_.refused_schedulers.insert(r.refused.begin(), r.refused.end());
+            results[r.attribute] = std::move(r);
+        }
     }
     if (!facts.facts_frozen) {
         // Not frozen, so these are the live facts, read before the writes:
@@ -137,8 +144,14 @@ bool Reconciler::reconcile(const std::string& device, Trigger trigger) {
         if (auto err = record_facts(state_, facts); !err.empty()) log_.log(LOG_WARNING, err);
     }
 
-    for (const auto& a : plan.actions) {
-        if (a.kind == ActionKind::skip) continue;
+    for (const auto& planned : plan.actions) {
+        if (planned.kind == ActionKind::skip) continue;
+        auto res = results.find(planned.attribute);
+        // A scheduler list whose first name the kernel refused: the one it
+        // accepted is what the policy asks of this device from now on.
+        policy::Action a = planned;
+        if (res != results.end() && !res->second.refused.empty() && res->second.outcome == Outcome::applied)
+            a.expected = res->second.expected;
         const bool existed = rec.attrs.count(a.attribute) > 0;
         auto& r = rec.attrs[a.attribute];
         const bool fresh = !existed || r.expected != a.expected;  // first sight, or the policy changed
@@ -157,11 +170,12 @@ bool Reconciler::reconcile(const std::string& device, Trigger trigger) {
         }
         // What the attribute read just before blkpolicy would write it: after
         // the earlier writes of this pass (a bfq switch zeroes wbt).
-        auto res = results.find(a.attribute);
         const bool written = res != results.end() && res->second.outcome != Outcome::unchanged;
         const std::string before = written ? res->second.before : a.current;
 
-        if (!written && before == a.expected) {
+        // Already as the policy says (a retried scheduler list may still
+        // have written the name it had: nothing moved).
+        if (before == a.expected) {
             if (!fresh && r.status != AttrStatus::ok)
                 alert(AlertKind::resolved, device, a, r, before, what + " is " + a.expected + " again, as the policy says");
             r.status = AttrStatus::ok;

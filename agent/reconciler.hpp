@@ -59,6 +59,9 @@ public:
     policy::Mode mode() const { return mode_; }
     void set_udev_rules(std::vector<policy::UdevAssignment> rules) { udev_rules_ = std::move(rules); }
     void set_udev_db(std::string dir) { udev_db_ = std::move(dir); }
+    // Schedulers the kernel refused are not tried again until this (a
+    // reload: the admin may have installed the module meanwhile).
+    void forget_refused_schedulers() { context_.refused_schedulers.clear(); }
 
     // Looks at one device and acts on what it finds. Returns false when the
     // device is gone (and has been forgotten).
@@ -78,6 +81,7 @@ private:
     const StateDir& state_;
     systemd::EventLog& log_;
     policy::KernelVersion kernel_;
+    policy::PlanContext context_;
     policy::Policy policy_;
     policy::Mode mode_ = policy::Mode::enforce;
     std::vector<policy::UdevAssignment> udev_rules_;

@@ -8,10 +8,17 @@
 
 namespace blkpolicy::agent {
 
-policy::PlanContext host_plan_context() {
+policy::PlanContext host_plan_context(const std::string& sysfs_root) {
     policy::PlanContext ctx;
     long page = ::sysconf(_SC_PAGESIZE);
     if (page > 0) ctx.page_size = page;
+    // Modules belong to the running kernel: only a look at the real /sys
+    // asks the real modules directory.
+    if (sysfs_root == "/sys") {
+        utsname u{};
+        ::uname(&u);
+        ctx.loadable_schedulers = udev::loadable_schedulers(std::string("/lib/modules/") + u.release);
+    }
     return ctx;
 }
 
@@ -22,27 +29,27 @@ policy::KernelVersion running_kernel_version() {
 }
 
 std::optional<DeviceView> look_one(const udev::Sysfs& sysfs, const StateDir& state, const policy::Policy& policy,
-                                   const std::string& name, bool record, std::vector<std::string>& warnings,
-                                   const std::string& udev_db, bool all_values, policy::FactNeeds shown) {
-    auto live = udev::read_facts(sysfs, name, udev_db, shown | policy::fact_needs(policy));
+                                   const std::string& name, const LookOptions& how, std::vector<std::string>& warnings) {
+    auto live = udev::read_facts(sysfs, name, how.udev_db, how.shown | policy::fact_needs(policy));
     if (!live) return std::nullopt;  // vanished since listing
     std::string warning;
     DeviceView v;
-    v.facts = freeze_facts(state, std::move(*live), record, &warning);
+    v.facts = freeze_facts(state, std::move(*live), how.record, &warning);
     if (!warning.empty()) warnings.push_back(warning);
-    v.values = all_values ? udev::read_values(sysfs, name)
-                          : udev::read_values(sysfs, name, policy::value_keys_for(policy, v.facts), v.facts.live_values);
-    v.plan = policy::plan_device(policy, v.facts, v.values, host_plan_context());
+    v.values = how.all_values
+                   ? udev::read_values(sysfs, name)
+                   : udev::read_values(sysfs, name, policy::value_keys_for(policy, v.facts), v.facts.live_values);
+    v.plan = policy::plan_device(policy, v.facts, v.values, how.context);
     return v;
 }
 
 std::vector<DeviceView> look(const udev::Sysfs& sysfs, const StateDir& state, const policy::Policy& policy,
-                             const std::vector<std::string>& only, bool record, std::vector<std::string>& warnings,
-                             const std::string& udev_db, bool all_values) {
+                             const std::vector<std::string>& only, const LookOptions& how,
+                             std::vector<std::string>& warnings) {
     const auto names = only.empty() ? udev::list_block_devices(sysfs) : only;
     std::vector<DeviceView> out;
     for (const auto& name : names)
-        if (auto v = look_one(sysfs, state, policy, name, record, warnings, udev_db, all_values)) out.push_back(std::move(*v));
+        if (auto v = look_one(sysfs, state, policy, name, how, warnings)) out.push_back(std::move(*v));
     return out;
 }
 

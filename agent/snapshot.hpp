@@ -19,22 +19,29 @@ struct DeviceView {
     policy::DevicePlan plan;
 };
 
+// How to look at a device.
+struct LookOptions {
+    bool record = false;      // write facts of first-seen devices to the state dir
+    bool all_values = false;  // read every attribute (explain), not only what the matching rules need
+    policy::FactNeeds shown = policy::kAllFacts;  // fact groups wanted beyond what the rules match on
+    std::string udev_db;      // udev's database directory, for env.* matches ("" = none)
+    policy::PlanContext context;  // host-wide inputs of the plan (page size, schedulers)
+};
+
 // One device: facts (frozen where recorded), the values the policy needs, the
-// plan. nullopt when it vanished. With `all_values`, every attribute is read
-// (explain); otherwise only those the matching rules need.
-// `shown`: fact groups wanted beyond what the policy's rules match on.
+// plan. nullopt when it vanished.
 std::optional<DeviceView> look_one(const udev::Sysfs& sysfs, const StateDir& state, const policy::Policy& policy,
-                                   const std::string& name, bool record, std::vector<std::string>& warnings,
-                                   const std::string& udev_db = {}, bool all_values = false,
-                                   policy::FactNeeds shown = policy::kAllFacts);
+                                   const std::string& name, const LookOptions& how, std::vector<std::string>& warnings);
 
 // Every device under <sysfs>/block, or only `only` (validated by the caller).
-// With `record`, facts of first-seen devices are written to the state dir.
 std::vector<DeviceView> look(const udev::Sysfs& sysfs, const StateDir& state, const policy::Policy& policy,
-                             const std::vector<std::string>& only, bool record, std::vector<std::string>& warnings,
-                             const std::string& udev_db = {}, bool all_values = false);
+                             const std::vector<std::string>& only, const LookOptions& how,
+                             std::vector<std::string>& warnings);
 
-policy::PlanContext host_plan_context();
+// The host's side of planning: page size, and which I/O schedulers the
+// running kernel could load as modules (when its modules directory can be
+// read: the daemon's unit hides it, and then a name is simply tried).
+policy::PlanContext host_plan_context(const std::string& sysfs_root = "/sys");
 // The running kernel's release as major.minor (0.0 when uname says otherwise).
 policy::KernelVersion running_kernel_version();
 

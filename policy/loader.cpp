@@ -19,7 +19,7 @@ SourcePos pos_of(const toml::source_region& r, const std::string& file) {
     return p;
 }
 
-std::string quoted(std::string_view s) { return "\"" + std::string(s) + "\""; }
+std::string in_quotes(std::string_view s) { return "\"" + std::string(s) + "\""; }
 
 std::string type_name(const toml::node& n) {
     switch (n.type()) {
@@ -35,7 +35,7 @@ std::string type_name(const toml::node& n) {
 
 std::string known_list(const std::vector<std::string>& names) {
     std::vector<std::string> q;
-    for (const auto& n : names) q.push_back(quoted(n));
+    for (const auto& n : names) q.push_back(in_quotes(n));
     return join(q, ", ");
 }
 
@@ -71,7 +71,7 @@ private:
             } else if (k == "rule") {
                 load_rules(node, key);
             } else {
-                error(pos(key), "unknown top-level key " + quoted(k) + " (expected \"daemon\" or \"rule\")");
+                error(pos(key), "unknown top-level key " + in_quotes(k) + " (expected \"daemon\" or \"rule\")");
             }
         }
     }
@@ -108,7 +108,7 @@ private:
                     policy_.daemon.verify_interval = *d;
                 }
             } else {
-                error(pos(k), "unknown key " + quoted(name) + " in [daemon] (expected \"mode\" or \"verify_interval\")");
+                error(pos(k), "unknown key " + in_quotes(name) + " in [daemon] (expected \"mode\" or \"verify_interval\")");
             }
         }
     }
@@ -153,7 +153,7 @@ private:
             } else if (name == "acknowledge") {
                 load_acknowledge(v, rule);
             } else {
-                error(pos(k), "unknown key " + quoted(name) +
+                error(pos(k), "unknown key " + in_quotes(name) +
                                   " in rule (expected \"name\", \"match\", \"set\" or \"acknowledge\")");
             }
         }
@@ -161,10 +161,10 @@ private:
         if (!rule.name.empty()) {
             auto [it, inserted] = rule_names_.emplace(rule.name, rule.pos);
             if (!inserted)
-                error(rule.pos, "duplicate rule name " + quoted(rule.name) + " (first defined at " +
+                error(rule.pos, "duplicate rule name " + in_quotes(rule.name) + " (first defined at " +
                                     it->second.str() + ")");
         }
-        if (!have_set) error(rule.pos, "rule " + quoted(rule.name) + " has no [rule.set] table: it would do nothing");
+        if (!have_set) error(rule.pos, "rule " + in_quotes(rule.name) + " has no [rule.set] table: it would do nothing");
         check_write_through(rule);
         if (errors_.size() == errors_before) policy_.rules.push_back(std::move(rule));
     }
@@ -232,7 +232,7 @@ private:
             }
             auto mk = match_key_from_string(name);
             if (!mk) {
-                error(pos(k), "unknown match key " + quoted(name) +
+                error(pos(k), "unknown match key " + in_quotes(name) +
                                   " (known: kernel, driver, model, vendor, serial, wwid, rotational, removable, "
                                   "stack, dm_name, dm_uuid, md_level, env.<udev property>)");
                 continue;
@@ -255,7 +255,7 @@ private:
                     bool bad = false;
                     for (const auto& s : *list) {
                         if (std::find(kinds.begin(), kinds.end(), s) == kinds.end()) {
-                            error(pos(v), "match.stack " + quoted(s) + " is not one of " + known_list(kinds));
+                            error(pos(v), "match.stack " + in_quotes(s) + " is not one of " + known_list(kinds));
                             bad = true;
                         }
                     }
@@ -317,12 +317,12 @@ private:
     void set_one(const std::string& name, const toml::key& k, const toml::node& v, Rule& rule) {
         auto spec = find_attribute(name);
         if (!spec && (name == "acknowledge" || name == "name")) {
-            error(pos(k), quoted(name) + " belongs to the rule itself: put it under [[rule]], before [rule.match] "
+            error(pos(k), in_quotes(name) + " belongs to the rule itself: put it under [[rule]], before [rule.match] "
                                          "and [rule.set]");
             return;
         }
         if (!spec) {
-            error(pos(k), "unknown attribute " + quoted(name) + " in [rule.set] (writable: " +
+            error(pos(k), "unknown attribute " + in_quotes(name) + " in [rule.set] (writable: " +
                               join(fixed_attribute_keys(), ", ") + ", iosched.<tunable>)");
             return;
         }
@@ -372,7 +372,7 @@ private:
                 const auto* s = v.as_string();
                 if (!s || std::find(spec.choices.begin(), spec.choices.end(), s->get()) == spec.choices.end()) {
                     std::string msg = spec.key + " must be exactly one of " + known_list(spec.choices);
-                    if (s) msg = spec.key + " = " + quoted(s->get()) + " is not exactly one of " + known_list(spec.choices);
+                    if (s) msg = spec.key + " = " + in_quotes(s->get()) + " is not exactly one of " + known_list(spec.choices);
                     if (spec.key == "write_cache")
                         msg += " (the kernel matches only the start of the text, so a typo would silently "
                                "apply another mode)";
@@ -388,11 +388,11 @@ private:
                 for (const auto& name : *list) {
                     const auto& known = known_schedulers();
                     if (std::find(known.begin(), known.end(), name) == known.end()) {
-                        error(pos(v), "unknown scheduler " + quoted(name) + " (known: " + known_list(known) + ")");
+                        error(pos(v), "unknown scheduler " + in_quotes(name) + " (known: " + known_list(known) + ")");
                         return false;
                     }
                     if (std::count(list->begin(), list->end(), name) > 1) {
-                        error(pos(v), "scheduler " + quoted(name) + " is listed twice");
+                        error(pos(v), "scheduler " + in_quotes(name) + " is listed twice");
                         return false;
                     }
                 }
@@ -426,7 +426,7 @@ private:
         if (!list) return;
         for (const auto& a : *list) {
             if (a != kAckWriteThrough && a != kAckVolatileCache) {
-                error(pos(v), "unknown acknowledgement " + quoted(a) + " (known: \"" + kAckWriteThrough +
+                error(pos(v), "unknown acknowledgement " + in_quotes(a) + " (known: \"" + kAckWriteThrough +
                                   "\", \"" + kAckVolatileCache + "\")");
                 continue;
             }
@@ -441,7 +441,7 @@ private:
             error(s.pos, std::string("write_cache = \"write through\" makes the kernel stop sending cache flushes: "
                                      "fsync still succeeds, but data in the device's volatile cache is lost on "
                                      "power failure; if that is intended, add acknowledge = [\"") +
-                             kAckWriteThrough + "\"] to rule " + quoted(rule.name));
+                             kAckWriteThrough + "\"] to rule " + in_quotes(rule.name));
         }
     }
 

@@ -40,16 +40,38 @@ void resolve(Action& a, const AttributeSpec& spec, const Winner& w, const Device
     a.expected = a.value;
 
     if (spec.kind == ValueKind::scheduler) {
-        auto it = std::find_if(values.begin(), values.end(), [&](const std::string& s) {
-            return std::find(facts.schedulers.begin(), facts.schedulers.end(), s) != facts.schedulers.end();
-        });
-        if (it == values.end()) {
+        auto listed = [](const std::vector<std::string>& list, const std::string& s) {
+            return std::find(list.begin(), list.end(), s) != list.end();
+        };
+        // Offered now, or one the kernel may load when the name is written.
+        auto possible = [&](const std::string& s) {
+            if (listed(facts.schedulers, s)) return true;
+            if (ctx.refused_schedulers.count(s)) return false;
+            return !ctx.loadable_schedulers || listed(*ctx.loadable_schedulers, s);
+        };
+        std::vector<std::string> candidates;
+        for (const auto& v : values)
+            if (possible(v)) candidates.push_back(v);
+        if (candidates.empty()) {
             a.kind = ActionKind::skip;
-            a.note = "device offers none of " + a.desired + " (offers: " + join(facts.schedulers, " ") + ")";
+            a.note = "the kernel has none of " + a.desired + " (loaded: " + join(facts.schedulers, " ");
+            if (ctx.loadable_schedulers)
+                a.note += ctx.loadable_schedulers->empty() ? "; no scheduler modules"
+                                                           : "; loadable: " + join(*ctx.loadable_schedulers, " ");
+            if (!ctx.refused_schedulers.empty())
+                a.note += "; refused: " + join({ctx.refused_schedulers.begin(), ctx.refused_schedulers.end()}, " ");
+            a.note += ")";
             return;
         }
-        a.value = a.expected = *it;
-        if (it != values.begin()) a.note = "first offered of " + a.desired;
+        a.value = a.expected = candidates.front();
+        a.alternatives.assign(candidates.begin() + 1, candidates.end());
+        if (a.value != values.front()) a.note = "first available of " + a.desired;
+        if (!listed(facts.schedulers, a.value)) {
+            const std::string load = ctx.loadable_schedulers ? "writing it makes the kernel load its module"
+                                                             : "writing it asks the kernel to load a module for it";
+            a.note = (a.note.empty() ? "" : a.note + "; ") + a.value + " is not loaded yet: " + load;
+            if (!a.alternatives.empty()) a.note += " (if it refuses: " + join(a.alternatives, ", ") + ")";
+        }
     } else if (spec.kind == ValueKind::wbt && a.value == "default") {
         a.value = "-1";
         a.expected = std::to_string(wbt_default_usec(final_rotational));

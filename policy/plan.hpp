@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -30,6 +32,7 @@ struct Action {
     std::string value;       // what is written ("-1" for wbt "default")
     std::string expected;    // what a correct read-back shows
     ActionKind kind = ActionKind::write;
+    std::vector<std::string> alternatives;  // scheduler: the next names to try, in order, if the kernel refuses `value`
     std::string note;        // why this kind, or what the write disturbs
     RuleRef rule;            // the winning rule
     std::vector<RuleRef> overridden;  // earlier matching rules that set the same attribute
@@ -44,6 +47,13 @@ struct DevicePlan {
 
 struct PlanContext {
     std::int64_t page_size = 4096;
+    // I/O schedulers the running kernel can load as modules (writing a name
+    // makes the kernel load "NAME-iosched"); nullopt when unknown, and then a
+    // name the device does not offer yet is tried all the same.
+    std::optional<std::vector<std::string>> loadable_schedulers;
+    // Names the kernel refused on this boot (the daemon remembers them until
+    // a reload), so they are not tried on every pass.
+    std::set<std::string> refused_schedulers;
 };
 
 // The attribute values planning (and the daemon's verdicts) need for this

@@ -215,3 +215,34 @@ TEST_CASE("fault injection: failing reads, short reads and files vanishing betwe
     CHECK(r["add_random"].detail == "device has no queue/add_random");
     CHECK(r["nomerges"].outcome == agent::Outcome::applied);
 }
+
+TEST_CASE("a scheduler the device does not list yet: the kernel loads it, or the next name is taken") {
+    FakeSysfs t;
+    t.add_loop("loop0", 0, "/img");
+    t.file(t.devpath_of("loop0") + "/queue/scheduler", "[none] mq-deadline");  // bfq, kyber: modules, not loaded
+    KernelModelSysfs s(t.root());
+
+    SUBCASE("bfq is a module: writing the name loads it") {
+        s.loadable_schedulers = {"bfq"};
+        auto r = by_attr(agent::execute(s, plan_for(s, "loop0", policy_of("scheduler = \"bfq\"\n"))));
+        CHECK(r["scheduler"].outcome == agent::Outcome::applied);
+        CHECK(r["scheduler"].after == "bfq");
+        CHECK(r["scheduler"].refused.empty());
+    }
+    SUBCASE("no bfq in this kernel: refused, and the next one of the list is written") {
+        auto r = by_attr(agent::execute(s, plan_for(s, "loop0", policy_of("scheduler = [\"bfq\", \"mq-deadline\"]\n"))));
+        CHECK(writes_of(s) == std::vector<std::string>{"queue/scheduler=bfq", "queue/scheduler=mq-deadline"});
+        CHECK(r["scheduler"].outcome == agent::Outcome::applied);
+        CHECK(r["scheduler"].expected == "mq-deadline");
+        CHECK(r["scheduler"].after == "mq-deadline");
+        CHECK(r["scheduler"].refused == std::vector<std::string>{"bfq"});
+        CHECK(r["scheduler"].detail ==
+              "the kernel refused bfq (no such scheduler, built in or as a module); mq-deadline accepted");
+    }
+    SUBCASE("none of the list exists: failed, naming every refused name") {
+        auto r = by_attr(agent::execute(s, plan_for(s, "loop0", policy_of("scheduler = [\"bfq\", \"kyber\"]\n"))));
+        CHECK(r["scheduler"].outcome == agent::Outcome::failed);
+        CHECK(r["scheduler"].detail == "the kernel refused bfq, kyber (no such scheduler, built in or as a module)");
+        CHECK(r["scheduler"].after == "none");
+    }
+}

@@ -136,18 +136,55 @@ TEST_CASE("side effects force later writes") {
     }
 }
 
-TEST_CASE("scheduler preference list: the first one the device offers") {
+TEST_CASE("scheduler preference list: a name not loaded yet is tried, one the kernel cannot have is not") {
     auto f = loop_facts();
-    f.schedulers = {"none", "mq-deadline"};
-    auto p = plan_device(policy_of("[[rule]]\nname = \"r\"\n[rule.set]\nscheduler = [\"bfq\", \"mq-deadline\"]\n"), f,
-                         loop_values(), {});
-    CHECK(action(p, "scheduler").value == "mq-deadline");
-    CHECK(action(p, "scheduler").note == "first offered of bfq, mq-deadline");
+    f.schedulers = {"none", "mq-deadline"};  // a distribution kernel at boot: bfq and kyber are modules
+    const auto list = policy_of("[[rule]]\nname = \"r\"\n[rule.set]\nscheduler = [\"bfq\", \"mq-deadline\"]\n");
 
-    auto none = plan_device(policy_of("[[rule]]\nname = \"r\"\n[rule.set]\nscheduler = [\"bfq\", \"kyber\"]\n"), f,
-                            loop_values(), {});
-    CHECK(action(none, "scheduler").kind == ActionKind::skip);
-    CHECK(action(none, "scheduler").note == "device offers none of bfq, kyber (offers: none mq-deadline)");
+    SUBCASE("loadable modules unknown (the daemon's unit hides /lib/modules): tried, next ones kept") {
+        auto p = plan_device(list, f, loop_values(), {});
+        CHECK(action(p, "scheduler").kind == ActionKind::write);
+        CHECK(action(p, "scheduler").value == "bfq");
+        CHECK(action(p, "scheduler").alternatives == std::vector<std::string>{"mq-deadline"});
+        CHECK(action(p, "scheduler").note ==
+              "bfq is not loaded yet: writing it asks the kernel to load a module for it (if it refuses: mq-deadline)");
+    }
+    SUBCASE("bfq is a module of this kernel") {
+        PlanContext ctx;
+        ctx.loadable_schedulers = std::vector<std::string>{"bfq", "kyber", "mq-deadline"};
+        auto p = plan_device(list, f, loop_values(), ctx);
+        CHECK(action(p, "scheduler").value == "bfq");
+        CHECK(action(p, "scheduler").note ==
+              "bfq is not loaded yet: writing it makes the kernel load its module (if it refuses: mq-deadline)");
+    }
+    SUBCASE("this kernel has no bfq at all: the first one it has") {
+        PlanContext ctx;
+        ctx.loadable_schedulers = std::vector<std::string>{};
+        auto p = plan_device(list, f, loop_values(), ctx);
+        CHECK(action(p, "scheduler").value == "mq-deadline");
+        CHECK(action(p, "scheduler").alternatives.empty());
+        CHECK(action(p, "scheduler").note == "first available of bfq, mq-deadline");
+    }
+    SUBCASE("refused on this boot already: not tried again") {
+        PlanContext ctx;
+        ctx.refused_schedulers = {"bfq"};
+        auto p = plan_device(list, f, loop_values(), ctx);
+        CHECK(action(p, "scheduler").value == "mq-deadline");
+    }
+    SUBCASE("none of them possible: skipped, saying what the kernel has") {
+        PlanContext ctx;
+        ctx.loadable_schedulers = std::vector<std::string>{"mq-deadline"};
+        ctx.refused_schedulers = {"bfq"};
+        auto none = plan_device(policy_of("[[rule]]\nname = \"r\"\n[rule.set]\nscheduler = [\"bfq\", \"kyber\"]\n"),
+                                f, loop_values(), ctx);
+        CHECK(action(none, "scheduler").kind == ActionKind::skip);
+        CHECK(action(none, "scheduler").note ==
+              "the kernel has none of bfq, kyber (loaded: none mq-deadline; loadable: mq-deadline; refused: bfq)");
+        ctx.loadable_schedulers = std::vector<std::string>{};
+        ctx.refused_schedulers.clear();
+        none = plan_device(policy_of("[[rule]]\nname = \"r\"\n[rule.set]\nscheduler = \"kyber\"\n"), f, loop_values(), ctx);
+        CHECK(action(none, "scheduler").note == "the kernel has none of kyber (loaded: none mq-deadline; no scheduler modules)");
+    }
 }
 
 TEST_CASE("bio-based queues and missing attributes are skipped - never failures") {

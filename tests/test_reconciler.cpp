@@ -162,6 +162,31 @@ TEST_CASE("daemon scenario: observe mode alerts once per change and writes nothi
     CHECK(w.sysfs.writes.size() == 2);  // only the test's own pokes
 }
 
+TEST_CASE("daemon scenario: a scheduler the kernel refuses is not tried on every pass") {
+    World w;
+    w.tree.file(w.tree.devpath_of("loop0") + "/queue/scheduler", "[none] mq-deadline");  // no bfq module either
+    w.rec.set_policy(policy_of("scheduler = [\"bfq\", \"mq-deadline\"]\n"));
+    w.rec.reconcile("loop0", Trigger::added);
+    CHECK(w.log.take() == V{"applied loop0 scheduler mq-deadline mq-deadline"});
+    CHECK(w.q("scheduler") == "none [mq-deadline]");
+    CHECK(w.sysfs.writes.size() == 2);  // bfq (refused), then mq-deadline
+
+    w.sysfs.writes.clear();
+    for (int i = 0; i < 3; ++i) w.rec.reconcile("loop0", Trigger::verify);
+    CHECK(w.sysfs.writes.empty());
+    CHECK(w.log.take().empty());
+
+    // A reload forgets the refusals (the module may be installed now): bfq
+    // is tried once more, quietly, since nothing moved.
+    w.rec.forget_refused_schedulers();
+    w.rec.reconcile("loop0", Trigger::verify);
+    CHECK(w.sysfs.writes.size() == 2);
+    CHECK(w.log.take().empty());
+    w.sysfs.writes.clear();
+    w.rec.reconcile("loop0", Trigger::verify);
+    CHECK(w.sysfs.writes.empty());
+}
+
 TEST_CASE("journal fields of an alert") {
     systemd::Alert a;
     a.kind = systemd::AlertKind::reverted;

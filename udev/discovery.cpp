@@ -173,6 +173,27 @@ std::map<std::string, std::string> read_udev_properties(const std::string& db_di
     return out;
 }
 
+std::optional<std::vector<std::string>> loadable_schedulers(const std::string& modules_dir) {
+    // The elevator asks for "NAME-iosched" (block/elevator.c), and each
+    // scheduler module carries that alias: "alias bfq-iosched bfq".
+    std::ifstream in(modules_dir + "/modules.alias");
+    if (!in) return std::nullopt;
+    static constexpr std::string_view kSuffix = "-iosched";
+    std::vector<std::string> out;
+    std::string line;
+    while (std::getline(in, line)) {
+        std::istringstream words(line);
+        std::string keyword, alias;
+        if (!(words >> keyword >> alias) || keyword != "alias" || alias.size() <= kSuffix.size() ||
+            alias.compare(alias.size() - kSuffix.size(), kSuffix.size(), kSuffix) != 0)
+            continue;
+        auto name = alias.substr(0, alias.size() - kSuffix.size());
+        if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(std::move(name));
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
 policy::Values read_values(const Sysfs& s, const std::string& name, const std::vector<std::string>& keys,
                            const policy::Values& known) {
     policy::Values v;

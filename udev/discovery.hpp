@@ -31,6 +31,11 @@ std::optional<policy::DeviceFacts> read_facts(const Sysfs& sysfs, const std::str
 // empty when udevd has not recorded the device.
 std::map<std::string, std::string> read_udev_properties(const std::string& db_dir, const std::string& devnum);
 
+// I/O schedulers the kernel in MODULES_DIR (/lib/modules/RELEASE) can load
+// as modules, from modules.alias; nullopt when it cannot be read (the
+// daemon's unit hides the modules directory).
+std::optional<std::vector<std::string>> loadable_schedulers(const std::string& modules_dir);
+
 // Current values of every writable attribute the device has, normalised,
 // plus the read-only inputs the planner uses (max_hw_sectors_kb,
 // discard_granularity, optimal_io_size) and every iosched tunable of the

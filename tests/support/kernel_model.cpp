@@ -74,7 +74,10 @@ int KernelModelSysfs::simulate(const std::string& dev, const std::string& attr, 
     if (attr == "queue/scheduler") {
         auto line = policy::parse_scheduler_line(get("scheduler"));
         const std::string want = trim(value);
-        if (std::find(line.offered.begin(), line.offered.end(), want) == line.offered.end()) return EINVAL;
+        if (std::find(line.offered.begin(), line.offered.end(), want) == line.offered.end()) {
+            if (!loadable_schedulers.count(want)) return EINVAL;  // elevator_find_get: no such module
+            line.offered.push_back(want);                           // request_module("%s-iosched") loaded it
+        }
         if (want == line.active) return 0;
         std::string out;
         for (const auto& s : line.offered) out += (s == want ? "[" + s + "]" : s) + " ";

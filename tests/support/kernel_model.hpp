@@ -34,6 +34,9 @@ public:
     std::map<std::string, int> read_fail;  // reads fail with this errno
     std::set<std::string> short_read;      // reads return only the first half
     std::set<std::string> vanish;          // the file disappears when first opened
+    // I/O schedulers "built as modules": writing such a name that the
+    // device does not list yet loads it (it is listed from then on).
+    std::set<std::string> loadable_schedulers;
     mutable std::vector<std::string> reads;  // every path read, in order
 
 

@@ -1,0 +1,311 @@
+"""One Debian guest under qemu (TCG), driven from the host.
+
+The guest has no network device. The harness talks to it through
+qemu-guest-agent on a virtio-serial socket (guest-exec runs a command and
+returns its exit code, stdout and stderr) and to qemu through QMP (hotplug,
+power). Files come in over 9p. Every boot gets its own run directory (qemu
+removes its sockets when it exits) and a throw-away qcow2 overlay, so the
+cached image is never written.
+"""
+
+import base64
+import json
+import os
+import shlex
+import signal
+import socket
+import subprocess
+import time
+
+from images import ROOT_LABEL, log
+
+
+class GuestError(Exception):
+    pass
+
+
+class CommandFailed(GuestError):
+    def __init__(self, cmd, rc, out, err):
+        super().__init__(f"guest command failed (exit {rc}): {cmd}\n--- stdout\n{out}\n--- stderr\n{err}")
+        self.rc, self.out, self.err = rc, out, err
+
+
+def _read_json_lines(sock_file, want):
+    """Reads JSON objects from a QMP/agent stream until WANT(obj) is true."""
+    while True:
+        line = sock_file.readline()
+        if not line:
+            raise GuestError("connection closed")
+        line = line.strip(b"\xff \r\n")
+        if not line:
+            continue
+        obj = json.loads(line)
+        if want(obj):
+            return obj
+
+
+class Agent:
+    """qemu-guest-agent over its chardev socket (one client at a time)."""
+
+    def __init__(self, path):
+        self.path = path
+        self.sock = None
+        self.file = None
+        self.sync_id = int(time.time()) % 100000
+
+    def close(self):
+        if self.sock:
+            self.sock.close()
+        self.sock = self.file = None
+
+    def connect(self, deadline):
+        """Connects and synchronises; the agent starts only once udev made
+        its virtio port, so this retries until DEADLINE."""
+        while True:
+            try:
+                self.close()
+                self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                self.sock.settimeout(5)
+                self.sock.connect(self.path)
+                self.file = self.sock.makefile("rb")
+                self.sync_id += 1
+                self.sock.sendall(json.dumps({"execute": "guest-sync-delimited",
+                                              "arguments": {"id": self.sync_id}}).encode())
+                _read_json_lines(self.file, lambda o: o.get("return") == self.sync_id)
+                self.sock.settimeout(None)
+                return
+            except (OSError, GuestError, ValueError):
+                if time.monotonic() > deadline:
+                    raise GuestError(f"guest agent did not answer on {self.path}")
+                time.sleep(0.5)
+
+    def call(self, command, arguments=None, timeout=60):
+        msg = {"execute": command}
+        if arguments is not None:
+            msg["arguments"] = arguments
+        self.sock.settimeout(timeout)
+        try:
+            self.sock.sendall(json.dumps(msg).encode())
+            reply = _read_json_lines(self.file, lambda o: "return" in o or "error" in o)
+        finally:
+            if self.sock:
+                self.sock.settimeout(None)
+        if "error" in reply:
+            raise GuestError(f"{command}: {reply['error']}")
+        return reply["return"]
+
+
+class Qmp:
+    def __init__(self, path):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.connect(path)
+        self.file = self.sock.makefile("rb")
+        _read_json_lines(self.file, lambda o: "QMP" in o)
+        self.call("qmp_capabilities")
+
+    def call(self, command, **arguments):
+        msg = {"execute": command}
+        if arguments:
+            msg["arguments"] = arguments
+        self.sock.sendall(json.dumps(msg).encode())
+        reply = _read_json_lines(self.file, lambda o: "return" in o or "error" in o)
+        if "error" in reply:
+            raise GuestError(f"QMP {command}: {reply['error']}")
+        return reply["return"]
+
+    def close(self):
+        self.sock.close()
+
+
+class Disk:
+    """A data disk: a sparse qcow2 file and the qemu device that shows it."""
+
+    def __init__(self, node, size, device, **props):
+        self.node = node          # also the serial, so tests find it by serial
+        self.size = size
+        self.device = device      # virtio-blk-pci, scsi-hd, nvme, ide-hd
+        self.props = props
+
+    def drive_args(self, run_dir):
+        path = os.path.join(run_dir, f"{self.node}.qcow2")
+        if not os.path.exists(path):
+            subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", path, self.size], check=True)
+        return ["-blockdev", f"driver=qcow2,node-name={self.node},file.driver=file,file.filename={path}"]
+
+    def device_args(self):
+        props = {"drive": self.node, "serial": self.node, "id": "dev-" + self.node}
+        props.update(self.props)
+        return ["-device", self.device + "," + ",".join(f"{k}={v}" for k, v in props.items())]
+
+
+class Guest:
+    """A booted guest. Use as a context manager: qemu is stopped, politely
+    first, whatever happens in between."""
+
+    def __init__(self, image, run_dir, disks=(), share=None, memory_mb=2048, cpus=2, controllers=(),
+                 append=""):
+        self.image = image
+        self.run_dir = run_dir
+        self.disks = list(disks)
+        self.share = share
+        self.memory_mb = memory_mb
+        self.cpus = cpus
+        self.controllers = list(controllers)
+        self.append = append
+        self.proc = None
+        self.agent = None
+        self.qmp = None
+        self.boot_count = 0
+        os.makedirs(run_dir, exist_ok=True)
+        self.overlay = os.path.join(run_dir, "root.qcow2")
+
+    # --- life cycle ---
+
+    def __enter__(self):
+        self.boot()
+        return self
+
+    def __exit__(self, *exc):
+        self.poweroff()
+
+    def boot(self, timeout=240):
+        """Boots (the overlay persists between boots of one Guest, like a
+        disk), and returns once the guest agent answers."""
+        if not os.path.exists(self.overlay):
+            subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", "-b", self.image.root, "-F", "raw",
+                            self.overlay], check=True)
+        self.boot_count += 1
+        sock_dir = os.path.join(self.run_dir, f"boot{self.boot_count}")
+        os.makedirs(sock_dir, exist_ok=True)
+        self.agent_path = os.path.join(sock_dir, "qga.sock")
+        self.qmp_path = os.path.join(sock_dir, "qmp.sock")
+        self.serial_log = os.path.join(sock_dir, "serial.log")
+        cmd = [
+            "qemu-system-x86_64", "-nodefaults", "-nic", "none", "-display", "none", "-no-user-config",
+            "-accel", "tcg,thread=multi", "-cpu", "max", "-smp", str(self.cpus), "-m", str(self.memory_mb),
+            "-machine", "q35",
+            "-kernel", self.image.kernel, "-initrd", self.image.initrd,
+            "-append", f"root=LABEL={ROOT_LABEL} ro console=ttyS0 panic=-1 {self.append}".strip(),
+            "-serial", f"file:{self.serial_log}",
+            "-blockdev", f"driver=qcow2,node-name=root,file.driver=file,file.filename={self.overlay}",
+            "-device", "virtio-blk-pci,drive=root,serial=bproot,id=dev-root",
+            "-chardev", f"socket,path={self.agent_path},server=on,wait=off,id=qga0",
+            "-device", "virtio-serial-pci,id=vser0",
+            "-device", "virtserialport,bus=vser0.0,chardev=qga0,name=org.qemu.guest_agent.0",
+            "-qmp", f"unix:{self.qmp_path},server=on,wait=off",
+            "-no-reboot",
+        ]
+        for c in self.controllers:
+            cmd += ["-device", c]
+        for d in self.disks:
+            cmd += d.drive_args(self.run_dir) + d.device_args()
+        if self.share:
+            cmd += ["-virtfs", f"local,path={self.share},mount_tag=share,security_model=none,id=share0"]
+        self.t_start = time.monotonic()
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=open(os.path.join(sock_dir, "qemu.out"), "w"),
+                                     stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + timeout
+        while not os.path.exists(self.qmp_path):
+            if self.proc.poll() is not None:
+                raise GuestError(f"qemu exited ({self.proc.returncode}); see {sock_dir}/qemu.out")
+            if time.monotonic() > deadline:
+                raise GuestError("qemu did not create its QMP socket")
+            time.sleep(0.05)
+        self.qmp = Qmp(self.qmp_path)
+        self.agent = Agent(self.agent_path)
+        try:
+            self.agent.connect(deadline)
+        except GuestError:
+            raise GuestError(f"the guest did not come up in {timeout} s; serial log: {self.serial_log}\n" +
+                             self.serial_tail())
+        self.boot_seconds = time.monotonic() - self.t_start
+        log(f"{self.image.suite}: guest up in {self.boot_seconds:.1f} s (boot {self.boot_count})")
+        if self.share:
+            self.sh("mkdir -p /mnt/share && mountpoint -q /mnt/share || "
+                    "mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 share /mnt/share")
+        return self
+
+    def serial_tail(self, n=40):
+        try:
+            with open(self.serial_log, errors="replace") as f:
+                return "".join(f.readlines()[-n:])
+        except OSError:
+            return ""
+
+    def poweroff(self, timeout=90):
+        """systemctl poweroff through the agent, then waits for qemu; kills
+        it (its own process group) when it does not stop in time."""
+        if self.proc is None:
+            return
+        try:
+            if self.proc.poll() is None and self.agent and self.agent.sock:
+                try:
+                    self.agent.call("guest-shutdown", {"mode": "powerdown"}, timeout=10)
+                except (GuestError, OSError):
+                    pass
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                log("guest did not power off in time: killing qemu")
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        finally:
+            if self.agent:
+                self.agent.close()
+            if self.qmp:
+                try:
+                    self.qmp.close()
+                except OSError:
+                    pass
+            self.proc = self.agent = self.qmp = None
+
+    def reboot(self, timeout=240):
+        self.poweroff()
+        return self.boot(timeout)
+
+    # --- commands ---
+
+    def run(self, cmd, timeout=300, check=True, stdin=None):
+        """Runs CMD (a shell command line) in the guest; returns
+        (exit code, stdout, stderr)."""
+        args = {"path": "/bin/sh", "arg": ["-c", cmd], "capture-output": True}
+        if stdin is not None:
+            args["input-data"] = base64.b64encode(stdin.encode()).decode()
+        pid = self.agent.call("guest-exec", args)["pid"]
+        deadline = time.monotonic() + timeout
+        delay = 0.02
+        while True:
+            st = self.agent.call("guest-exec-status", {"pid": pid})
+            if st.get("exited"):
+                break
+            if time.monotonic() > deadline:
+                raise GuestError(f"guest command timed out after {timeout} s: {cmd}")
+            time.sleep(delay)
+            delay = min(delay * 2, 0.5)
+        out = base64.b64decode(st.get("out-data", "")).decode(errors="replace")
+        err = base64.b64decode(st.get("err-data", "")).decode(errors="replace")
+        rc = st.get("exitcode", -st.get("signal", 0) or -1)
+        if check and rc != 0:
+            raise CommandFailed(cmd, rc, out, err)
+        return rc, out, err
+
+    def sh(self, cmd, **kw):
+        """Runs CMD and returns its stdout; fails on a non-zero exit."""
+        return self.run(cmd, **kw)[1]
+
+    def write_file(self, path, text, mode="0644"):
+        self.run(f"install -D -m {mode} /dev/stdin {shlex.quote(path)}", stdin=text)
+
+    def read_file(self, path):
+        return self.sh(f"cat {shlex.quote(path)}")
+
+    def wait_for(self, cmd, timeout=60, interval=0.5, what=None):
+        """Runs CMD until it exits 0; returns its stdout."""
+        deadline = time.monotonic() + timeout
+        while True:
+            rc, out, err = self.run(cmd, check=False)
+            if rc == 0:
+                return out
+            if time.monotonic() > deadline:
+                raise GuestError(f"timed out after {timeout} s waiting for {what or cmd}: {out}{err}")
+            time.sleep(interval)

@@ -1,0 +1,149 @@
+"""Debian guest images and build chroots, made with mmdebstrap and cached.
+
+Everything here is keyed by what it is built from (suite, package list, the
+recipe below): a cache entry whose key matches is used as it is; a missing one
+is built, into a temporary name first, so an interrupted build never leaves a
+half image under a valid key.
+
+Cache: $BLKPOLICY_VM_CACHE (default /var/cache/blkpolicy-vm), outside the
+checkout so that a fresh clone on the same machine reuses it.
+"""
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+CACHE = os.environ.get("BLKPOLICY_VM_CACHE", "/var/cache/blkpolicy-vm")
+MIRROR = os.environ.get("BLKPOLICY_VM_MIRROR", "http://deb.debian.org/debian")
+ROOT_LABEL = "bproot"
+
+# What each suite is, as the harness knows it.
+SUITES = {
+    "bookworm": {"release": "Debian 12", "kernel_series": "6.1"},
+    "trixie": {"release": "Debian 13", "kernel_series": "6.12"},
+}
+
+# The guest: systemd as PID 1 with udev and dbus (logind needs it for the
+# power button), a distribution kernel, the stacking tools, the guest agent
+# the harness drives it through, and node_exporter + promtool for the
+# metrics check. blkpolicy itself is NOT in the image: the tests install it.
+GUEST_PACKAGES = [
+    "systemd-sysv", "udev", "dbus", "kmod", "linux-image-amd64", "initramfs-tools",
+    "qemu-guest-agent", "mdadm", "lvm2", "dmsetup", "cryptsetup-bin", "e2fsprogs",
+    "util-linux", "procps", "curl", "prometheus-node-exporter", "prometheus",
+]
+
+# Runs in the finished root tree ($1). Slim initrd (the root disk is
+# virtio-blk with ext4; every other driver loads from the root through udev),
+# root by label, no services that only cost boot time in a test guest.
+GUEST_CUSTOMIZE = r"""
+set -e
+root="$1"
+echo bp-guest > "$root/etc/hostname"
+echo "LABEL=__LABEL__ / ext4 defaults,errors=remount-ro 0 1" > "$root/etc/fstab"
+sed -i 's/^MODULES=.*/MODULES=list/' "$root/etc/initramfs-tools/initramfs.conf"
+printf 'virtio_pci\nvirtio_blk\next4\n' >> "$root/etc/initramfs-tools/modules"
+chroot "$root" update-initramfs -u -k all >/dev/null
+# The Prometheus server is here for promtool only.
+chroot "$root" systemctl mask prometheus.service apt-daily.timer apt-daily-upgrade.timer \
+    e2scrub_all.timer e2scrub_reap.service mdmonitor-oneshot.timer fstrim.timer 2>/dev/null || true
+chroot "$root" systemctl mask mdcheck_start.timer mdcheck_continue.timer 2>/dev/null || true
+# No getty on a console nobody reads.
+chroot "$root" systemctl mask serial-getty@ttyS0.service getty@tty1.service 2>/dev/null || true
+# apt in the guest reads only a local repository the tests provide.
+rm -f "$root/etc/apt/sources.list" "$root"/etc/apt/sources.list.d/*
+"""
+
+RECIPE_VERSION = "1"
+
+
+def log(msg):
+    print(f"[vm] {msg}", file=sys.stderr, flush=True)
+
+
+def _key(*parts):
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(repr(p).encode())
+        h.update(b"\0")
+    return h.hexdigest()[:16]
+
+
+def _run(cmd, **kw):
+    return subprocess.run(cmd, check=True, **kw)
+
+
+class Image:
+    """A cached guest image: root.raw (ext4, labelled) and the kernel and
+    initrd copied out of its /boot."""
+
+    def __init__(self, suite, directory):
+        self.suite = suite
+        self.dir = directory
+        self.root = os.path.join(directory, "root.raw")
+        self.kernel = os.path.join(directory, "vmlinuz")
+        self.initrd = os.path.join(directory, "initrd.img")
+        with open(os.path.join(directory, "kernel-release")) as f:
+            self.kernel_release = f.read().strip()
+
+
+def guest_image(suite):
+    if suite not in SUITES:
+        raise ValueError(f"unknown suite {suite}; known: {', '.join(SUITES)}")
+    key = _key(RECIPE_VERSION, suite, MIRROR, GUEST_PACKAGES, GUEST_CUSTOMIZE)
+    final = os.path.join(CACHE, f"image-{suite}-{key}")
+    if os.path.exists(os.path.join(final, "done")):
+        return Image(suite, final)
+    os.makedirs(CACHE, exist_ok=True)
+    t0 = time.monotonic()
+    work = tempfile.mkdtemp(prefix=f"image-{suite}-", dir=CACHE)
+    try:
+        rootfs = os.path.join(work, "rootfs")
+        log(f"building the {suite} guest image (mmdebstrap from {MIRROR}; cached afterwards)")
+        hook = os.path.join(work, "customize.sh")
+        with open(hook, "w") as f:
+            f.write(GUEST_CUSTOMIZE.replace("__LABEL__", ROOT_LABEL))
+        os.chmod(hook, 0o755)
+        _run(["mmdebstrap", "--quiet", "--variant=minbase", "--components=main",
+              "--include=" + ",".join(GUEST_PACKAGES),
+              "--customize-hook=" + hook,
+              suite, rootfs, MIRROR])
+        boot = os.path.join(rootfs, "boot")
+        vmlinuz = sorted(f for f in os.listdir(boot) if f.startswith("vmlinuz-"))[-1]
+        release = vmlinuz[len("vmlinuz-"):]
+        shutil.copy(os.path.join(boot, vmlinuz), os.path.join(work, "vmlinuz"))
+        shutil.copy(os.path.join(boot, "initrd.img-" + release), os.path.join(work, "initrd.img"))
+        with open(os.path.join(work, "kernel-release"), "w") as f:
+            f.write(release + "\n")
+        # ext4 straight from the directory: no loop device, no mount.
+        _run(["mkfs.ext4", "-q", "-F", "-L", ROOT_LABEL, "-d", rootfs, os.path.join(work, "root.raw"), "3G"])
+        shutil.rmtree(rootfs)
+        open(os.path.join(work, "done"), "w").close()
+        if os.path.exists(final):
+            shutil.rmtree(final)
+        os.rename(work, final)
+        log(f"{suite} image ready in {time.monotonic() - t0:.0f} s (kernel {release})")
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    _prune(f"image-{suite}-", keep=final)
+    return Image(suite, final)
+
+
+def _prune(prefix, keep):
+    """Removes older cache entries of the same kind: keys change when the
+    recipe does, and images are large."""
+    for name in os.listdir(CACHE):
+        path = os.path.join(CACHE, name)
+        if name.startswith(prefix) and path != keep and os.path.exists(os.path.join(path, "done")):
+            shutil.rmtree(path, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    for s in sys.argv[1:]:
+        img = guest_image(s)
+        print(s, img.dir, img.kernel_release)
