@@ -3,6 +3,7 @@
 #include <cerrno>
 
 #include "policy/values.hpp"
+#include "udev/discovery.hpp"
 
 namespace blkpolicy::agent {
 
@@ -42,9 +43,9 @@ public:
 private:
     // Reads the attribute now; sets `err` when it cannot be read.
     std::string current(const Action& a, int& err) const {
-        auto r = sysfs_.read(dir_ + a.path);
+        auto r = udev::read_value(sysfs_, plan_.device, a.attribute);
         err = r.err;
-        return r.ok() ? policy::normalise_readback(a.attribute, r.value) : std::string();
+        return r.ok() ? r.value : std::string();
     }
 
     std::string vanished_detail(const Action& a, int err) const {
@@ -57,7 +58,7 @@ private:
     // e.g. after bfq disabled the default) writing a non-zero value equal to
     // the retained latency is a silent no-op; writing 0 first makes it stick.
     int write(const Action& a, const std::string& value, const std::string& before) {
-        if (a.attribute == "wbt_lat_usec" && value != "0" && before == "0") {
+        if (a.attribute == "wbt_lat_usec" && value != "0" && (before == "0" || a.zero_first)) {
             if (int err = sysfs_.write(dir_ + a.path, "0")) return err;
         }
         return sysfs_.write(dir_ + a.path, value);
@@ -121,7 +122,8 @@ private:
             r.detail = vanished_detail(a, ENOENT);
             return r;
         }
-        if (r.before == a.expected) {
+        // (A wbt that bfq turned off can still read as the wanted latency.)
+        if (r.before == a.expected && !a.zero_first) {
             r.outcome = Outcome::unchanged;
             r.after = r.before;
             return r;

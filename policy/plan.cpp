@@ -228,8 +228,10 @@ DevicePlan plan_device(const Policy& policy, const DeviceFacts& facts, const Val
         } else if (a.attribute == "wbt_lat_usec" && a.expected != "0") {
             if (scheduler_switch && final_scheduler == "bfq") {
                 a.kind = ActionKind::write;
+                a.zero_first = true;
                 a.note = "switching to bfq turns default wbt off: written as 0, then the value";
             } else if (a.current == "0") {
+                a.zero_first = true;
                 a.note = "wbt is off: written as 0, then the value (the value alone can be a no-op)";
             }
         } else if (a.attribute == "read_ahead_kb" && limits_written && a.kind == ActionKind::unchanged) {

@@ -33,6 +33,10 @@ struct Action {
     std::string expected;    // what a correct read-back shows
     ActionKind kind = ActionKind::write;
     std::vector<std::string> alternatives;  // scheduler: the next names to try, in order, if the kernel refuses `value`
+    // wbt_lat_usec: write 0, then the value, even when the value reads as
+    // wanted already: wbt is (or is about to be) off, and writing the
+    // latency it retained is a silent no-op (6.1 even shows it in sysfs).
+    bool zero_first = false;
     std::string note;        // why this kind, or what the write disturbs
     RuleRef rule;            // the winning rule
     std::vector<RuleRef> overridden;  // earlier matching rules that set the same attribute

@@ -246,3 +246,39 @@ TEST_CASE("a scheduler the device does not list yet: the kernel loads it, or the
         CHECK(r["scheduler"].after == "none");
     }
 }
+
+TEST_CASE("Linux 6.1: bfq turns a default wbt off while sysfs still shows the latency") {
+    FakeSysfs t;
+    t.add_loop("loop0", 0, "/img");
+    t.file(t.devpath_of("loop0") + "/queue/wbt_lat_usec", "75000");  // a spinning disk's default
+    KernelModelSysfs s(t.root());
+    s.bfq_hides_wbt_off = true;
+    const auto policy = policy_of("scheduler = \"bfq\"\nwbt_lat_usec = 75000\n");
+
+    SUBCASE("the trap: the latency reads as wanted, writing it is a no-op, wbt stays off") {
+        REQUIRE(s.write("block/loop0/queue/scheduler", "bfq") == 0);
+        CHECK(t.read(t.devpath_of("loop0") + "/queue/wbt_lat_usec") == "75000");
+        CHECK(s.wbt_state("loop0") == 3);
+        REQUIRE(s.write("block/loop0/queue/wbt_lat_usec", "75000") == 0);
+        CHECK(s.wbt_state("loop0") == 3);
+    }
+    SUBCASE("without debugfs: the plan knows the switch, writes 0 then the value") {
+        auto r = by_attr(agent::execute(s, plan_for(s, "loop0", policy)));
+        CHECK(s.wbt_state("loop0") == 2);
+        CHECK(r["wbt_lat_usec"].outcome == agent::Outcome::applied);
+        CHECK(writes_of(s) ==
+              std::vector<std::string>{"queue/scheduler=bfq", "queue/wbt_lat_usec=0", "queue/wbt_lat_usec=75000"});
+    }
+    SUBCASE("with debugfs: a wbt someone else's bfq switch turned off reads as 0, and is turned on again") {
+        s.debugfs = true;
+        REQUIRE(s.write("block/loop0/queue/scheduler", "bfq") == 0);  // not blkpolicy's doing
+        CHECK(udev::read_value(s, "loop0", "wbt_lat_usec").value == "0");
+        s.writes.clear();
+        auto r = by_attr(agent::execute(s, plan_for(s, "loop0", policy)));
+        CHECK(r["scheduler"].outcome == agent::Outcome::unchanged);
+        CHECK(r["wbt_lat_usec"].before == "0");
+        CHECK(r["wbt_lat_usec"].after == "75000");
+        CHECK(s.wbt_state("loop0") == 2);
+        CHECK(writes_of(s) == std::vector<std::string>{"queue/wbt_lat_usec=0", "queue/wbt_lat_usec=75000"});
+    }
+}

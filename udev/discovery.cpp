@@ -194,19 +194,33 @@ std::optional<std::vector<std::string>> loadable_schedulers(const std::string& m
     return out;
 }
 
+ReadResult read_value(const Sysfs& s, const std::string& name, const std::string& key) {
+    auto spec = policy::find_attribute(key);
+    auto r = s.read("block/" + name + "/" + (spec ? spec->path : "queue/" + key));
+    if (!r.ok()) return r;
+    r.value = policy::normalise_readback(key, r.value);
+    if (key == "wbt_lat_usec" && r.value != "0") {
+        // debugfs (when mounted) has the real state: 3 off by default (bfq
+        // turned it off), 4 off by hand. 6.1 keeps showing the old latency
+        // in sysfs after bfq turned wbt off.
+        auto state = s.read("kernel/debug/block/" + name + "/rqos/wbt/enabled");
+        if (state.ok()) {
+            const auto st = policy::trim(state.value);
+            if (st == "3" || st == "4") r.value = "0";
+        }
+    }
+    return r;
+}
+
 policy::Values read_values(const Sysfs& s, const std::string& name, const std::vector<std::string>& keys,
                            const policy::Values& known) {
     policy::Values v;
-    const std::string dir = "block/" + name + "/";
     for (const auto& key : keys) {
         if (auto k = known.find(key); k != known.end()) {
             v[key] = k->second;
             continue;
         }
-        auto spec = policy::find_attribute(key);
-        const std::string path = spec ? spec->path : "queue/" + key;
-        auto r = s.read(dir + path);
-        if (r.ok()) v[key] = policy::normalise_readback(key, r.value);
+        if (auto r = read_value(s, name, key); r.ok()) v[key] = std::move(r.value);
     }
     return v;
 }
@@ -214,16 +228,15 @@ policy::Values read_values(const Sysfs& s, const std::string& name, const std::v
 policy::Values read_values(const Sysfs& s, const std::string& name) {
     policy::Values v;
     const std::string dir = "block/" + name + "/";
-    auto put = [&](const std::string& key, const std::string& path) {
-        auto r = s.read(dir + path);
-        if (r.ok()) v[key] = policy::normalise_readback(key, r.value);
+    auto put = [&](const std::string& key) {
+        if (auto r = read_value(s, name, key); r.ok()) v[key] = std::move(r.value);
     };
-    for (const auto& key : policy::fixed_attribute_keys()) put(key, policy::find_attribute(key)->path);
-    put("max_hw_sectors_kb", "queue/max_hw_sectors_kb");
-    put("discard_granularity", "queue/discard_granularity");
-    put("optimal_io_size", "queue/optimal_io_size");
+    for (const auto& key : policy::fixed_attribute_keys()) put(key);
+    put("max_hw_sectors_kb");
+    put("discard_granularity");
+    put("optimal_io_size");
     for (const auto& tunable : s.list(dir + "queue/iosched")) {
-        if (auto spec = policy::find_attribute("iosched." + tunable)) put(spec->key, spec->path);
+        if (auto spec = policy::find_attribute("iosched." + tunable)) put(spec->key);
     }
     return v;
 }

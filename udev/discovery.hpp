@@ -36,6 +36,11 @@ std::map<std::string, std::string> read_udev_properties(const std::string& db_di
 // daemon's unit hides the modules directory).
 std::optional<std::vector<std::string>> loadable_schedulers(const std::string& modules_dir);
 
+// One attribute (a policy key, or a read-only input such as
+// max_hw_sectors_kb) as the kernel really has it: normalised, and
+// wbt_lat_usec as 0 where debugfs says writeback throttling is off.
+ReadResult read_value(const Sysfs& s, const std::string& name, const std::string& key);
+
 // Current values of every writable attribute the device has, normalised,
 // plus the read-only inputs the planner uses (max_hw_sectors_kb,
 // discard_granularity, optimal_io_size) and every iosched tunable of the

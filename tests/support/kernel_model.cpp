@@ -62,6 +62,13 @@ int KernelModelSysfs::write(const std::string& rel, std::string_view value) {
     return err;
 }
 
+void KernelModelSysfs::sync_debugfs(const std::string& dev) {
+    if (!debugfs) return;
+    const auto dir = root() / ("kernel/debug/block/" + dev + "/rqos/wbt");
+    std::filesystem::create_directories(dir);
+    std::ofstream(dir / "enabled") << wbt_state(dev) << '\n';
+}
+
 int KernelModelSysfs::simulate(const std::string& dev, const std::string& attr, std::string_view value) {
     const std::string q = "block/" + dev + "/queue/";
     auto get = [&](const std::string& a) { return trim(read(q + a).value); };
@@ -90,11 +97,12 @@ int KernelModelSysfs::simulate(const std::string& dev, const std::string& attr, 
         }
         if (want == "bfq" && wbt.state == 1) {
             wbt.state = 3;
-            put("wbt_lat_usec", "0");
+            if (!bfq_hides_wbt_off) put("wbt_lat_usec", "0");
         } else if (line.active == "bfq" && wbt.state == 3) {
             wbt.state = 1;
             put("wbt_lat_usec", std::to_string(wbt.lat));
         }
+        sync_debugfs(dev);
         return 0;
     }
     if (attr == "queue/wbt_lat_usec") {
@@ -105,6 +113,7 @@ int KernelModelSysfs::simulate(const std::string& dev, const std::string& attr, 
         if (n == wbt.lat) return 0;  // the retained value: silently nothing
         wbt.lat = n;
         wbt.state = n == 0 ? 4 : 2;
+        sync_debugfs(dev);
         return put("wbt_lat_usec", std::to_string(n));
     }
     if (attr == "queue/read_ahead_kb") {

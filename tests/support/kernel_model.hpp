@@ -37,6 +37,13 @@ public:
     // I/O schedulers "built as modules": writing such a name that the
     // device does not list yet loads it (it is listed from then on).
     std::set<std::string> loadable_schedulers;
+    // Linux 6.1: a switch to bfq turns a default wbt off, but queue/
+    // wbt_lat_usec keeps showing the latency (debugfs shows the state).
+    bool bfq_hides_wbt_off = false;
+    // Keep debugfs rqos/wbt/enabled (kernel/debug/block/NAME/...) up to date.
+    bool debugfs = false;
+    // 1 on-default, 2 on-manual, 3 off-default, 4 off-manual.
+    int wbt_state(const std::string& dev) const { return wbt_.count(dev) ? wbt_.at(dev).state : 1; }
     mutable std::vector<std::string> reads;  // every path read, in order
 
 
@@ -47,6 +54,7 @@ private:
     };
     std::map<std::string, Wbt> wbt_;
     int simulate(const std::string& dev, const std::string& attr, std::string_view value);
+    void sync_debugfs(const std::string& dev);
 };
 
 }  // namespace blkpolicy::test

@@ -35,6 +35,8 @@ GUEST_PACKAGES = [
     "systemd-sysv", "udev", "dbus", "kmod", "linux-image-amd64", "initramfs-tools",
     "qemu-guest-agent", "mdadm", "lvm2", "dmsetup", "cryptsetup-bin", "e2fsprogs",
     "util-linux", "procps", "curl", "prometheus-node-exporter", "prometheus",
+    # systemd-analyze verify runs man(1) on the unit's Documentation= pages.
+    "man-db",
 ]
 
 # Runs in the finished root tree ($1). Slim initrd (the root disk is

@@ -13,6 +13,7 @@ apt would from a mirror.
 """
 
 import glob
+import re
 import hashlib
 import os
 import shutil
@@ -126,17 +127,18 @@ class Package:
 
 
 def _closure_script(deb_in_chroot):
-    # Every package the .deb depends on, recursively (Depends and
-    # Pre-Depends), resolved against the suite's lists; virtual names
-    # (<...>) are resolved by apt-cache itself in later lines.
+    # apt's own resolver, against the suite's lists, with an empty dpkg
+    # status: as if nothing were installed, it downloads every package the
+    # .deb needs, recursively, virtual names (libspdlog1.10-fmt9) resolved
+    # to the packages that provide them.
     return f"""set -e
-deps=$(dpkg-deb -f {deb_in_chroot} Depends | tr ',' '\\n' | sed 's/|.*//; s/(.*)//; s/ //g' | grep .)
-mkdir -p /repo && cd /repo
-apt-cache depends --recurse --no-recommends --no-suggests --no-conflicts --no-breaks --no-replaces \\
-    --no-enhances $deps | grep -v '^ ' | grep -v '^<' | sort -u > /repo/closure.txt
-apt-get download -q $(cat /repo/closure.txt) >/dev/null
+mkdir -p /repo/partial /tmp/apt-empty
+: > /tmp/apt-empty/status
+apt-get -q -y -o Dir::State::status=/tmp/apt-empty/status -o Dir::Cache::archives=/repo \\
+    --download-only install {deb_in_chroot} >/dev/null
+rm -rf /repo/partial /repo/lock
 cp {deb_in_chroot} /repo/
-dpkg-scanpackages --multiversion . > Packages 2>/dev/null
+cd /repo && dpkg-scanpackages --multiversion . > Packages 2>/dev/null
 """
 
 
@@ -164,7 +166,9 @@ def build_package(suite):
                            stderr=subprocess.STDOUT)
             if r.returncode != 0:
                 with open(os.path.join(work, "build.log")) as f:
-                    tail = "".join(f.readlines()[-60:])
+                    lines = f.readlines()
+                errors = [ln for ln in lines if re.search(r"error|Error at", ln)]
+                tail = "".join(errors[:20]) + "--- last lines:\n" + "".join(lines[-25:])
                 raise RuntimeError(f"{suite}: dpkg-buildpackage failed (exit {r.returncode}):\n{tail}")
             debs = glob.glob(os.path.join(ch.root, "build", "blkpolicy_*.deb"))
             changes = glob.glob(os.path.join(ch.root, "build", "blkpolicy_*.changes"))

@@ -1,0 +1,179 @@
+"""The guest machine the tests boot: its disks, the policy installed on it,
+and what that policy must leave on each disk. Disks are found by the serial
+given to qemu (sdX names change between boots)."""
+
+import json
+import shlex
+
+from guest import Disk
+
+SCSI_CONTROLLER = "virtio-scsi-pci,id=scsi0"
+
+# serial -> qemu device. The root disk (virtio-blk, serial bproot) is added
+# by guest.py itself.
+DISKS = [
+    Disk("bp-virtio1", "256M", "virtio-blk-pci"),
+    Disk("bp-scsi-hdd", "256M", "scsi-hd", bus="scsi0.0", vendor="SEAGATE", product="ST4000NM0035",
+         rotation_rate="7200"),
+    Disk("bp-scsi-ssd", "256M", "scsi-hd", bus="scsi0.0", vendor="SAMSUNG", product="MZ7LH960HAJR",
+         rotation_rate="1"),
+    # A cloud VM's disk: QEMU HARDDISK, no rotation rate given, so it claims
+    # to spin; the shipped cloud-vm policy's case.
+    Disk("bp-scsi-qemu", "256M", "scsi-hd", bus="scsi0.0"),
+    Disk("bp-nvme1", "256M", "nvme"),
+    Disk("bp-sata1", "256M", "ide-hd", bus="ide.0", model="WDC WD40EFRX-68N32N0", rotation_rate="5400"),
+]
+
+POLICY = """\
+# The policy the guest tests install in /etc/blkpolicy/policy.toml: one rule
+# per device class, keyed on what the disk says it is.
+[daemon]
+mode = "enforce"
+verify_interval = "5s"
+
+[[rule]]
+name = "virtio disks do not spin"
+[rule.match]
+driver = "virtio_blk"
+rotational = true
+[rule.set]
+rotational = 0
+wbt_lat_usec = 2000
+read_ahead_kb = 256
+
+[[rule]]
+name = "virtual SCSI disks do not spin"
+[rule.match]
+driver = "virtio_scsi"
+model = "QEMU HARDDISK"
+rotational = true
+[rule.set]
+rotational = 0
+wbt_lat_usec = 2000
+read_ahead_kb = 128
+
+[[rule]]
+name = "archive disk on bfq"
+[rule.match]
+vendor = "SEAGATE"
+model = "ST4000NM*"
+[rule.set]
+scheduler = "bfq"
+nr_requests = 64
+wbt_lat_usec = 75000
+read_ahead_kb = 1024
+
+[[rule]]
+name = "solid SCSI"
+[rule.match]
+driver = "sd"
+rotational = false
+[rule.set]
+scheduler = ["kyber", "mq-deadline"]
+read_ahead_kb = 64
+
+[[rule]]
+name = "nvme"
+[rule.match]
+driver = "nvme"
+[rule.set]
+nr_requests = 64
+read_ahead_kb = 512
+
+[[rule]]
+name = "sata"
+[rule.match]
+model = "WDC WD40EFRX*"
+[rule.set]
+scheduler = "mq-deadline"
+iosched.fifo_batch = 32
+read_ahead_kb = 2048
+"""
+
+# What POLICY leaves on each disk, as read from sysfs (queue/ relative).
+EXPECTED = {
+    "bproot": {"rotational": "0", "wbt_lat_usec": "2000", "read_ahead_kb": "256"},
+    "bp-virtio1": {"rotational": "0", "wbt_lat_usec": "2000", "read_ahead_kb": "256"},
+    "bp-scsi-hdd": {"scheduler": "bfq", "nr_requests": "64", "wbt_lat_usec": "75000", "read_ahead_kb": "1024"},
+    "bp-scsi-ssd": {"scheduler": "kyber", "read_ahead_kb": "64"},
+    "bp-scsi-qemu": {"rotational": "0", "wbt_lat_usec": "2000", "read_ahead_kb": "128"},
+    "bp-nvme1": {"nr_requests": "64", "read_ahead_kb": "512"},
+    "bp-sata1": {"scheduler": "mq-deadline", "iosched/fifo_batch": "32", "read_ahead_kb": "2048"},
+}
+
+# Prints "name serial" for every disk, serial as udev knows it.
+_DISKS_SCRIPT = r"""
+for d in /sys/block/*; do
+  n=${d##*/}
+  p=$(udevadm info -q property -n "$n" 2>/dev/null)
+  s=$(printf '%s\n' "$p" | sed -n 's/^ID_SERIAL_SHORT=//p')
+  [ -n "$s" ] || s=$(printf '%s\n' "$p" | sed -n 's/^ID_SERIAL=//p')
+  echo "$n ${s:--}"
+done
+"""
+
+
+def disks_by_serial(guest):
+    out = {}
+    for line in guest.sh(_DISKS_SCRIPT).splitlines():
+        name, serial = line.split(" ", 1)
+        if serial != "-":
+            out[serial] = name
+    return out
+
+
+def read_queue(guest, name, attrs):
+    """{attr: value} for queue/ATTR of NAME; the scheduler as its active name."""
+    script = "; ".join(f"printf '%s\\t%s\\n' {shlex.quote(a)} \"$(cat /sys/block/{name}/queue/{a} 2>/dev/null)\""
+                       for a in attrs)
+    vals = dict(line.split("\t", 1) for line in guest.sh(script).splitlines())
+    if "scheduler" in vals:
+        v = vals["scheduler"]
+        vals["scheduler"] = v[v.find("[") + 1:v.find("]")] if "[" in v else v
+    return vals
+
+
+def wbt_enabled(guest, name):
+    """debugfs rqos/wbt/enabled (mounting debugfs when needed), or None."""
+    rc, out, _ = guest.run("mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug; "
+                           f"cat /sys/kernel/debug/block/{name}/rqos/wbt/enabled", check=False)
+    return out.strip() if rc == 0 else None
+
+
+def mismatches(guest, expected=None):
+    """What differs from EXPECTED (or EXPECTED updated with EXPECTED_CHANGES)
+    on the guest's disks, as readable lines."""
+    bad = []
+    names = disks_by_serial(guest)
+    for serial, want in (expected or EXPECTED).items():
+        name = names.get(serial)
+        if not name:
+            bad.append(f"{serial}: no such disk (disks: {names})")
+            continue
+        have = read_queue(guest, name, list(want))
+        for attr, value in want.items():
+            if have.get(attr) != value:
+                bad.append(f"{serial} ({name}) {attr}: {have.get(attr)!r}, policy says {value!r}")
+        if want.get("wbt_lat_usec", "0") != "0":
+            state = wbt_enabled(guest, name)
+            if state is not None and state not in ("1", "2"):
+                bad.append(f"{serial} ({name}) wbt: debugfs enabled={state} (off) while the policy wants "
+                           f"{want['wbt_lat_usec']}")
+    return bad
+
+
+def journal(guest, args):
+    """journalctl -o json entries as dicts."""
+    out = guest.sh(f"journalctl --no-pager -o json {args}")
+    return [json.loads(line) for line in out.splitlines() if line.strip()]
+
+
+def cursor(guest):
+    """The journal's current end, to read only what comes after it."""
+    out = guest.sh("journalctl --no-pager -n 0 --show-cursor -q; journalctl --no-pager -n 1 -o json")
+    last = [line for line in out.splitlines() if line.startswith("{")]
+    return json.loads(last[-1])["__CURSOR"] if last else ""
+
+
+def unit_prop(guest, unit, prop):
+    return guest.sh(f"systemctl show -P {prop} {unit}").strip()

@@ -1,0 +1,100 @@
+#!/usr/bin/python3
+"""blkpolicy in Debian guests with systemd as PID 1 (tests/vm/README.md).
+
+    tests/vm/run.py                      # every group on bookworm and trixie
+    tests/vm/run.py --suite trixie --only service
+    tests/vm/run.py --keep               # keep the run directory (disks, logs)
+
+Exit status: 0 every check passed; 1 a check failed; 77 the guests cannot
+run here (not root, no qemu or mmdebstrap, no mirror), with the reason.
+"""
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import types
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import images  # noqa: E402
+import machine  # noqa: E402
+import package  # noqa: E402
+import test_service  # noqa: E402
+from guest import Guest  # noqa: E402
+from harness import Results  # noqa: E402
+
+GROUPS = {"service": test_service.run}
+RUNS = "/var/tmp/blkpolicy-vm-runs"
+
+
+def preflight():
+    """The reason the guests cannot run here, or None."""
+    if os.geteuid() != 0:
+        return "needs root (mmdebstrap, chroot builds)"
+    for tool in ("qemu-system-x86_64", "qemu-img", "mmdebstrap", "dpkg-deb", "mkfs.ext4"):
+        if not shutil.which(tool):
+            return f"{tool} is not installed (scripts/install-deps.sh installs it)"
+    return None
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--suite", action="append", choices=sorted(images.SUITES), help="repeatable; default: all")
+    ap.add_argument("--only", action="append", choices=sorted(GROUPS), help="repeatable; default: all groups")
+    ap.add_argument("--keep", action="store_true", help="keep the run directory")
+    args = ap.parse_args()
+    suites = args.suite or list(images.SUITES)
+    groups = args.only or list(GROUPS)
+
+    reason = preflight()
+    if reason:
+        print(f"SKIPPED: guest tests: {reason}")
+        return 77
+
+    os.makedirs(RUNS, exist_ok=True)
+    for old in os.listdir(RUNS):  # what an earlier (failed, kept) run left
+        shutil.rmtree(os.path.join(RUNS, old), ignore_errors=True)
+    run_dir = tempfile.mkdtemp(prefix=time.strftime("%Y%m%d-%H%M%S-"), dir=RUNS)
+    results = Results(run_dir)
+    t0 = time.monotonic()
+    try:
+        for suite in suites:
+            ts = time.monotonic()
+            image = images.guest_image(suite)
+            pkg = package.build_package(suite)
+            results.figure(suite, "guest kernel", image.kernel_release)
+            results.figure(suite, "package", f"{os.path.basename(pkg.deb)} built in {pkg.build_seconds:.0f} s",
+                           "(cached build: same source)")
+            share = os.path.join(run_dir, suite, "share")
+            os.makedirs(share)
+            shutil.copytree(pkg.repo, os.path.join(share, "repo"))
+            upgrade = package.upgraded_copy(pkg, share)
+            with Guest(image, os.path.join(run_dir, suite, "guest"), disks=machine.DISKS,
+                       controllers=[machine.SCSI_CONTROLLER], share=share) as g:
+                ctx = types.SimpleNamespace(guest=g, suite=suite, results=results, pkg=pkg,
+                                            upgrade_deb_name=os.path.basename(upgrade))
+                for name in groups:
+                    try:
+                        GROUPS[name](ctx)
+                    except Exception as e:  # a fatal step: the rest of this group cannot run
+                        print(f"     {suite}: group {name} stopped: {type(e).__name__}", flush=True)
+                results.figure(suite, "boots", g.boot_count)
+            results.figure(suite, "wall time", round(time.monotonic() - ts), "s")
+    finally:
+        path = results.write()
+        print("\n" + results.summary())
+        print(f"results: {path}; total {time.monotonic() - t0:.0f} s")
+    failed = bool(results.failed())
+    if not failed and not args.keep:
+        shutil.rmtree(run_dir, ignore_errors=True)
+    elif failed:
+        print(f"run directory kept for a look: {run_dir}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
