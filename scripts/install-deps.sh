@@ -21,6 +21,9 @@ packages=(
     util-linux udev systemd
     # tests: the daemon's system calls, checked against the unit's SystemCallFilter
     strace
+    # the package (scripts/build-deb.sh) and the guest tests (tests/vm/):
+    # suite chroots and guest images, Debian guests under qemu, the harness
+    mmdebstrap qemu-system-x86 qemu-utils python3 e2fsprogs
 )
 
 missing=()

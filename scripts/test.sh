@@ -5,10 +5,17 @@
 # AddressSanitizer and UndefinedBehaviorSanitizer and run everything again.
 # Real-kernel tests need root; without it they report themselves skipped.
 #
-# Last, each libFuzzer target runs for FUZZ_SECONDS (default 60) from the
+# Then each libFuzzer target runs for FUZZ_SECONDS (default 60) from the
 # seed corpora; any crash, hang, leak or sanitizer report fails the run.
 #
-# SANITIZE=0 skips the sanitizer pass; FUZZ_SECONDS=0 skips fuzzing.
+# Last, the guest tests (tests/vm/run.py): the Debian package built for
+# Debian 12 and 13 in clean chroots, installed and run in guests under qemu
+# with systemd as PID 1. Images and chroots are cached in
+# /var/cache/blkpolicy-vm. Where guests cannot run (not root, no qemu) they
+# say why and count as skipped, never as passed.
+#
+# SANITIZE=0 skips the sanitizer pass; FUZZ_SECONDS=0 skips fuzzing; VM=0
+# skips the guest tests; VM_SUITES="trixie" runs one suite only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -45,4 +52,17 @@ fi
 if [[ "${FUZZ_SECONDS:-60}" != 0 ]]; then
     echo "== fuzzing (libFuzzer, ASan + UBSan), ${FUZZ_SECONDS:-60}s per target"
     FUZZ_SECONDS=${FUZZ_SECONDS:-60} scripts/fuzz.sh
+fi
+
+if [[ "${VM:-1}" != 0 ]]; then
+    echo "== guest tests: Debian 12 and 13 under qemu, systemd as PID 1 (tests/vm/run.py)"
+    suites=()
+    for s in ${VM_SUITES:-}; do suites+=(--suite "$s"); done
+    rc=0
+    /usr/bin/python3 tests/vm/run.py "${suites[@]}" || rc=$?
+    if [[ $rc -eq 77 ]]; then
+        echo "guest tests SKIPPED (the reason is above)"
+    elif [[ $rc -ne 0 ]]; then
+        exit "$rc"
+    fi
 fi

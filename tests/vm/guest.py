@@ -263,6 +263,30 @@ class Guest:
         self.poweroff()
         return self.boot(timeout)
 
+    # --- hotplug (QMP) ---
+
+    def hotplug(self, node, device, size=256 << 20, **props):
+        """Adds a disk NODE (also its serial) on DEVICE (scsi-hd with a bus,
+        or virtio-blk-pci / nvme on a free pcie-root-port), backed by
+        qemu's null-co driver: reads return zeroes, writes go nowhere."""
+        self.qmp.call("blockdev-add", driver="null-co", **{"node-name": node, "size": size, "read-zeroes": True})
+        args = {"driver": device, "id": "dev-" + node, "drive": node, "serial": node}
+        args.update(props)
+        self.qmp.call("device_add", **args)
+
+    def unplug(self, node, timeout=30):
+        """Removes what hotplug added; waits until qemu let go of the drive."""
+        self.qmp.call("device_del", id="dev-" + node)
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                self.qmp.call("blockdev-del", **{"node-name": node})
+                return
+            except GuestError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+
     # --- commands ---
 
     def run(self, cmd, timeout=300, check=True, stdin=None):

@@ -4,8 +4,9 @@ given to qemu (sdX names change between boots)."""
 
 import json
 import shlex
+import time
 
-from guest import Disk
+from guest import Disk, GuestError
 
 SCSI_CONTROLLER = "virtio-scsi-pci,id=scsi0"
 
@@ -166,6 +167,26 @@ def journal(guest, args):
     """journalctl -o json entries as dicts."""
     out = guest.sh(f"journalctl --no-pager -o json {args}")
     return [json.loads(line) for line in out.splitlines() if line.strip()]
+
+
+def since(guest, cursor_, **fields):
+    """Entries after CURSOR_ whose fields equal FIELDS. (journalctl 252
+    returns nothing for --after-cursor combined with a match when the
+    cursor's own entry does not match: the filtering is done here.)"""
+    entries = journal(guest, f"--after-cursor={shlex.quote(cursor_)}") if cursor_ else journal(guest, "-b")
+    return [e for e in entries if all(e.get(k) == v for k, v in fields.items())]
+
+
+def wait_journal(guest, cursor_, timeout, what, **fields):
+    """The first entry after CURSOR_ with FIELDS, waiting up to TIMEOUT s."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = since(guest, cursor_, **fields)
+        if found:
+            return found
+        if time.monotonic() > deadline:
+            raise GuestError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(1)
 
 
 def cursor(guest):

@@ -13,7 +13,7 @@ import time
 
 import machine
 from harness import expect, expect_eq
-from machine import cursor, journal, unit_prop
+from machine import cursor, journal, since as entries_since, unit_prop, wait_journal
 
 UNIT = "blkpolicy.service"
 POLICY_PATH = "/etc/blkpolicy/policy.toml"
@@ -40,12 +40,16 @@ def _facts_digest(g):
 
 
 def _blkpolicy_alerts(g, since, min_priority=None):
-    args = f"-t blkpolicy --after-cursor={since!r}"
-    entries = journal(g, args)
-    entries = [e for e in entries if "BLKPOLICY_EVENT" in e]
+    entries = [e for e in entries_since(g, since, SYSLOG_IDENTIFIER="blkpolicy") if "BLKPOLICY_EVENT" in e]
     if min_priority is not None:
         entries = [e for e in entries if int(e.get("PRIORITY", 6)) <= min_priority]
     return entries
+
+
+def _unit_messages(g, since):
+    """What systemd and the service said about the unit after SINCE."""
+    return "\n".join(e.get("MESSAGE", "") for e in entries_since(g, since)
+                     if UNIT in (e.get("UNIT"), e.get("_SYSTEMD_UNIT")))
 
 
 def _short(entries):
@@ -197,7 +201,7 @@ def reload_restart_watchdog(ctx):
         g.write_file(POLICY_PATH, BROKEN_POLICY)
         rc, out, err = g.run(f"systemctl reload {UNIT}", check=False)
         expect(rc != 0, "systemctl reload exited 0 with a broken policy")
-        logged = g.sh(f"journalctl --no-pager -o cat --after-cursor={since!r} -u {UNIT} -t blkpolicy")
+        logged = "\n".join(e.get("MESSAGE", "") for e in entries_since(g, since, _SYSTEMD_UNIT=UNIT))
         expect(re.search(r"/etc/blkpolicy/policy.toml:\d+:\d+: ", logged), f"no file:line:col in:\n{logged}")
         expect_eq(_main_pid(g), pid, "MainPID after a failed reload")
         expect_eq(g.sh(f"systemctl is-active {UNIT}").strip(), "active", "state after a failed reload")
@@ -243,7 +247,7 @@ def reload_restart_watchdog(ctx):
         state = unit_prop(g, UNIT, "ActiveState")
         expect_eq(state, "failed", "ActiveState 12 s later")
         expect_eq(unit_prop(g, UNIT, "ExecMainStatus"), "3", "exit status")
-        said = g.sh(f"journalctl --no-pager -o cat --after-cursor={since!r} -u {UNIT}")
+        said = _unit_messages(g, since)
         expect("Scheduled restart job" not in said, f"systemd restarted it:\n{said}")
         expect(re.search(r"/etc/blkpolicy/policy.toml:\d+:\d+: ", said), f"no file:line:col in:\n{said}")
         g.write_file(POLICY_PATH, CHANGED_POLICY)
@@ -266,7 +270,7 @@ def reload_restart_watchdog(ctx):
             g.wait_for(f"test \"$(systemctl show -P MainPID {UNIT})\" != {pid} && "
                        f"test \"$(systemctl show -P MainPID {UNIT})\" != 0 && systemctl is-active -q {UNIT}",
                        timeout=40, what="the watchdog to restart a stopped daemon")
-            said = g.sh(f"journalctl --no-pager -o cat --after-cursor={since!r} -u {UNIT}")
+            said = _unit_messages(g, since)
             expect("Failed with result 'watchdog'" in said, f"no watchdog timeout in the unit's journal:\n{said}")
         finally:
             g.sh(f"rm -rf /run/systemd/system/blkpolicy.service.d && systemctl daemon-reload && "
@@ -281,9 +285,7 @@ def alerts_and_metrics(ctx):
     with R.step(s, "drift alert in the journal with every field, catalog text, value restored"):
         since = cursor(g)
         g.sh(f"echo 4096 > /sys/block/{vdb}/queue/read_ahead_kb")
-        g.wait_for(f"journalctl --no-pager -q --after-cursor={since!r} -t blkpolicy BLKPOLICY_EVENT=drift "
-                   f"BLKPOLICY_DEVICE={vdb} | grep -q .", timeout=30, what="the drift alert")
-        e = [x for x in _blkpolicy_alerts(g, since) if x["BLKPOLICY_EVENT"] == "drift"][0]
+        e = wait_journal(g, since, 30, "the drift alert", BLKPOLICY_EVENT="drift", BLKPOLICY_DEVICE=vdb)[0]
         expect_eq(e.get("SYSLOG_IDENTIFIER"), "blkpolicy", "SYSLOG_IDENTIFIER")
         expect_eq(e.get("MESSAGE_ID"), DRIFT_ID, "MESSAGE_ID")
         expect_eq(e.get("BLKPOLICY_ATTRIBUTE"), "read_ahead_kb", "BLKPOLICY_ATTRIBUTE")
@@ -294,7 +296,7 @@ def alerts_and_metrics(ctx):
         expect_eq(e.get("PRIORITY"), "4", "PRIORITY")
         expect(e.get("_SYSTEMD_UNIT") == UNIT, f"_SYSTEMD_UNIT {e.get('_SYSTEMD_UNIT')!r}")
         g.wait_for(f"test $(cat /sys/block/{vdb}/queue/read_ahead_kb) = 384", timeout=15, what="the value back")
-        text = g.sh(f"journalctl --no-pager -x -q --after-cursor={since!r} MESSAGE_ID={DRIFT_ID}")
+        text = g.sh(f"journalctl --no-pager -x -q -b MESSAGE_ID={DRIFT_ID}")
         expect("Something outside blkpolicy wrote it" in text, f"no catalog text in journalctl -x:\n{text}")
 
     with R.step(s, "metrics file read by node_exporter's textfile collector and accepted by promtool"):
