@@ -74,7 +74,8 @@ public:
                                 std::string(policy::to_string(reconciler_.mode())) + " mode, verify every " +
                                 std::to_string(interval_.count()) + " ms, policy from " +
                                 std::to_string(reconciler_.policy().files.size()) + " file(s)");
-        full_pass(Trigger::added);
+        // Devices found at start were added before: not in a driver's setup.
+        full_pass(Trigger::verify);
         systemd::notify_ready(status_line());
         int r = sd_event_loop(event_);
         if (report_pending_) write_reports();  // the last results, not those of a gap ago

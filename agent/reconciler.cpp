@@ -119,7 +119,16 @@ bool Reconciler::reconcile(const std::string& device, Trigger trigger) {
     if (rec.identity != identity) {
         rec = DeviceRecord{};
         rec.identity = identity;
+        // Only a device whose add uevent is seen can still be in its
+        // driver's setup; one found on a pass was there before.
+        rec.verifies_since_add = trigger == Trigger::added ? 0 : kSettlePasses;
+    } else if (trigger == Trigger::added) {
+        rec.verifies_since_add = 0;
     }
+    // The pass that completes the count is still within the window: a
+    // reset that came just after the first pass is seen at the second.
+    const bool settling = rec.verifies_since_add < kSettlePasses;
+    if (trigger == Trigger::verify && settling) ++rec.verifies_since_add;
     // Attributes the policy no longer manages on this device.
     for (auto it = rec.attrs.begin(); it != rec.attrs.end();) {
         bool managed = false;
@@ -212,6 +221,10 @@ bool Reconciler::reconcile(const std::string& device, Trigger trigger) {
             if (fresh) {
                 alert(AlertKind::applied, device, a, r, a.expected,
                       "set " + what + " to " + a.expected + " (was " + (before.empty() ? "unset" : before) + ")");
+            } else if (settling && kind == AlertKind::reverted && r.status == AttrStatus::ok) {
+                alert(AlertKind::applied, device, a, r, a.expected,
+                      "set " + what + " to " + a.expected + " again: the kernel put back " + before +
+                          " while the device was still being set up; re-applied");
             } else if (r.status == AttrStatus::failed) {
                 alert(AlertKind::resolved, device, a, r, a.expected, what + " is " + a.expected + " now, as the policy says");
             } else {

@@ -41,7 +41,15 @@ struct AttrRecord {
 struct DeviceRecord {
     std::string identity;
     std::map<std::string, AttrRecord> attrs;
+    // Verify passes since the device's add uevent. Drivers finish their
+    // setup after the add uevent (sd revalidates, NVMe scans its
+    // namespaces) and may put back a value blkpolicy just wrote: through the
+    // first kSettlePasses verify passes such a revert is part of applying
+    // the policy (re-applied, reported as applied), not a warning. A device
+    // first seen on a pass (present at start) is settled from the start.
+    int verifies_since_add = 0;
 };
+inline constexpr int kSettlePasses = 2;
 
 struct Summary {
     std::size_t devices = 0;  // with at least one managed attribute

@@ -63,7 +63,7 @@ TEST_CASE("daemon scenario: enforce mode") {
     World w;
     w.rec.set_policy(policy_of("read_ahead_kb = 128\nscheduler = \"mq-deadline\"\nnr_requests = 64\n"));
 
-    w.rec.reconcile("loop0", Trigger::added);
+    w.rec.reconcile("loop0", Trigger::verify);  // found at start
     CHECK(w.log.take() == V{"applied loop0 scheduler mq-deadline mq-deadline",
                             "applied loop0 nr_requests 64 64",
                             "applied loop0 read_ahead_kb 128 128"});
@@ -185,6 +185,39 @@ TEST_CASE("daemon scenario: a scheduler the kernel refuses is not tried on every
     w.sysfs.writes.clear();
     w.rec.reconcile("loop0", Trigger::verify);
     CHECK(w.sysfs.writes.empty());
+}
+
+TEST_CASE("daemon scenario: a driver putting a value back during its setup is part of applying, not a warning") {
+    World w;
+    w.rec.set_policy(policy_of("read_ahead_kb = 128\n"));
+    w.rec.reconcile("loop0", Trigger::added);  // the kernel's add uevent
+    CHECK(w.log.take() == V{"applied loop0 read_ahead_kb 128 128"});
+
+    // The driver finishes its setup after the add uevent (sd revalidates,
+    // NVMe scans its namespaces): a limits update raises read_ahead_kb.
+    w.poke("max_sectors_kb", "1280");
+    w.rec.reconcile("loop0", Trigger::udev_processed);
+    CHECK(w.log.take() == V{"applied loop0 read_ahead_kb 128 128"});
+    CHECK(w.log.full.back().message ==
+          "set read_ahead_kb of loop0 to 128 again: the kernel put back 2560 while the device was still being set "
+          "up; re-applied");
+    CHECK(w.q("read_ahead_kb") == "128");
+    CHECK(w.rec.devices().at("loop0").attrs.at("read_ahead_kb").drifts == 0);
+
+    // Two verify passes later the device is settled: the same revert is one.
+    w.rec.reconcile("loop0", Trigger::verify);
+    w.poke("max_sectors_kb", "1280");
+    w.rec.reconcile("loop0", Trigger::verify);
+    CHECK(w.log.take() == V{"applied loop0 read_ahead_kb 128 128"});  // still within the second pass
+    w.poke("max_sectors_kb", "1280");
+    w.rec.reconcile("loop0", Trigger::verify);
+    CHECK(w.log.take() == V{"reverted loop0 read_ahead_kb 128 2560"});
+
+    // A new add (the same device re-added) settles again.
+    w.rec.reconcile("loop0", Trigger::added);
+    w.poke("max_sectors_kb", "1280");
+    w.rec.reconcile("loop0", Trigger::verify);
+    CHECK(w.log.take() == V{"applied loop0 read_ahead_kb 128 128"});
 }
 
 TEST_CASE("journal fields of an alert") {
