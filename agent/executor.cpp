@@ -82,7 +82,7 @@ private:
             err = write(a, tried, before);
         }
         if (err == EINVAL && !a.alternatives.empty()) r.refused.push_back(tried);
-        if (!err) r.expected = tried;
+        if (!err && tried != a.value) r.expected = tried;  // a scheduler: value and expected are the name
         return err;
     }
 

@@ -282,3 +282,13 @@ TEST_CASE("Linux 6.1: bfq turns a default wbt off while sysfs still shows the la
         CHECK(writes_of(s) == std::vector<std::string>{"queue/wbt_lat_usec=0", "queue/wbt_lat_usec=75000"});
     }
 }
+
+TEST_CASE("a value that reads back otherwise than written keeps the read-back as what is expected") {
+    FakeSysfs t;
+    t.add_loop("loop0", 0, "/img");
+    KernelModelSysfs s(t.root());
+    auto r = by_attr(agent::execute(s, plan_for(s, "loop0", policy_of("read_ahead_kb = 130\n"))));
+    CHECK(r["read_ahead_kb"].outcome == agent::Outcome::applied);
+    CHECK(r["read_ahead_kb"].expected == "128");
+    CHECK(r["read_ahead_kb"].after == "128");
+}

@@ -10,11 +10,22 @@ src_dir=$2
 work=$(mktemp -d /tmp/blkpolicy-unit.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
-sed "s|^ExecStart=.*|ExecStart=$build_dir/blkpolicy run|" "$build_dir/blkpolicy.service" > "$work/blkpolicy.service"
-out=$(systemd-analyze verify "$work/blkpolicy.service" 2>&1) || { echo "$out"; exit 1; }
+sed -e "s|^ExecStart=[^ ]*/blkpolicy |ExecStart=$build_dir/blkpolicy |" \
+    -e "s|^ExecReload=[^ ]*/blkpolicy |ExecReload=$build_dir/blkpolicy |" \
+    "$build_dir/blkpolicy.service" > "$work/blkpolicy.service"
+# --man=no: the man pages are not installed here; the guest tests
+# (tests/vm/) verify the installed unit, man pages included.
+out=$(systemd-analyze verify --man=no "$work/blkpolicy.service" 2>&1) || { echo "$out"; exit 1; }
 if [[ -n "$out" ]]; then echo "systemd-analyze verify is not clean:"; echo "$out"; exit 1; fi
 grep -q '^Type=notify$' "$work/blkpolicy.service"
-grep -q '^ExecReload=/bin/kill -HUP \$MAINPID$' "$work/blkpolicy.service"
+grep -q '^ExecReload=.*/blkpolicy reload --pid \$MAINPID$' "$work/blkpolicy.service"
+# Exit 2 (usage) and 3 (invalid policy) are not retried: no restart loop.
+grep -q '^RestartPreventExitStatus=2 3$' "$work/blkpolicy.service"
+# No sandboxing option that orders the unit after local-fs.target (it runs
+# before local-fs-pre.target: systemd would break the cycle at boot).
+if grep -E '^(PrivateTmp|JoinsNamespaceOf)=' "$work/blkpolicy.service"; then
+    echo "an option that needs the local filesystems; the unit starts before them"; exit 1
+fi
 # Every hardening directive has its own comment on the line above.
 awk '/^# --- Hardening ---/ {h = 1}
      /^\[Install\]/ {h = 0}
