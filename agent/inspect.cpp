@@ -217,6 +217,13 @@ int run_explain(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::os
         const auto& v = views.at(name);
         ctx.wbt_state = read_wbt_state(sysfs, name);
         ctx.hw_queues = count_hw_queues(sysfs, name);
+        ctx.hw_tags = udev::hw_tags(sysfs, name);
+        ctx.rotation_rate = udev::rotation_rate(sysfs, name);
+        const auto backing = udev::loop_backing_store(sysfs, v.facts.loop_backing_file);
+        ctx.backing_known = backing.known;
+        ctx.backing_store = backing.what;
+        ctx.backing_rotational = backing.rotational;
+        ctx.lowers_rotational = udev::lowers_rotational(sysfs, name);
         auto x = policy::explain_device(v.facts, v.values, v.plan, ctx, stack_of(views, name));
         if (o.json) {
             docs.push_back(explanation_json(x, v.plan));

@@ -45,35 +45,104 @@ void derive_read_ahead(Explanation& e, const Values& v, const ExplainContext& ct
                        std::to_string(max_kb) + " = " + e.kernel_default + " KiB (6.17+)";
     else
         e.derivation = kv + "max(2 x optimal_io_size, 128 KiB) = " + e.kernel_default + " KiB";
-    if (k.at_least(6, 15))
-        e.disturbs = "every queue-limits commit (writing max_sectors_kb, rotational, discard_max_bytes, write_cache, "
-                     "add_random, iostats; a rescan; a stacked device recomputing) raises it to at least " +
-                     e.kernel_default + "; a larger value is kept (6.15+)";
-    else
-        e.disturbs = "every queue-limits commit (writing max_sectors_kb, rotational, discard_max_bytes, write_cache, "
-                     "add_random, iostats; a rescan) resets it to " + e.kernel_default + " (6.9-6.14)";
+    const std::string commits = "every queue-limits commit (writing max_sectors_kb, rotational, discard_max_bytes, "
+                                "write_cache, add_random, iostats; a rescan; a stacked device recomputing)";
+    switch (readahead_on_commit(k)) {
+        case ReadaheadOnCommit::raise:
+            e.disturbs = commits + " raises it to at least " + e.kernel_default + "; a larger value is kept (6.15+" +
+                         (k.at_least(6, 15) ? std::string(")") : std::string(", taken back into this stable series)"));
+            break;
+        case ReadaheadOnCommit::reset:
+            e.disturbs = commits + " resets it to " + e.kernel_default + " (6.9-6.14)";
+            break;
+        default:
+            e.disturbs = commits + " resets it to " + e.kernel_default +
+                         ", or only raises it where this stable series took the 6.15 rule back (not known for " +
+                         version_text(k) + "." + std::to_string(k.patch) +
+                         "): blkpolicy reads it back after every write either way";
+            break;
+    }
 }
 
-void derive_wbt(Explanation& e, const Values& v, const ExplainContext& ctx) {
-    const bool rot = value_of(v, "rotational") == "1";
+// Whether the kernel made this queue rotational when it registered it, and
+// why (the input is the driver and what it read from the device).
+struct RotationalDefault {
+    std::optional<bool> rotational;
+    std::string why;
+};
+
+RotationalDefault rotational_default(const DeviceFacts& f, const Values& v, const ExplainContext& ctx) {
+    if (f.driver == "virtio_blk")
+        return {true, "virtio_blk always reports rotational: the host tells the guest nothing about the medium"};
+    if (f.driver == "nvme") return {false, "NVMe namespaces are non-rotational"};
+    if (f.driver == "sd") {
+        if (!ctx.rotation_rate)
+            return {true, "sd found no Block Device Characteristics VPD page (B1h), so the disk claims to spin"};
+        if (*ctx.rotation_rate == 1) return {false, "sd read medium rotation rate 1 (non-rotating) from VPD page B1h"};
+        return {true, "sd read medium rotation rate " +
+                          (*ctx.rotation_rate == 0 ? std::string("0 (not reported)")
+                                                   : std::to_string(*ctx.rotation_rate) + " rpm") +
+                          " from VPD page B1h, so the disk spins"};
+    }
+    if (f.stack == Stack::loop) {
+        if (f.loop_backing_file.empty()) {
+            const bool rot = loop_created_rotational(ctx.kernel);
+            return {rot, std::string("an unbound loop device starts ") +
+                             (rot ? "rotational (before 6.11)" : "non-rotational (6.11+)")};
+        }
+        if (!ctx.backing_known) return {std::nullopt, "the loop driver takes it from the backing file's device"};
+        if (!ctx.backing_rotational)
+            return {false, "the backing file is on " + ctx.backing_store + ", which has no block device: non-rotational"};
+        return {*ctx.backing_rotational, "the loop driver takes it from the backing file's device, " +
+                                             ctx.backing_store +
+                                             (*ctx.backing_rotational ? " (rotational)" : " (non-rotational)")};
+    }
+    if (f.stack == Stack::dm || f.stack == Stack::md) {
+        if (ctx.lowers_rotational.empty()) return {std::nullopt, "stacked on nothing the kernel shows"};
+        bool any = false;
+        std::string which;
+        for (const auto& [name, rot] : ctx.lowers_rotational) {
+            any = any || rot;
+            which += (which.empty() ? "" : ", ") + name + "=" + (rot ? "1" : "0");
+        }
+        return {any, "rotational when any device below is (" + which + "), combined at each table load or array start"};
+    }
+    return {value_of(v, "rotational") == "1", "reported by the driver"};
+}
+
+void derive_wbt(Explanation& e, const DeviceFacts& f, const Values& v, const ExplainContext& ctx) {
+    const bool rot_now = value_of(v, "rotational") == "1";
     e.inputs = {{"queue/rotational", value_of(v, "rotational")}, {"queue/scheduler", value_of(v, "scheduler")}};
-    e.kernel_default = std::to_string(wbt_default_usec(rot));
-    e.derivation = "75000 if the queue was rotational when wbt was initialised, else 2000; fixed at initialisation "
-                   "(a loop device is created non-rotational, so it keeps 2000 after attach makes it rotational); "
-                   "rotational is " + value_of(v, "rotational") + " now, so -1 or \"default\" would give " +
-                   e.kernel_default;
-    e.disturbs = "switching to bfq turns a default wbt off (reads 0) and leaving bfq turns it back on; a manual "
-                 "value survives scheduler switches; writing the value wbt already keeps is a silent no-op";
+    // Fixed when wbt started on the queue, at registration: from the
+    // rotational flag the driver set then (a loop device's creation flag,
+    // before any file was attached).
+    const std::optional<bool> at_init = f.stack == Stack::loop ? std::optional<bool>(loop_created_rotational(ctx.kernel))
+                                                               : rotational_default(f, v, ctx).rotational;
+    if (at_init) e.kernel_default = std::to_string(wbt_default_usec(*at_init));
+    e.derivation = "75000 if the queue was rotational when wbt was initialised (at registration), else 2000";
+    if (f.stack == Stack::loop)
+        e.derivation += std::string("; a loop device is created ") +
+                        (loop_created_rotational(ctx.kernel) ? "rotational on this kernel (before 6.11)"
+                                                             : "non-rotational (6.11+), so it keeps 2000 after attach");
+    e.derivation += "; rotational is " + value_of(v, "rotational") + " now, so -1 or \"default\" would give " +
+                    std::to_string(wbt_default_usec(rot_now));
+    e.disturbs = std::string("switching to bfq turns a default wbt off (reads 0") +
+                 (ctx.kernel.at_least(6, 2) ? ")" : "; this kernel still shows the old latency, debugfs tells)") +
+                 " and leaving bfq turns it back on; a manual value survives scheduler switches; writing the value "
+                 "wbt already keeps is a silent no-op";
     if (ctx.wbt_state) e.inputs.push_back({"debugfs rqos/wbt/enabled", std::to_string(*ctx.wbt_state)});
 }
 
-void derive_scheduler(Explanation& e, const Values& v, const ExplainContext& ctx) {
+void derive_scheduler(Explanation& e, const DeviceFacts& f, const Values& v, const ExplainContext& ctx) {
     e.inputs = {{"queue/scheduler", value_of(v, "scheduler")}, {"mq/ (hardware queues)", std::to_string(ctx.hw_queues)}};
     if (ctx.hw_queues == 0) {
         e.derivation = "bio-based queue: no scheduler here; the devices below schedule the requests";
         return;
     }
-    if (ctx.hw_queues == 1) {
+    if (f.stack == Stack::loop) {
+        e.kernel_default = "none";
+        e.derivation = "the loop driver asks for no scheduler by default (BLK_MQ_F_NO_SCHED_BY_DEFAULT)";
+    } else if (ctx.hw_queues == 1) {
         e.kernel_default = "mq-deadline";
         e.derivation = "one hardware queue: the kernel picks mq-deadline when it is available";
     } else if (ctx.hw_queues > 1) {
@@ -83,26 +152,31 @@ void derive_scheduler(Explanation& e, const Values& v, const ExplainContext& ctx
     e.disturbs = "a switch resets nr_requests, recreates iosched/ with defaults, and bfq turns a default wbt off";
 }
 
-void derive_nr_requests(Explanation& e, const Values& v) {
-    e.inputs = {{"queue/scheduler", value_of(v, "scheduler")}};
-    e.derivation = "set from the hardware tag depth and the scheduler (" + value_of(v, "scheduler") +
-                   ") each time a scheduler is attached";
+void derive_nr_requests(Explanation& e, const Values& v, const ExplainContext& ctx) {
+    const auto sched = value_of(v, "scheduler");
+    e.inputs = {{"queue/scheduler", sched}, {"mq/0/nr_tags (hardware queue depth)", std::to_string(ctx.hw_tags)}};
+    if (ctx.hw_tags > 0) {
+        const bool none = sched == "none" || sched.empty();
+        e.kernel_default = std::to_string(nr_requests_default(ctx.hw_tags, none));
+        e.derivation = none ? "no scheduler: the hardware queue depth, " + std::to_string(ctx.hw_tags)
+                            : "with a scheduler (" + sched + "): 2 x min(queue depth " + std::to_string(ctx.hw_tags) +
+                                  ", 128) = " + e.kernel_default;
+    } else {
+        e.derivation = "set from the hardware tag depth and the scheduler each time a scheduler is attached";
+    }
     e.disturbs = "every scheduler switch resets it";
 }
 
-void derive_rotational(Explanation& e, const DeviceFacts& f) {
+void derive_rotational(Explanation& e, const DeviceFacts& f, const Values& v, const ExplainContext& ctx) {
     e.inputs = {{"driver", f.driver.empty() ? "-" : f.driver}};
-    if (f.driver == "virtio_blk")
-        e.derivation = "virtio_blk always reports rotational: the host tells the guest nothing about the medium";
-    else if (f.driver == "sd")
-        e.derivation = "sd reads the Block Device Characteristics VPD page (B1h); without it (QEMU HARDDISK, many "
-                       "virtual disks) the disk claims to spin. Revalidation sets it again";
-    else if (f.stack == Stack::loop)
-        e.derivation = "a loop device is created non-rotational and becomes rotational when a file is attached";
-    else if (f.stack == Stack::dm || f.stack == Stack::md)
-        e.derivation = "stacked devices combine the flags of the devices below at each table load or array start";
-    else
-        e.derivation = "reported by the driver";
+    if (f.driver == "sd")
+        e.inputs.push_back({"device/vpd_pgb1 rotation rate", ctx.rotation_rate ? std::to_string(*ctx.rotation_rate) : "-"});
+    if (f.stack == Stack::loop && !f.loop_backing_file.empty()) e.inputs.push_back({"loop/backing_file", f.loop_backing_file});
+    for (const auto& [name, rot] : ctx.lowers_rotational) e.inputs.push_back({name + "/queue/rotational", rot ? "1" : "0"});
+    const auto d = rotational_default(f, v, ctx);
+    if (d.rotational) e.kernel_default = *d.rotational ? "1" : "0";
+    e.derivation = d.why;
+    if (f.driver == "sd") e.derivation += "; sd revalidation sets it again";
     e.disturbs = "writing it is a queue-limits commit: read_ahead_kb is recomputed (see read_ahead_kb)";
 }
 
@@ -141,10 +215,10 @@ DeviceExplanation explain_device(const DeviceFacts& facts, const Values& values,
             e.plan_note = a.note;
         }
         if (attr == "read_ahead_kb") derive_read_ahead(e, values, ctx);
-        else if (attr == "wbt_lat_usec") derive_wbt(e, values, ctx);
-        else if (attr == "scheduler") derive_scheduler(e, values, ctx);
-        else if (attr == "nr_requests") derive_nr_requests(e, values);
-        else if (attr == "rotational") derive_rotational(e, facts);
+        else if (attr == "wbt_lat_usec") derive_wbt(e, facts, values, ctx);
+        else if (attr == "scheduler") derive_scheduler(e, facts, values, ctx);
+        else if (attr == "nr_requests") derive_nr_requests(e, values, ctx);
+        else if (attr == "rotational") derive_rotational(e, facts, values, ctx);
         else if (attr == "write_cache") derive_write_cache(e, facts);
         else if (attr == "max_sectors_kb") {
             e.inputs = {{"queue/max_hw_sectors_kb", value_of(values, "max_hw_sectors_kb")}};

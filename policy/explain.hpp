@@ -22,6 +22,17 @@ struct ExplainContext {
     KernelVersion kernel;
     std::optional<int> wbt_state;   // from debugfs, when readable
     int hw_queues = 0;              // entries in mq/
+    std::int64_t hw_tags = 0;       // mq/0/nr_tags: the hardware queue depth
+    // sd: the Block Device Characteristics VPD page (B1h) medium rotation
+    // rate (0 not reported, 1 solid state, else rpm); nullopt: no such page.
+    std::optional<int> rotation_rate;
+    // A bound loop device: what its backing file lives on, and whether that
+    // is rotational (nullopt: no block device under it, e.g. tmpfs).
+    std::string backing_store;
+    std::optional<bool> backing_rotational;
+    bool backing_known = false;
+    // md and dm: the devices below, and whether each is rotational now.
+    std::vector<std::pair<std::string, bool>> lowers_rotational;
 };
 
 struct Explanation {

@@ -11,7 +11,24 @@ std::optional<KernelVersion> parse_kernel_release(std::string_view r) {
     if (ec != std::errc{} || p == r.data() + r.size() || *p != '.') return std::nullopt;
     auto [p2, ec2] = std::from_chars(p + 1, r.data() + r.size(), v.minor);
     if (ec2 != std::errc{}) return std::nullopt;
+    if (p2 != r.data() + r.size() && *p2 == '.') std::from_chars(p2 + 1, r.data() + r.size(), v.patch);
     return v;
+}
+
+ReadaheadOnCommit readahead_on_commit(const KernelVersion& v) {
+    if (!v.at_least(6, 9)) return ReadaheadOnCommit::untouched;
+    if (v.at_least(6, 15)) return ReadaheadOnCommit::raise;
+    // Stable series of 6.12 and 6.14 took the "only raise" rule back; from
+    // which stable release is known only where it was observed.
+    if (v.series(6, 12) && v.patch >= 117) return ReadaheadOnCommit::raise;
+    if (v.series(6, 12) || v.series(6, 14)) return ReadaheadOnCommit::unknown;
+    return ReadaheadOnCommit::reset;
+}
+
+bool loop_created_rotational(const KernelVersion& v) { return !v.at_least(6, 11); }
+
+std::int64_t nr_requests_default(std::int64_t hw_tags, bool scheduler_none) {
+    return scheduler_none ? hw_tags : 2 * std::min<std::int64_t>(hw_tags, 128);
 }
 
 std::optional<std::int64_t> kernel_readahead_kb(const KernelVersion& v, bool rotational,

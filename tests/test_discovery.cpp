@@ -225,3 +225,50 @@ TEST_CASE("sysfs reads: attributes past one buffer, links resolved to the same d
     CHECK_FALSE(s.resolve("block/evil").has_value());
     CHECK_FALSE(s.resolve("block/nosuch").has_value());
 }
+
+namespace {
+// An ATA Information VPD page (0x89) as libata builds it: 60 bytes of SAT
+// header and signature, then the 512-byte IDENTIFY DEVICE data, whose
+// strings keep two characters per 16-bit word, the first in the high byte.
+std::string vpd89_with_model(const std::string& model) {
+    std::string page(572, '\0');
+    page[1] = static_cast<char>(0x89);
+    page[2] = 0x02;
+    page[3] = 0x38;
+    std::string padded = model;
+    padded.resize(40, ' ');
+    for (std::size_t i = 0; i < 40; i += 2) {
+        page[60 + 54 + i] = padded[i + 1];
+        page[60 + 54 + i + 1] = padded[i];
+    }
+    return page;
+}
+}  // namespace
+
+TEST_CASE("a SATA disk's model is the whole ATA model, not the 16 characters of its SCSI inquiry") {
+    FakeSysfs t;
+    t.add_scsi_disk("sda", "0:0:0:0", "ATA     ", "WDC WD40EFRX-68N", "write back", true, 0);
+    CHECK(facts(udev::Sysfs(t.root()), "sda").model == "WDC WD40EFRX-68N");  // no VPD page 0x89: the inquiry
+    t.file(t.devpath_of("sda") + "/device/vpd_pg89", vpd89_with_model("WDC WD40EFRX-68N32N0"));
+    udev::Sysfs s(t.root());
+    auto f = facts(s, "sda");
+    CHECK(f.model == "WDC WD40EFRX-68N32N0");  // what udev's ID_MODEL, lsblk and smartctl say
+    CHECK(f.vendor == "ATA");
+    // A page that is not 0x89, or garbage in it, leaves the inquiry model.
+    auto bad = vpd89_with_model("WDC WD40EFRX-68N32N0");
+    bad[1] = static_cast<char>(0x80);
+    t.file(t.devpath_of("sda") + "/device/vpd_pg89", bad);
+    CHECK(facts(s, "sda").model == "WDC WD40EFRX-68N");
+}
+
+TEST_CASE("inputs of the kernel's defaults: VPD B1h rotation rate, hardware queue depth") {
+    FakeSysfs t;
+    t.add_scsi_disk("sda", "0:0:0:0", "SEAGATE ", "ST4000NM0035    ", "write back", true, 0);
+    udev::Sysfs s(t.root());
+    CHECK_FALSE(udev::rotation_rate(s, "sda"));
+    t.file(t.devpath_of("sda") + "/device/vpd_pgb1", std::string("\x00\xb1\x00\x3c\x1c\x20", 6) + std::string(58, '\0'));
+    CHECK(udev::rotation_rate(s, "sda") == 7200);
+    t.file(t.devpath_of("sda") + "/device/vpd_pgb1", std::string("\x00\xb1\x00\x3c\x00\x01", 6) + std::string(58, '\0'));
+    CHECK(udev::rotation_rate(s, "sda") == 1);
+    CHECK(udev::hw_tags(s, "sda") == 128);
+}

@@ -2,7 +2,11 @@
 
 #include <algorithm>
 #include <fstream>
+#include <linux/magic.h>
 #include <sstream>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/sysmacros.h>
 
 #include "policy/attributes.hpp"
 #include "policy/values.hpp"
@@ -26,6 +30,21 @@ std::string serial_from_vpd80(const std::string& raw) {
     const auto len = static_cast<unsigned char>(raw[3]);
     if (raw.size() < 4u + len) return {};
     return trim(raw.substr(4, len));
+}
+
+// SCSI VPD page 0x89 (ATA Information): the ATA IDENTIFY DEVICE data starts
+// at byte 60; its model number is words 27-46, two characters per word,
+// the first in the high byte.
+std::string ata_model_from_vpd89(const std::string& raw) {
+    constexpr std::size_t kIdentify = 60, kModel = kIdentify + 27 * 2, kLength = 40;
+    if (raw.size() < kModel + kLength || static_cast<unsigned char>(raw[1]) != 0x89) return {};
+    std::string model(kLength, ' ');
+    for (std::size_t i = 0; i < kLength; i += 2) {
+        model[i] = raw[kModel + i + 1];
+        model[i + 1] = raw[kModel + i];
+    }
+    if (!std::all_of(model.begin(), model.end(), [](char c) { return c >= 0x20 && c < 0x7f; })) return {};
+    return trim(model);
 }
 
 // Walks from the block device's directory up to the root of devices/,
@@ -104,6 +123,12 @@ std::optional<DeviceFacts> read_facts(const Sysfs& s, const std::string& name, c
         const auto bus = parent_bus ? std::filesystem::path(*parent_bus).filename().string() : std::string();
         if (bus == "scsi") f.vendor = read_trimmed(s, dir + "/device/vendor");
         if (bus == "scsi" || bus == "nvme") f.model = read_trimmed(s, dir + "/device/model");
+        // A SATA disk behind libata: the SCSI model is the first 16
+        // characters of the ATA one; the whole model (what udev's ID_MODEL,
+        // lsblk and smartctl show) is in the ATA Information VPD page.
+        if (f.vendor == "ATA") {
+            if (auto ata = ata_model_from_vpd89(s.read(dir + "/device/vpd_pg89").value); !ata.empty()) f.model = ata;
+        }
     }
     if (needs & policy::kFactSerial) {
         f.serial = read_trimmed(s, dir + "/serial");
@@ -191,6 +216,63 @@ std::optional<std::vector<std::string>> loadable_schedulers(const std::string& m
         if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(std::move(name));
     }
     std::sort(out.begin(), out.end());
+    return out;
+}
+
+std::optional<int> rotation_rate(const Sysfs& s, const std::string& name) {
+    // Block Device Characteristics: 4-byte header, then MEDIUM ROTATION RATE
+    // (big-endian, bytes 4-5).
+    auto r = s.read("block/" + name + "/device/vpd_pgb1");
+    if (!r.ok() || r.value.size() < 6) return std::nullopt;
+    return (static_cast<unsigned char>(r.value[4]) << 8) | static_cast<unsigned char>(r.value[5]);
+}
+
+std::int64_t hw_tags(const Sysfs& s, const std::string& name) {
+    return policy::parse_int(s.read("block/" + name + "/mq/0/nr_tags").value).value_or(0);
+}
+
+BackingStore loop_backing_store(const Sysfs& s, const std::string& backing_file) {
+    BackingStore out;
+    struct stat st {};
+    if (backing_file.empty() || ::stat(backing_file.c_str(), &st) != 0) return out;
+    out.known = true;
+    if (major(st.st_dev) == 0) {
+        // An anonymous device: tmpfs and friends have no block device, and
+        // the loop driver then calls the backing store non-rotational.
+        struct statfs fs {};
+        out.what = ::statfs(backing_file.c_str(), &fs) == 0 && fs.f_type == TMPFS_MAGIC ? "tmpfs" : "a filesystem";
+        return out;
+    }
+    const std::string dev = "dev/block/" + std::to_string(major(st.st_dev)) + ":" + std::to_string(minor(st.st_dev));
+    auto path = s.resolve(dev);
+    if (!path) {
+        out.known = false;
+        return out;
+    }
+    std::filesystem::path p(*path);
+    out.what = p.filename().string();
+    // A partition has no queue of its own: its disk's counts.
+    if (s.exists(*path + "/partition")) p = p.parent_path();
+    auto rot = s.read(p.string() + "/queue/rotational");
+    if (!rot.ok()) {
+        out.known = false;
+        return out;
+    }
+    out.rotational = policy::trim(rot.value) == "1";
+    return out;
+}
+
+std::vector<std::pair<std::string, bool>> lowers_rotational(const Sysfs& s, const std::string& name) {
+    std::vector<std::pair<std::string, bool>> out;
+    const std::string dir = "block/" + name + "/slaves";
+    for (const auto& lower : s.list(dir)) {
+        auto path = s.resolve(dir + "/" + lower);
+        if (!path) continue;
+        std::filesystem::path p(*path);
+        if (s.exists(*path + "/partition")) p = p.parent_path();
+        auto rot = s.read(p.string() + "/queue/rotational");
+        if (rot.ok()) out.emplace_back(lower, policy::trim(rot.value) == "1");
+    }
     return out;
 }
 

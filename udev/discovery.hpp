@@ -1,6 +1,7 @@
 // Device facts and current attribute values, read from sysfs.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -35,6 +36,25 @@ std::map<std::string, std::string> read_udev_properties(const std::string& db_di
 // as modules, from modules.alias; nullopt when it cannot be read (the
 // daemon's unit hides the modules directory).
 std::optional<std::vector<std::string>> loadable_schedulers(const std::string& modules_dir);
+
+// Inputs of the kernel's own defaults (explain):
+// sd: the medium rotation rate of VPD page B1h (0 not reported, 1 solid
+// state, else rpm); nullopt when the device has no such page.
+std::optional<int> rotation_rate(const Sysfs& s, const std::string& name);
+// The hardware queue depth (mq/0/nr_tags); 0 for a bio-based queue.
+std::int64_t hw_tags(const Sysfs& s, const std::string& name);
+// What a bound loop device's backing file lives on: the block device under
+// its filesystem and whether that is rotational, or no block device at all
+// (tmpfs). known is false when the file cannot be looked at.
+struct BackingStore {
+    bool known = false;
+    std::string what;                 // "vda2", "tmpfs", ...
+    std::optional<bool> rotational;   // nullopt: no block device under it
+};
+BackingStore loop_backing_store(const Sysfs& s, const std::string& backing_file);
+// Whether each device below NAME (slaves/; a partition counts as its disk)
+// is rotational now.
+std::vector<std::pair<std::string, bool>> lowers_rotational(const Sysfs& s, const std::string& name);
 
 // One attribute (a policy key, or a read-only input such as
 // max_hw_sectors_kb) as the kernel really has it: normalised, and

@@ -107,7 +107,7 @@ void FakeSysfs::add_block(const std::string& devpath, const std::string& devnum,
                                   devnum.substr(devnum.find(':') + 1) + "\nDEVNAME=" + name + "\nDEVTYPE=disk");
     link(devpath + "/subsystem", "class/block");
     for (const auto& [k, v] : queue) file(devpath + "/queue/" + k, v);
-    if (mq) fs::create_directories(root_ / devpath / "mq/0");
+    if (mq) file(devpath + "/mq/0/nr_tags", "128");  // the hardware queue depth
     link("block/" + name, devpath);
 }
 

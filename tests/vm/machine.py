@@ -9,12 +9,16 @@ import time
 from guest import Disk, GuestError
 
 SCSI_CONTROLLER = "virtio-scsi-pci,id=scsi0"
+# Free PCIe slots for hot-added virtio-blk and NVMe devices (q35's root bus
+# takes no hotplug).
+ROOT_PORTS = [f"pcie-root-port,id=rp{i},chassis={i},slot={i}" for i in range(1, 4)]
+CONTROLLERS = [SCSI_CONTROLLER] + ROOT_PORTS
 
 # serial -> qemu device. The root disk (virtio-blk, serial bproot) is added
 # by guest.py itself.
 DISKS = [
     Disk("bp-virtio1", "256M", "virtio-blk-pci"),
-    Disk("bp-scsi-hdd", "256M", "scsi-hd", bus="scsi0.0", vendor="SEAGATE", product="ST4000NM0035",
+    Disk("bp-scsi-hdd", "256M", "scsi-hd", bus="scsi0.0", vendor="SEAGATE", product="ST4000NM0035", wwn="0x5000c500a1b2c3d4",
          rotation_rate="7200"),
     Disk("bp-scsi-ssd", "256M", "scsi-hd", bus="scsi0.0", vendor="SAMSUNG", product="MZ7LH960HAJR",
          rotation_rate="1"),
@@ -23,6 +27,12 @@ DISKS = [
     Disk("bp-scsi-qemu", "256M", "scsi-hd", bus="scsi0.0"),
     Disk("bp-nvme1", "256M", "nvme"),
     Disk("bp-sata1", "256M", "ide-hd", bus="ide.0", model="WDC WD40EFRX-68N32N0", rotation_rate="5400"),
+    # Members of the stacks the device tests build: an md raid1 on two
+    # virtio disks, an LVM volume group on a SCSI disk, dm-crypt on virtio.
+    Disk("bp-md-a", "128M", "virtio-blk-pci"),
+    Disk("bp-md-b", "128M", "virtio-blk-pci"),
+    Disk("bp-lvm", "256M", "scsi-hd", bus="scsi0.0", vendor="QEMU", product="LVM PV DISK"),
+    Disk("bp-crypt", "128M", "virtio-blk-pci"),
 ]
 
 POLICY = """\
@@ -107,7 +117,10 @@ _DISKS_SCRIPT = r"""
 for d in /sys/block/*; do
   n=${d##*/}
   p=$(udevadm info -q property -n "$n" 2>/dev/null)
-  s=$(printf '%s\n' "$p" | sed -n 's/^ID_SERIAL_SHORT=//p')
+  # SCSI: the unit serial (VPD 0x80); ID_SERIAL_SHORT is the WWN when the
+  # disk has one.
+  s=$(printf '%s\n' "$p" | sed -n 's/^ID_SCSI_SERIAL=//p')
+  [ -n "$s" ] || s=$(printf '%s\n' "$p" | sed -n 's/^ID_SERIAL_SHORT=//p')
   [ -n "$s" ] || s=$(printf '%s\n' "$p" | sed -n 's/^ID_SERIAL=//p')
   echo "$n ${s:--}"
 done

@@ -74,7 +74,7 @@ def main():
             shutil.copytree(pkg.repo, os.path.join(share, "repo"))
             upgrade = package.upgraded_copy(pkg, share)
             with Guest(image, os.path.join(run_dir, suite, "guest"), disks=machine.DISKS,
-                       controllers=[machine.SCSI_CONTROLLER], share=share) as g:
+                       controllers=machine.CONTROLLERS, share=share) as g:
                 ctx = types.SimpleNamespace(guest=g, suite=suite, results=results, pkg=pkg,
                                             upgrade_deb_name=os.path.basename(upgrade))
                 for name in groups:

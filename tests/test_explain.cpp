@@ -1,0 +1,134 @@
+// explain's derivations of the kernel's own defaults, in process: per driver,
+// per VPD page, per backing store, per stack and per kernel version. The
+// guest tests (tests/vm/test_devices.py) check the same derivations against
+// what real 6.1 and 6.12 kernels set on real disks.
+#include <doctest/doctest.h>
+
+#include "policy/explain.hpp"
+#include "policy/kernel.hpp"
+
+using namespace blkpolicy::policy;
+
+namespace {
+
+DeviceFacts disk(const std::string& driver, Stack stack = Stack::none) {
+    DeviceFacts f;
+    f.name = "x";
+    f.driver = driver;
+    f.stack = stack;
+    return f;
+}
+
+std::map<std::string, Explanation> explain(const DeviceFacts& f, const Values& v, const ExplainContext& ctx) {
+    auto x = explain_device(f, v, DevicePlan{}, ctx, StackView{});
+    std::map<std::string, Explanation> out;
+    for (auto& e : x.attributes) out[e.attribute] = e;
+    return out;
+}
+
+ExplainContext kernel(int major, int minor, int patch = 0) {
+    ExplainContext c;
+    c.kernel = KernelVersion{major, minor, patch};
+    c.hw_queues = 2;
+    c.hw_tags = 256;
+    return c;
+}
+
+const Values kSpinning = {{"rotational", "1"}, {"scheduler", "none"}, {"nr_requests", "256"},
+                          {"wbt_lat_usec", "75000"}, {"read_ahead_kb", "128"}};
+
+}  // namespace
+
+TEST_CASE("kernel releases parse with their stable number") {
+    auto k = parse_kernel_release("6.12.117+deb13-amd64");
+    REQUIRE(k);
+    CHECK(k->major == 6);
+    CHECK(k->minor == 12);
+    CHECK(k->patch == 117);
+    CHECK(parse_kernel_release("6.1.0-50-amd64")->patch == 0);
+    CHECK(parse_kernel_release("6.18")->patch == 0);
+    CHECK_FALSE(parse_kernel_release("linux"));
+}
+
+TEST_CASE("read_ahead_kb on a queue-limits commit, per kernel (observed: 6.1.0, 6.12.117, 6.18.44)") {
+    CHECK(readahead_on_commit({6, 1, 0}) == ReadaheadOnCommit::untouched);
+    CHECK(readahead_on_commit({6, 10, 0}) == ReadaheadOnCommit::reset);
+    CHECK(readahead_on_commit({6, 12, 117}) == ReadaheadOnCommit::raise);  // Debian 13: the 6.15 rule taken back
+    CHECK(readahead_on_commit({6, 12, 10}) == ReadaheadOnCommit::unknown);
+    CHECK(readahead_on_commit({6, 15, 0}) == ReadaheadOnCommit::raise);
+    CHECK(readahead_on_commit({6, 18, 44}) == ReadaheadOnCommit::raise);
+}
+
+TEST_CASE("explain: the rotational flag a driver sets at registration") {
+    auto ctx = kernel(6, 12, 117);
+    CHECK(explain(disk("virtio_blk"), kSpinning, ctx)["rotational"].kernel_default == "1");
+    CHECK(explain(disk("nvme"), kSpinning, ctx)["rotational"].kernel_default == "0");
+
+    SUBCASE("sd: VPD page B1h decides") {
+        ctx.rotation_rate = 1;  // non-rotating medium (an SSD, scsi-hd rotation_rate=1)
+        auto e = explain(disk("sd"), kSpinning, ctx)["rotational"];
+        CHECK(e.kernel_default == "0");
+        CHECK(e.derivation == "sd read medium rotation rate 1 (non-rotating) from VPD page B1h; sd revalidation sets "
+                              "it again");
+        ctx.rotation_rate = 7200;
+        CHECK(explain(disk("sd"), kSpinning, ctx)["rotational"].kernel_default == "1");
+        ctx.rotation_rate = 0;  // not reported (QEMU HARDDISK)
+        CHECK(explain(disk("sd"), kSpinning, ctx)["rotational"].kernel_default == "1");
+        ctx.rotation_rate.reset();  // no page at all
+        CHECK(explain(disk("sd"), kSpinning, ctx)["rotational"].derivation.rfind(
+                  "sd found no Block Device Characteristics VPD page (B1h)", 0) == 0);
+    }
+    SUBCASE("loop: from the backing file's device, or the creation flag when unbound") {
+        auto f = disk("", Stack::loop);
+        f.loop_backing_file = "/var/tmp/img";
+        ctx.backing_known = true;
+        ctx.backing_store = "vda";
+        ctx.backing_rotational = true;
+        CHECK(explain(f, kSpinning, ctx)["rotational"].kernel_default == "1");
+        ctx.backing_store = "tmpfs";
+        ctx.backing_rotational.reset();
+        auto e = explain(f, kSpinning, ctx)["rotational"];
+        CHECK(e.kernel_default == "0");
+        CHECK(e.derivation == "the backing file is on tmpfs, which has no block device: non-rotational");
+        f.loop_backing_file.clear();
+        CHECK(explain(f, kSpinning, kernel(6, 1))["rotational"].kernel_default == "1");
+        CHECK(explain(f, kSpinning, kernel(6, 12))["rotational"].kernel_default == "0");
+    }
+    SUBCASE("md and dm: rotational when any device below is") {
+        ctx.lowers_rotational = {{"vdb", false}, {"sda2", true}};
+        CHECK(explain(disk("", Stack::md), kSpinning, ctx)["rotational"].kernel_default == "1");
+        ctx.lowers_rotational = {{"nvme0n1", false}};
+        CHECK(explain(disk("", Stack::dm), kSpinning, ctx)["rotational"].kernel_default == "0");
+    }
+}
+
+TEST_CASE("explain: wbt's default is fixed at registration; a loop device's by its creation flag") {
+    CHECK(explain(disk("virtio_blk"), kSpinning, kernel(6, 1))["wbt_lat_usec"].kernel_default == "75000");
+    CHECK(explain(disk("nvme"), kSpinning, kernel(6, 1))["wbt_lat_usec"].kernel_default == "2000");
+    auto loop = disk("", Stack::loop);
+    loop.loop_backing_file = "/var/tmp/img";  // attached: rotational now, but wbt started before
+    CHECK(explain(loop, kSpinning, kernel(6, 1))["wbt_lat_usec"].kernel_default == "75000");
+    CHECK(explain(loop, kSpinning, kernel(6, 12))["wbt_lat_usec"].kernel_default == "2000");
+    CHECK(explain(loop, kSpinning, kernel(6, 18))["wbt_lat_usec"].kernel_default == "2000");
+}
+
+TEST_CASE("explain: nr_requests from the hardware queue depth and the scheduler") {
+    auto ctx = kernel(6, 12);
+    CHECK(explain(disk("nvme"), {{"scheduler", "none"}, {"nr_requests", "1023"}}, [&] {
+              auto c = ctx;
+              c.hw_tags = 1023;
+              return c;
+          }())["nr_requests"].kernel_default == "1023");
+    ctx.hw_tags = 32;  // AHCI: one queue of 32 tags, mq-deadline
+    auto e = explain(disk("sd"), {{"scheduler", "mq-deadline"}, {"nr_requests", "64"}}, ctx)["nr_requests"];
+    CHECK(e.kernel_default == "64");
+    CHECK(e.derivation == "with a scheduler (mq-deadline): 2 x min(queue depth 32, 128) = 64");
+    ctx.hw_tags = 256;
+    CHECK(explain(disk("sd"), {{"scheduler", "bfq"}, {"nr_requests", "256"}}, ctx)["nr_requests"].kernel_default ==
+          "256");
+}
+
+TEST_CASE("explain: a loop device gets no scheduler by default") {
+    auto e = explain(disk("", Stack::loop), {{"scheduler", "none"}}, kernel(6, 12))["scheduler"];
+    CHECK(e.kernel_default == "none");
+}
