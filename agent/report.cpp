@@ -153,7 +153,13 @@ void CommandReport::device(const DeviceView& v, const DeviceResult* result) {
         devices_.push_back(std::move(d));
     }
     if (kind_ == Kind::plan) {
-        for (const auto& a : v.plan.actions) writes_ += a.kind == ActionKind::write;
+        for (const auto& a : v.plan.actions) {
+            if (a.kind != ActionKind::write) continue;
+            // A value that reads as wanted already is only checked again
+            // before writing (an earlier write can move it): not a write.
+            if (a.current == a.expected) ++rechecks_;
+            else ++writes_;
+        }
     } else if (kind_ == Kind::status) {
         for (const auto& a : v.plan.actions) standings_[standing_of(a)]++;
     } else {
@@ -211,7 +217,9 @@ void CommandReport::finish(const nlohmann::json& daemon) {
     }
     if (!unmatched_.empty()) out_ << "no rule matches: " << policy::join(unmatched_, " ") << '\n';
     if (kind_ == Kind::plan) {
-        out_ << writes_ << " write(s) planned; nothing was written\n";
+        out_ << writes_ << " write(s) planned";
+        if (rechecks_) out_ << ", " << rechecks_ << " value(s) checked again after earlier writes";
+        out_ << "; nothing was written\n";
     } else if (kind_ == Kind::status) {
         out_ << standings_[Standing::ok] << " in policy, " << standings_[Standing::drift] << " drifted, "
              << standings_[Standing::skipped] << " skipped, " << standings_[Standing::refused] << " refused\n";

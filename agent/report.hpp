@@ -43,7 +43,8 @@ private:
     std::ostream& out_;
     nlohmann::json devices_ = nlohmann::json::array();
     std::vector<std::string> unmatched_;
-    std::size_t writes_ = 0;
+    std::size_t writes_ = 0;    // plan: writes that change a value
+    std::size_t rechecks_ = 0;  // plan: values read again before a write, already as wanted
     std::map<Standing, int> standings_;
     std::map<Outcome, int> outcomes_;
 };

@@ -12,6 +12,7 @@ policy::PlanContext host_plan_context(const std::string& sysfs_root) {
     policy::PlanContext ctx;
     long page = ::sysconf(_SC_PAGESIZE);
     if (page > 0) ctx.page_size = page;
+    if (sysfs_root == "/sys") ctx.kernel = running_kernel_version();
     // Modules belong to the running kernel: only a look at the real /sys
     // asks the real modules directory.
     if (sysfs_root == "/sys") {

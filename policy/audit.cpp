@@ -69,6 +69,15 @@ std::string virtual_identity(const DeviceFacts& f) {
     return {};
 }
 
+// The policy sets ATTR on this device and it reads as the policy says: the
+// operator chose that value, so it is not a finding.
+bool policy_keeps(const AuditDevice& d, const std::string& attr) {
+    if (!d.plan) return false;
+    for (const auto& a : d.plan->actions)
+        if (a.attribute == attr && a.kind == ActionKind::unchanged) return true;
+    return false;
+}
+
 std::vector<Finding> audit(const AuditInput& in) {
     std::vector<Finding> out;
     std::map<std::string, const AuditDevice*> by_name;
@@ -89,7 +98,7 @@ std::vector<Finding> audit(const AuditInput& in) {
                            fix_rule("virtual disks do not spin", name, "rotational = 0")});
         }
         const auto ra = parse_int(value_of(v, "read_ahead_kb"));
-        if (!why_virtual.empty() && ra && *ra >= 1024) {
+        if (!why_virtual.empty() && ra && *ra >= 1024 && !policy_keeps(d, "read_ahead_kb")) {
             out.push_back({name, "readahead-amplification", Severity::warning,
                            name + " reads ahead " + std::to_string(*ra) + " KiB, " + std::to_string(*ra / 128) +
                                "x the old 128 KiB floor: random mmap reads drag in that much each",
@@ -98,7 +107,7 @@ std::vector<Finding> audit(const AuditInput& in) {
                             {"queue/rotational", value_of(v, "rotational")}},
                            fix_rule("virtual disks read ahead like SSDs", name, "read_ahead_kb = 128")});
         }
-        if (!why_virtual.empty() && value_of(v, "wbt_lat_usec") == "75000") {
+        if (!why_virtual.empty() && value_of(v, "wbt_lat_usec") == "75000" && !policy_keeps(d, "wbt_lat_usec")) {
             out.push_back({name, "wbt-rotational-default-virtual", Severity::warning,
                            name + " throttles writeback to a 75 ms target, the default for spinning disks",
                            {{"queue/wbt_lat_usec", "75000"}, {"identity", id_text(f)}},

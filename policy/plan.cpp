@@ -234,7 +234,8 @@ DevicePlan plan_device(const Policy& policy, const DeviceFacts& facts, const Val
                 a.zero_first = true;
                 a.note = "wbt is off: written as 0, then the value (the value alone can be a no-op)";
             }
-        } else if (a.attribute == "read_ahead_kb" && limits_written && a.kind == ActionKind::unchanged) {
+        } else if (a.attribute == "read_ahead_kb" && limits_written && a.kind == ActionKind::unchanged &&
+                   (ctx.kernel.major == 0 || readahead_on_commit(ctx.kernel) != ReadaheadOnCommit::untouched)) {
             a.kind = ActionKind::write;
             a.note = "checked again after the limits writes: the kernel can raise read_ahead_kb";
         }

@@ -10,6 +10,7 @@
 
 #include "policy/attributes.hpp"
 #include "policy/facts.hpp"
+#include "policy/kernel.hpp"
 #include "policy/policy.hpp"
 
 namespace blkpolicy::policy {
@@ -51,6 +52,9 @@ struct DevicePlan {
 
 struct PlanContext {
     std::int64_t page_size = 4096;
+    // The running kernel: whether a queue-limits write moves read_ahead_kb.
+    // {0, 0} (unknown) assumes it can.
+    KernelVersion kernel;
     // I/O schedulers the running kernel can load as modules (writing a name
     // makes the kernel load "NAME-iosched"); nullopt when unknown, and then a
     // name the device does not offer yet is tried all the same.

@@ -2,12 +2,14 @@
 #include <doctest/doctest.h>
 
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "policy/audit.hpp"
 #include "support/fake_sysfs.hpp"
 #include "support/run_binary.hpp"
 
 using namespace blkpolicy::test;
+namespace policy = blkpolicy::policy;
 
 namespace {
 
@@ -160,4 +162,33 @@ TEST_CASE("virtual identities") {
     f = {};
     f.drivers = {"virtio_blk", "virtio-pci"};
     CHECK(blkpolicy::policy::virtual_identity(f) == "driver virtio_blk");
+}
+
+TEST_CASE("audit: a value the policy chose is not a finding") {
+    policy::AuditDevice d;
+    d.facts.name = "vda";
+    d.facts.driver = "virtio_blk";
+    d.facts.drivers = {"virtio_blk"};
+    d.facts.has_queue = true;
+    d.values = {{"rotational", "0"}, {"read_ahead_kb", "4096"}, {"wbt_lat_usec", "75000"}};
+    policy::AuditInput in;
+    in.devices = {d};
+    auto codes = [&] {
+        std::set<std::string> out;
+        for (const auto& f : policy::audit(in)) out.insert(f.code);
+        return out;
+    };
+    CHECK(codes().count("readahead-amplification"));
+    CHECK(codes().count("wbt-rotational-default-virtual"));
+    policy::DevicePlan plan;
+    for (const char* attr : {"read_ahead_kb", "wbt_lat_usec"}) {
+        policy::Action a;
+        a.attribute = attr;
+        a.kind = policy::ActionKind::unchanged;
+        plan.actions.push_back(a);
+    }
+    in.devices[0].plan = plan;
+    in.with_policy = true;
+    CHECK_FALSE(codes().count("readahead-amplification"));
+    CHECK_FALSE(codes().count("wbt-rotational-default-virtual"));
 }

@@ -280,3 +280,14 @@ TEST_CASE("iosched tunables") {
         CHECK(action(p, "iosched.fifo_batch").kind == ActionKind::unchanged);
     }
 }
+
+TEST_CASE("read_ahead_kb already as wanted is checked again after a limits write only where the kernel moves it") {
+    const auto p = policy_of("[[rule]]\nname = \"r\"\n[rule.set]\nmax_sectors_kb = 1024\nread_ahead_kb = 2560\n");
+    PlanContext ctx;
+    ctx.kernel = {6, 18, 44};
+    CHECK(action(plan_device(p, loop_facts(), loop_values(), ctx), "read_ahead_kb").kind == ActionKind::write);
+    ctx.kernel = {6, 12, 117};
+    CHECK(action(plan_device(p, loop_facts(), loop_values(), ctx), "read_ahead_kb").kind == ActionKind::write);
+    ctx.kernel = {6, 1, 0};  // limits commits leave read_ahead_kb alone before 6.9 (observed: Debian 12)
+    CHECK(action(plan_device(p, loop_facts(), loop_values(), ctx), "read_ahead_kb").kind == ActionKind::unchanged);
+}

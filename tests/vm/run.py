@@ -23,11 +23,13 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import images  # noqa: E402
 import machine  # noqa: E402
 import package  # noqa: E402
+import test_devices  # noqa: E402
 import test_service  # noqa: E402
 from guest import Guest  # noqa: E402
 from harness import Results  # noqa: E402
 
-GROUPS = {"service": test_service.run}
+# In this order: devices reboots the guest the service group leaves behind.
+GROUPS = {"service": test_service.run, "devices": test_devices.run}
 RUNS = "/var/tmp/blkpolicy-vm-runs"
 
 
@@ -77,7 +79,7 @@ def main():
                        controllers=machine.CONTROLLERS, share=share) as g:
                 ctx = types.SimpleNamespace(guest=g, suite=suite, results=results, pkg=pkg,
                                             upgrade_deb_name=os.path.basename(upgrade))
-                for name in groups:
+                for name in [g for g in GROUPS if g in groups]:
                     try:
                         GROUPS[name](ctx)
                     except Exception as e:  # a fatal step: the rest of this group cannot run

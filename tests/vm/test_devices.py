@@ -152,7 +152,9 @@ def setup(ctx):
     g, s, R = ctx.guest, ctx.suite, ctx.results
     with R.step(s, "devices: a pristine boot, the package installed (not enabled), stacks built", fatal=True):
         g.reboot()
-        g.sh("DEBIAN_FRONTEND=noninteractive apt-get install -y -q blkpolicy >/dev/null 2>&1")
+        g.write_file("/etc/apt/sources.list.d/blkpolicy-test.list", "deb [trusted=yes] file:/mnt/share/repo ./\n")
+        g.sh("apt-get update -q >/dev/null && "
+             "DEBIAN_FRONTEND=noninteractive apt-get install -y -q blkpolicy >/dev/null 2>&1", timeout=300)
         expect(g.run(f"systemctl is-active -q {UNIT}", check=False)[0] != 0, "the service runs: disks not pristine")
         ctx.pristine = _pristine_values(g)
         out = g.sh(STACKS_SCRIPT, timeout=180)
