@@ -126,7 +126,8 @@ json explanation_json(const policy::DeviceExplanation& x, const policy::DevicePl
                          {"kernel_default", e.kernel_default.empty() ? json(nullptr) : json(e.kernel_default)},
                          {"derivation", e.derivation},
                          {"inputs", inputs},
-                         {"disturbs", e.disturbs}});
+                         {"disturbs", e.disturbs},
+                         {"kernel_rule", e.kernel_rule.empty() ? json(nullptr) : json(e.kernel_rule)}});
     }
     json matched = json::array();
     for (const auto& r : plan.matched) matched.push_back(rule_json(r));

@@ -34,6 +34,7 @@ void derive_read_ahead(Explanation& e, const Values& v, const ExplainContext& ct
     const std::string kv = "kernel " + version_text(k) + ": ";
     auto computed = kernel_readahead_kb(k, rot, io_opt, max_kb);
     if (!computed) {
+        e.kernel_rule = "readahead-on-commit:untouched";
         e.kernel_default = std::to_string(std::max<std::int64_t>(2 * (io_opt / 1024), 128));
         e.derivation = kv + "max(2 x optimal_io_size, 128 KiB), computed once when the disk is registered";
         e.disturbs = "nothing recomputes it after registration on this kernel";
@@ -47,6 +48,12 @@ void derive_read_ahead(Explanation& e, const Values& v, const ExplainContext& ct
         e.derivation = kv + "max(2 x optimal_io_size, 128 KiB) = " + e.kernel_default + " KiB";
     const std::string commits = "every queue-limits commit (writing max_sectors_kb, rotational, discard_max_bytes, "
                                 "write_cache, add_random, iostats; a rescan; a stacked device recomputing)";
+    switch (readahead_on_commit(k)) {
+        case ReadaheadOnCommit::untouched: break;
+        case ReadaheadOnCommit::reset: e.kernel_rule = "readahead-on-commit:reset"; break;
+        case ReadaheadOnCommit::raise: e.kernel_rule = "readahead-on-commit:raise"; break;
+        case ReadaheadOnCommit::unknown: e.kernel_rule = "readahead-on-commit:unknown"; break;
+    }
     switch (readahead_on_commit(k)) {
         case ReadaheadOnCommit::raise:
             e.disturbs = commits + " raises it to at least " + e.kernel_default + "; a larger value is kept (6.15+" +
@@ -126,8 +133,9 @@ void derive_wbt(Explanation& e, const DeviceFacts& f, const Values& v, const Exp
                                                              : "non-rotational (6.11+), so it keeps 2000 after attach");
     e.derivation += "; rotational is " + value_of(v, "rotational") + " now, so -1 or \"default\" would give " +
                     std::to_string(wbt_default_usec(rot_now));
+    e.kernel_rule = bfq_off_wbt_reads_zero(ctx.kernel) ? "bfq-off-wbt-reads:0" : "bfq-off-wbt-reads:latency";
     e.disturbs = std::string("switching to bfq turns a default wbt off (reads 0") +
-                 (ctx.kernel.at_least(6, 2) ? ")" : "; this kernel still shows the old latency, debugfs tells)") +
+                 (bfq_off_wbt_reads_zero(ctx.kernel) ? ")" : "; this kernel still shows the old latency, debugfs tells)") +
                  " and leaving bfq turns it back on; a manual value survives scheduler switches; writing the value "
                  "wbt already keeps is a silent no-op";
     if (ctx.wbt_state) e.inputs.push_back({"debugfs rqos/wbt/enabled", std::to_string(*ctx.wbt_state)});

@@ -47,6 +47,10 @@ struct Explanation {
     std::string derivation;          // how the kernel arrives at it
     std::vector<std::pair<std::string, std::string>> inputs;  // sysfs attribute -> value read
     std::string disturbs;            // what else moves this value
+    // Which kernel behaviour applies here, as a stable id for machines:
+    // "readahead-on-commit:untouched|reset|raise|unknown" (read_ahead_kb),
+    // "bfq-off-wbt-reads:0|latency" (wbt_lat_usec). Empty otherwise.
+    std::string kernel_rule;
 };
 
 struct StackView {

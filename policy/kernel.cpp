@@ -25,6 +25,8 @@ ReadaheadOnCommit readahead_on_commit(const KernelVersion& v) {
     return ReadaheadOnCommit::reset;
 }
 
+bool bfq_off_wbt_reads_zero(const KernelVersion& v) { return v.at_least(6, 2); }
+
 bool loop_created_rotational(const KernelVersion& v) { return !v.at_least(6, 11); }
 
 std::int64_t nr_requests_default(std::int64_t hw_tags, bool scheduler_none) {

@@ -38,6 +38,11 @@ ReadaheadOnCommit readahead_on_commit(const KernelVersion& v);
 // Attaching a file then takes the flag from the backing store.
 bool loop_created_rotational(const KernelVersion& v);
 
+// After bfq turned a default wbt off, queue/wbt_lat_usec reads 0 (6.2+;
+// observed 6.12.117, 6.18.44) or still the old latency (observed 6.1.0
+// Debian 12, where only debugfs rqos/wbt/enabled=3 tells).
+bool bfq_off_wbt_reads_zero(const KernelVersion& v);
+
 // nr_requests when a scheduler is attached (blk_mq_init_sched): twice the
 // hardware tag depth capped at 128 (BLKDEV_DEFAULT_RQ); with none, the tag
 // depth itself. Observed on 6.1.0, 6.12.117 and 6.18.44.

@@ -205,9 +205,11 @@ def facts_against_udev(ctx):
             if serial and f["serial"] != serial:
                 bad.append(f"{name}: serial {f['serial']!r} vs udev {serial!r}")
             if "ID_WWN" in u:
-                mine = f["wwid"].split(".", 1)[-1].lower()
+                # sysfs says naa.5000c500..., udev 0x5000c500...; NVMe ids
+                # are the same string in both.
+                mine = f["wwid"].lower().removeprefix("naa.")
                 theirs = u["ID_WWN"].lower().removeprefix("0x")
-                if not f["wwid"] or not (mine == theirs or theirs in mine):
+                if not f["wwid"] or mine != theirs:
                     bad.append(f"{name}: wwid {f['wwid']!r} vs udev ID_WWN {u['ID_WWN']!r}")
         expect(not bad, "\n".join(bad))
 
@@ -273,7 +275,411 @@ def explain_defaults(ctx):
         expect(not bad, "\n".join(bad))
 
 
+
+
+# --- traps on fresh hot-added disks ---------------------------------------
+
+def _hot_add(g, node, device="scsi-hd", **props):
+    """Hot-adds a disk (qemu's null-co backend) and returns its name once
+    udev knows it by its serial."""
+    if device == "scsi-hd":
+        props.setdefault("bus", "scsi0.0")
+    g.hotplug(node, device, **props)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        out = g.sh(f"ls /dev/disk/by-id/ | grep -E '(^|_|-){node}$' | head -1").strip()
+        if out:
+            g.sh("udevadm settle")
+            return g.sh(f"basename $(readlink -f /dev/disk/by-id/{out})").strip()
+        time.sleep(0.5)
+    raise CheckFailed(f"hot-added disk {node} did not appear")
+
+
+def _explain_attr(g, name, attr):
+    out = json.loads(g.sh(f"blkpolicy explain --json --no-policy {name}"))
+    return {a["attribute"]: a for a in out["devices"][0]["attributes"]}[attr]
+
+
+def _q(g, name, attr):
+    return g.sh(f"cat /sys/block/{name}/queue/{attr}").strip()
+
+
+def _apply(g, name, policy_text):
+    g.write_file("/root/trap.toml", policy_text)
+    rc, out, err = g.run(f"blkpolicy apply --json --policy /root/trap.toml --state-dir /run/bp-trap {name}",
+                         check=False)
+    expect(rc == 0, f"apply on {name}: exit {rc}\n{out}{err}")
+    return {r["attribute"]: r for r in json.loads(out)["devices"][0]["results"]}
+
+
+def traps(ctx):
+    """The documented kernel traps on this kernel, each shown to be real (or
+    shown to behave the way blkpolicy's kernel model says for this kernel),
+    then beaten by `blkpolicy apply`."""
+    g, s, R = ctx.guest, ctx.suite, ctx.results
+    g.sh("mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug")
+
+    with R.step(s, "trap: a queue-limits write and read_ahead_kb, as the kernel model says for this kernel"):
+        d = _hot_add(g, "bp-trap-ra", rotation_rate="7200")
+        rule = _explain_attr(g, d, "read_ahead_kb")["kernel_rule"]
+        g.sh(f"echo 64 > /sys/block/{d}/queue/read_ahead_kb; "
+             f"cat /sys/block/{d}/queue/max_sectors_kb > /sys/block/{d}/queue/max_sectors_kb")
+        small = _q(g, d, "read_ahead_kb")
+        g.sh(f"echo 512 > /sys/block/{d}/queue/read_ahead_kb; "
+             f"cat /sys/block/{d}/queue/max_sectors_kb > /sys/block/{d}/queue/max_sectors_kb")
+        large = _q(g, d, "read_ahead_kb")
+        R.figure(s, "read_ahead_kb 64 / 512 after a max_sectors_kb write", f"{small} / {large}", f"(model: {rule})")
+        predicted = {"readahead-on-commit:untouched": ("64", "512"), "readahead-on-commit:raise": ("128", "512"),
+                     "readahead-on-commit:reset": ("128", "128")}.get(rule)
+        expect(predicted is not None, f"no prediction for {rule!r}")
+        expect_eq((small, large), predicted, f"read_ahead_kb after limits writes (model {rule})")
+        res = _apply(g, d, "[[rule]]\nname = \"t\"\n[rule.set]\nmax_sectors_kb = 256\nread_ahead_kb = 64\n")
+        expect_eq((_q(g, d, "max_sectors_kb"), _q(g, d, "read_ahead_kb")), ("256", "64"), "after apply")
+        expect_eq(res["read_ahead_kb"]["outcome"] in ("applied", "unchanged"), True, "apply outcome")
+
+    with R.step(s, "trap: a scheduler switch resets nr_requests; apply keeps both"):
+        d = _hot_add(g, "bp-trap-nr", rotation_rate="7200")
+        g.sh(f"echo mq-deadline > /sys/block/{d}/queue/scheduler; echo 32 > /sys/block/{d}/queue/nr_requests; "
+             f"echo kyber > /sys/block/{d}/queue/scheduler")
+        after = _q(g, d, "nr_requests")
+        expect(after != "32", "nr_requests survived the switch: the trap is not there")
+        R.figure(s, "nr_requests 32 after mq-deadline -> kyber", after)
+        _apply(g, d, "[[rule]]\nname = \"t\"\n[rule.set]\nscheduler = \"bfq\"\nnr_requests = 32\n")
+        expect_eq((read_queue(g, d, ["scheduler"])["scheduler"], _q(g, d, "nr_requests")), ("bfq", "32"), "after apply")
+
+    with R.step(s, "trap: bfq turns default wbt off (as the kernel model says sysfs shows it); apply turns it on"):
+        d = _hot_add(g, "bp-trap-wbt", rotation_rate="7200")
+        rule = _explain_attr(g, d, "wbt_lat_usec")["kernel_rule"]
+        expect_eq((_q(g, d, "wbt_lat_usec"), wbt_enabled(g, d)), ("75000", "1"), "fresh rotational disk")
+        g.sh(f"echo bfq > /sys/block/{d}/queue/scheduler")
+        shown, state = _q(g, d, "wbt_lat_usec"), wbt_enabled(g, d)
+        R.figure(s, "after the switch to bfq: wbt_lat_usec / debugfs enabled", f"{shown} / {state}", f"(model: {rule})")
+        expect_eq(state, "3", "debugfs enabled after bfq (off-default)")
+        expect_eq(shown, "0" if rule == "bfq-off-wbt-reads:0" else "75000", f"sysfs after bfq (model {rule})")
+        g.sh(f"echo 75000 > /sys/block/{d}/queue/wbt_lat_usec")
+        expect_eq(wbt_enabled(g, d), "3", "writing the retained latency alone (a silent no-op)")
+        # status sees through sysfs: wbt is off, whatever the file shows.
+        g.write_file("/root/trap.toml", "[[rule]]\nname = \"t\"\n[rule.set]\nscheduler = \"bfq\"\nwbt_lat_usec = 75000\n")
+        rc, out, _ = g.run(f"blkpolicy status --json --policy /root/trap.toml --state-dir /run/bp-trap {d}", check=False)
+        states = {a["attribute"]: a["state"] for a in json.loads(out)["devices"][0]["attributes"]}
+        expect_eq((rc, states.get("wbt_lat_usec")), (1, "drift"), "status of a wbt bfq turned off")
+        _apply(g, d, "[[rule]]\nname = \"t\"\n[rule.set]\nscheduler = \"bfq\"\nwbt_lat_usec = 75000\n")
+        expect_eq((_q(g, d, "wbt_lat_usec"), wbt_enabled(g, d)), ("75000", "2"), "after apply")
+        # And on a disk blkpolicy switches itself, without debugfs mounted.
+        d2 = _hot_add(g, "bp-trap-wbt2", rotation_rate="7200")
+        g.sh("umount /sys/kernel/debug")
+        _apply(g, d2, "[[rule]]\nname = \"t\"\n[rule.set]\nscheduler = \"bfq\"\nwbt_lat_usec = 75000\n")
+        expect_eq(wbt_enabled(g, d2), "2", "wbt after apply switched to bfq (debugfs read afterwards)")
+
+    with R.step(s, "trap: write_cache takes any prefix, rq_affinity takes 3 and ignores it; check refuses both"):
+        d = _hot_add(g, "bp-trap-wc", rotation_rate="7200")
+        rc, _, _ = g.run(f"echo 'write backwards' > /sys/block/{d}/queue/write_cache", check=False)
+        wc = _q(g, d, "write_cache")
+        R.figure(s, "'write backwards' written to write_cache", f"exit {rc}, reads {wc!r}")
+        expect(rc == 0 and wc == "write back", "the prefix trap is not there")
+        before = _q(g, d, "rq_affinity")
+        rc, _, _ = g.run(f"echo 3 > /sys/block/{d}/queue/rq_affinity", check=False)
+        expect(rc == 0 and _q(g, d, "rq_affinity") == before, f"rq_affinity 3: exit {rc}, now {_q(g, d, 'rq_affinity')}")
+        for bad in ('write_cache = "write backwards"', "rq_affinity = 3"):
+            g.write_file("/root/bad.toml", f"[[rule]]\nname = \"t\"\n[rule.set]\n{bad}\n")
+            expect_eq(g.run("blkpolicy check --policy /root/bad.toml", check=False)[0], 3, f"check of {bad}")
+
+    for node in ("bp-trap-ra", "bp-trap-nr", "bp-trap-wbt", "bp-trap-wbt2", "bp-trap-wc"):
+        g.unplug(node)
+
+
+
+# --- hotplug under the running service, against an equivalent udev rule ----
+
+HOT_POLICY = """\
+[daemon]
+mode = "enforce"
+verify_interval = "30s"
+
+[[rule]]
+name = "hot-added disks"
+[rule.match]
+serial = "bp-hot*"
+[rule.set]
+read_ahead_kb = 256
+nr_requests = 64
+"""
+# The same settings as a udev rule, after 60-persistent-storage.rules set
+# ID_SERIAL.
+HOT_UDEV_RULE = ('ACTION=="add", SUBSYSTEM=="block", ENV{DEVTYPE}=="disk", ENV{ID_SERIAL}=="*bp-hot*", '
+                 'ATTR{queue/read_ahead_kb}="256", ATTR{queue/nr_requests}="64"\n')
+HOT_CLASSES = [("virtio-blk", "virtio-blk-pci", {"bus": "rp1"}), ("SCSI", "scsi-hd", {"bus": "scsi0.0"}),
+               ("NVMe", "nvme", {"bus": "rp2"})]
+
+
+def _start_monitor(g):
+    g.sh("rm -f /run/bp-mon.log; setsid udevadm monitor --kernel --udev --subsystem-match=block "
+         ">/run/bp-mon.log 2>&1 </dev/null & sleep 1")
+
+
+def _stop_monitor(g):
+    log = g.sh("cat /run/bp-mon.log")
+    g.sh("pkill -x udevadm || true")
+    return log
+
+
+def _uevent_times(log, action="add"):
+    """{(source, device): monotonic seconds} from udevadm monitor output."""
+    out = {}
+    for m in re.finditer(r"^(KERNEL|UDEV) *\[([0-9.]+)\] (\w+) +(\S+) \(block\)", log, re.M):
+        source, t, act, path = m.groups()
+        if act == action and "/block/" in path and path.rsplit("/", 2)[-2] == "block":
+            out.setdefault((source, path.rsplit("/", 1)[-1]), float(t))
+    return out
+
+
+def _applied_times(g, names):
+    """The monotonic time (s) of blkpolicy's last applied alert per device."""
+    out = {}
+    for e in machine.journal(g, "-b -t blkpolicy BLKPOLICY_EVENT=applied"):
+        if e.get("BLKPOLICY_DEVICE") in names:
+            out[e["BLKPOLICY_DEVICE"]] = int(e["__MONOTONIC_TIMESTAMP"]) / 1e6
+    return out
+
+
+def _wait_values(g, names, timeout=120):
+    names = list(names)
+    check = " && ".join(f"test $(cat /sys/block/{n}/queue/read_ahead_kb) = 256 && "
+                        f"test $(cat /sys/block/{n}/queue/nr_requests) = 64" for n in names)
+    g.wait_for(check, timeout=timeout, what=f"the hot-added disks' values ({len(names)} disks)")
+
+
+def _rss_kib(g):
+    pid = unit_prop(g, UNIT, "MainPID")
+    st = g.sh(f"grep -E '^Vm(RSS|HWM):' /proc/{pid}/status")
+    return {k: int(v.split()[0]) for k, v in (line.split(":", 1) for line in st.splitlines())}
+
+
+def hotplug(ctx):
+    g, s, R = ctx.guest, ctx.suite, ctx.results
+    g.write_file("/etc/blkpolicy/policy.toml", HOT_POLICY)
+    g.sh(f"systemctl start {UNIT}")
+
+    with R.step(s, "hotplug under the service: each class gets its values; time from the kernel's add uevent"):
+        _start_monitor(g)
+        added = {}
+        for label, device, props in HOT_CLASSES:
+            added[label] = _hot_add(g, f"bp-hot-{device.split('-')[0]}", device, **props)
+        _wait_values(g, added.values())
+        times = _uevent_times(_stop_monitor(g))
+        applied = _applied_times(g, set(added.values()))
+        for label, name in added.items():
+            k = times.get(("KERNEL", name))
+            expect(k is not None and name in applied, f"{label} {name}: kernel add {k}, applied {applied.get(name)}")
+            R.figure(s, f"hotplug {label}: kernel add uevent -> values applied by blkpolicy",
+                     round((applied[name] - k) * 1000), "ms")
+        ctx.hot = added
+
+    with R.step(s, "hot-removed disks are forgotten by the daemon"):
+        for label, device, _ in HOT_CLASSES:
+            g.unplug(f"bp-hot-{device.split('-')[0]}")
+        names = set(ctx.hot.values())
+        g.wait_for(" && ".join(f"! test -e /sys/block/{n}" for n in names), timeout=30, what="the disks gone")
+        time.sleep(1)
+        listed = {d["device"] for d in json.loads(g.sh("cat /run/blkpolicy/daemon.json"))["devices"]}
+        expect(not (listed & names), f"daemon.json still lists {sorted(listed & names)}")
+        expect(not g.sh("ls /run/blkpolicy/facts/ | grep -E '^(" + "|".join(names) + r")\.json$' || true").strip(),
+               "frozen facts of removed disks are kept")
+
+    with R.step(s, "the same hotplug with an equivalent udev rule (for comparison)"):
+        g.sh(f"systemctl stop {UNIT}")
+        g.write_file("/etc/udev/rules.d/61-bp-hot.rules", HOT_UDEV_RULE)
+        g.sh("udevadm control --reload")
+        _start_monitor(g)
+        added = {}
+        for label, device, props in HOT_CLASSES:
+            added[label] = _hot_add(g, f"bp-hotu-{device.split('-')[0]}", device, **props)
+        _wait_values(g, added.values())
+        times = _uevent_times(_stop_monitor(g))
+        for label, name in added.items():
+            k, u = times.get(("KERNEL", name)), times.get(("UDEV", name))
+            expect(k is not None and u is not None, f"{label} {name}: kernel {k}, udev {u}")
+            R.figure(s, f"hotplug {label}: kernel add uevent -> values applied by the udev rule",
+                     round((u - k) * 1000), "ms")
+        for label, device, _ in HOT_CLASSES:
+            g.unplug(f"bp-hotu-{device.split('-')[0]}")
+        g.sh("rm /etc/udev/rules.d/61-bp-hot.rules && udevadm control --reload")
+
+    burst(ctx)
+
+
+BURST = 64
+
+
+def _burst_add(g, prefix):
+    for i in range(BURST):
+        g.hotplug(f"{prefix}{i:02d}", "scsi-hd", bus="scsi0.0")
+
+
+def _burst_names(g, prefix, count):
+    """Names of the burst's disks once all COUNT are there."""
+    script = (f"for f in /dev/disk/by-id/scsi-*{prefix}[0-9][0-9]; do basename $(readlink -f $f); done | sort -u")
+    deadline = time.monotonic() + 300
+    while True:
+        names = g.sh(script + " 2>/dev/null || true").split()
+        if len(names) == count:
+            return names
+        if time.monotonic() > deadline:
+            raise CheckFailed(f"only {len(names)} of {count} burst disks appeared")
+        time.sleep(2)
+
+
+def burst(ctx):
+    g, s, R = ctx.guest, ctx.suite, ctx.results
+    with R.step(s, f"a burst of {BURST} SCSI disks under the service: every one applied, memory bounded"):
+        g.sh(f"systemctl start {UNIT}")
+        before = _rss_kib(g)
+        _start_monitor(g)
+        _burst_add(g, "bp-hotb")
+        names = _burst_names(g, "bp-hotb", BURST)
+        _wait_values(g, names, timeout=300)
+        times = _uevent_times(_stop_monitor(g))
+        applied = _applied_times(g, set(names))
+        expect(len(applied) == BURST, f"{len(applied)} of {BURST} disks have an applied alert")
+        first = min(times[("KERNEL", n)] for n in names)
+        R.figure(s, f"burst of {BURST}: first kernel add -> last values applied by blkpolicy",
+                 round((max(applied.values()) - first) * 1000), "ms")
+        lat = sorted(applied[n] - times[("KERNEL", n)] for n in names)
+        R.figure(s, f"burst of {BURST}: per disk kernel add -> applied, median / max",
+                 f"{round(lat[len(lat) // 2] * 1000)} / {round(lat[-1] * 1000)}", "ms")
+        after = _rss_kib(g)
+        R.figure(s, f"burst of {BURST}: daemon VmRSS before -> after, VmHWM",
+                 f"{before['VmRSS']} -> {after['VmRSS']}, {after['VmHWM']}", "KiB")
+        expect(after["VmHWM"] < 64 * 1024, f"VmHWM {after['VmHWM']} KiB")
+        for i in range(BURST):
+            g.unplug(f"bp-hotb{i:02d}")
+        g.sh(f"systemctl stop {UNIT}")
+
+    with R.step(s, f"the same burst of {BURST} with the udev rule (for comparison)"):
+        g.write_file("/etc/udev/rules.d/61-bp-hot.rules", HOT_UDEV_RULE)
+        g.sh("udevadm control --reload")
+        _start_monitor(g)
+        _burst_add(g, "bp-hotc")
+        names = _burst_names(g, "bp-hotc", BURST)
+        _wait_values(g, names, timeout=300)
+        times = _uevent_times(_stop_monitor(g))
+        missing = [n for n in names if ("UDEV", n) not in times or ("KERNEL", n) not in times]
+        expect(not missing, f"no uevent times for {missing}")
+        first = min(times[("KERNEL", n)] for n in names)
+        R.figure(s, f"burst of {BURST}: first kernel add -> last values applied by the udev rule",
+                 round((max(times[("UDEV", n)] for n in names) - first) * 1000), "ms")
+        lat = sorted(times[("UDEV", n)] - times[("KERNEL", n)] for n in names)
+        R.figure(s, f"burst of {BURST}: per disk kernel add -> udev rule done, median / max",
+                 f"{round(lat[len(lat) // 2] * 1000)} / {round(lat[-1] * 1000)}", "ms")
+        for i in range(BURST):
+            g.unplug(f"bp-hotc{i:02d}")
+        g.sh("rm /etc/udev/rules.d/61-bp-hot.rules && udevadm control --reload")
+
+
+
+# --- stacks ----------------------------------------------------------------
+
+def _members_policy(with_md):
+    text = ('[daemon]\nverify_interval = "5s"\n\n'
+            '[[rule]]\nname = "raid members"\n[rule.match]\nserial = ["bp-md-a", "bp-md-b"]\n'
+            '[rule.set]\nscheduler = "mq-deadline"\nread_ahead_kb = 64\n')
+    if with_md:
+        text += '\n[[rule]]\nname = "the raid"\n[rule.match]\nstack = "md"\n[rule.set]\nread_ahead_kb = 1024\n'
+    return text
+
+
+def stacks(ctx):
+    g, s, R = ctx.guest, ctx.suite, ctx.results
+    md, a, b = ctx.names["md"], ctx.names["bp-md-a"], ctx.names["bp-md-b"]
+
+    with R.step(s, "audit on a real md stack: tuning only the members is a finding, tuning the top is not"):
+        g.write_file("/root/stack.toml", _members_policy(False))
+        out = json.loads(g.run("blkpolicy audit --json --policy /root/stack.toml", check=False)[1])
+        lower_only = {f["device"] for f in out["findings"] if f["code"] == "stack-lower-only"}
+        expect_eq(lower_only, {a, b}, "stack-lower-only findings")
+        tops = {f["evidence"].get("top") for f in out["findings"] if f["code"] == "stack-lower-only"}
+        expect_eq(tops, {md}, "the top they name")
+        g.write_file("/root/stack.toml", _members_policy(True))
+        out = json.loads(g.run("blkpolicy audit --json --policy /root/stack.toml", check=False)[1])
+        expect(not [f for f in out["findings"] if f["code"] == "stack-lower-only"], "stack-lower-only with the top tuned")
+
+    with R.step(s, "the daemon tunes the md device and its members each by its own rule; a removed member is noticed"):
+        g.write_file("/etc/blkpolicy/policy.toml", _members_policy(True))
+        g.sh(f"systemctl restart {UNIT}")
+        g.wait_for(f"test $(cat /sys/block/{md}/queue/read_ahead_kb) = 1024 && "
+                   f"test $(cat /sys/block/{a}/queue/read_ahead_kb) = 64 && "
+                   f"test $(cat /sys/block/{b}/queue/read_ahead_kb) = 64", timeout=30, what="the stack's values")
+        since = machine.cursor(g)
+        g.sh(f"mdadm /dev/md/bpmd --fail /dev/{b} --remove /dev/{b} 2>&1")
+        g.wait_for(f"! test -e /sys/block/{md}/slaves/{b}", timeout=30, what="the member to leave")
+        plan = _plan_json(g, "/etc/blkpolicy/policy.toml", f"{md} {b}")
+        expect_eq(plan[md]["facts"]["slaves"], [a], "md slaves after the removal")
+        expect_eq(plan[b]["facts"]["holders"], [], "the removed member's holders")
+        lowers = json.loads(g.sh(f"blkpolicy explain --json {md}"))["devices"][0]["stack"]["lowers"]
+        expect_eq(lowers, [a], "explain's lowers of the md device")
+        time.sleep(6)  # a verify pass
+        bad = [e for e in machine.since(g, since, SYSLOG_IDENTIFIER="blkpolicy")
+               if int(e.get("PRIORITY", 6)) <= 4 and "BLKPOLICY_EVENT" in e]
+        expect(not bad, "alerts after the removal: " + "; ".join(e.get("MESSAGE", "") for e in bad))
+        expect_eq(_q(g, md, "read_ahead_kb"), "1024", "md read_ahead_kb after the removal")
+        g.sh(f"mdadm /dev/md/bpmd --add /dev/{b} >/dev/null 2>&1 || true; systemctl stop {UNIT}")
+
+
+# --- udev rules and their import, on real disks ----------------------------
+
+# Tuning rules in the shapes distributions and fleets ship.
+EQUIVALENCE_RULES = r"""# scheduler by rotational
+ACTION=="add|change", SUBSYSTEM=="block", KERNEL=="sd[a-z]|vd[a-z]|nvme[0-9]n[0-9]", ATTR{queue/rotational}=="1", ATTR{queue/scheduler}="bfq"
+ACTION=="add|change", SUBSYSTEM=="block", KERNEL=="sd[a-z]|nvme[0-9]n[0-9]", ATTR{queue/rotational}=="0", ATTR{queue/scheduler}="none"
+# readahead by kernel name
+ACTION=="add|change", SUBSYSTEM=="block", KERNEL=="vd[a-z]", ATTR{bdi/read_ahead_kb}="512"
+# nr_requests by model
+ACTION=="add|change", SUBSYSTEM=="block", KERNEL=="sd[a-z]", ATTRS{model}=="QEMU HARDDISK   ", ATTR{queue/nr_requests}="128"
+# SCSI command timeouts by vendor and model
+ACTION=="add|change", SUBSYSTEM=="block", KERNEL=="sd[a-z]", ATTRS{vendor}=="SEAGATE ", ATTRS{model}=="ST4000NM0035*", ATTR{device/timeout}="90"
+"""
+COMPARED = ["scheduler", "read_ahead_kb", "nr_requests", "rotational", "wbt_lat_usec", "rq_affinity", "nomerges",
+            "max_sectors_kb", "write_cache"]
+
+
+def _all_values(g):
+    out = {}
+    for serial, name in disks_by_serial(g).items():
+        v = read_queue(g, name, COMPARED)
+        rc, t, _ = g.run(f"cat /sys/block/{name}/device/timeout", check=False)
+        v["device/timeout"] = t.strip() if rc == 0 else "-"
+        out[serial] = v
+    return out
+
+
+def udev_equivalence(ctx):
+    g, s, R = ctx.guest, ctx.suite, ctx.results
+    with R.step(s, "udev rules applied by udevd at boot and their import applied by blkpolicy: the same values"):
+        g.write_file("/etc/udev/rules.d/60-bp-tuning.rules", EQUIVALENCE_RULES)
+        rc, policy, err = g.run("blkpolicy import-udev /etc/udev/rules.d/60-bp-tuning.rules", check=False)
+        expect(rc == 0, f"import-udev left something out (exit {rc}):\n{err}")
+        g.sh(f"systemctl disable {UNIT} 2>/dev/null; systemctl stop {UNIT}")
+        g.reboot()
+        by_udev = _all_values(g)
+        g.sh("rm /etc/udev/rules.d/60-bp-tuning.rules")
+        g.write_file("/etc/blkpolicy/policy.toml", policy)
+        g.sh(f"blkpolicy check && systemctl enable {UNIT} 2>/dev/null")
+        g.reboot()
+        g.wait_for(f"systemctl is-active -q {UNIT}", timeout=60, what="the service")
+        by_blkpolicy = _all_values(g)
+        bad = [f"{serial} {attr}: udev {v!r}, blkpolicy {by_blkpolicy.get(serial, {}).get(attr)!r}"
+               for serial, vals in sorted(by_udev.items()) for attr, v in vals.items()
+               if by_blkpolicy.get(serial, {}).get(attr) != v]
+        expect(not bad, "\n".join(bad))
+        R.figure(s, "udev equivalence", f"{len(by_udev)} disks x {len(COMPARED) + 1} attributes identical")
+        g.sh(f"systemctl disable --now {UNIT} 2>/dev/null")
+
+
 def run(ctx):
     setup(ctx)
     explain_defaults(ctx)
     facts_against_udev(ctx)
+    traps(ctx)
+    hotplug(ctx)
+    stacks(ctx)
+    udev_equivalence(ctx)
