@@ -79,6 +79,7 @@ int with_devices(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::o
     how.shown = report.facts_shown();
     how.udev_db = o.udev_db();
     how.context = host_plan_context(o.sysfs_root);
+    report.set_loadable_schedulers(how.context.loadable_schedulers);
     // One device at a time: look, plan, (apply), report. Nothing but
     // counters is kept across devices.
     for (const auto& name : names) {

@@ -204,6 +204,7 @@ int run_explain(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::os
 
     policy::ExplainContext ctx;
     ctx.kernel = running_kernel_version();
+    ctx.loadable_schedulers = how.context.loadable_schedulers;
     if (!o.kernel_release.empty()) {
         auto k = policy::parse_kernel_release(o.kernel_release);
         if (!k) {

@@ -212,6 +212,7 @@ void CommandReport::finish(const nlohmann::json& daemon) {
             doc["summary"] = summary;
         }
         if (kind_ == Kind::status) doc["daemon"] = daemon;
+        if (kind_ == Kind::plan) doc["loadable_schedulers"] = loadable_ ? json(*loadable_) : json(nullptr);
         out_ << doc.dump(2) << '\n';
         return;
     }
@@ -220,6 +221,8 @@ void CommandReport::finish(const nlohmann::json& daemon) {
         out_ << writes_ << " write(s) planned";
         if (rechecks_) out_ << ", " << rechecks_ << " value(s) checked again after earlier writes";
         out_ << "; nothing was written\n";
+        if (loadable_ && !loadable_->empty())
+            out_ << "schedulers this kernel loads as modules when named: " << policy::join(*loadable_, " ") << '\n';
     } else if (kind_ == Kind::status) {
         out_ << standings_[Standing::ok] << " in policy, " << standings_[Standing::drift] << " drifted, "
              << standings_[Standing::skipped] << " skipped, " << standings_[Standing::refused] << " refused\n";

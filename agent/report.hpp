@@ -32,6 +32,9 @@ public:
     void device(const DeviceView& v, const DeviceResult* result = nullptr);
     // Footer, or the JSON document; `daemon` goes into status output.
     void finish(const nlohmann::json& daemon = nullptr);
+    // plan: the schedulers the running kernel can load as modules (nullopt:
+    // unknown), said once after the devices.
+    void set_loadable_schedulers(std::optional<std::vector<std::string>> names) { loadable_ = std::move(names); }
     bool drift() const;   // status: something drifted
     bool failed() const;  // apply: something failed, did not stick or was refused
     // The fact groups it shows: all of them in JSON, the identity line in text.
@@ -44,7 +47,8 @@ private:
     nlohmann::json devices_ = nlohmann::json::array();
     std::vector<std::string> unmatched_;
     std::size_t writes_ = 0;    // plan: writes that change a value
-    std::size_t rechecks_ = 0;  // plan: values read again before a write, already as wanted
+    std::size_t rechecks_ = 0;
+    std::optional<std::vector<std::string>> loadable_;  // plan: values read again before a write, already as wanted
     std::map<Standing, int> standings_;
     std::map<Outcome, int> outcomes_;
 };

@@ -143,6 +143,9 @@ void derive_wbt(Explanation& e, const DeviceFacts& f, const Values& v, const Exp
 
 void derive_scheduler(Explanation& e, const DeviceFacts& f, const Values& v, const ExplainContext& ctx) {
     e.inputs = {{"queue/scheduler", value_of(v, "scheduler")}, {"mq/ (hardware queues)", std::to_string(ctx.hw_queues)}};
+    if (!f.schedulers.empty()) e.inputs.push_back({"loaded schedulers", join(f.schedulers, " ")});
+    if (ctx.loadable_schedulers)
+        e.inputs.push_back({"loadable as modules", ctx.loadable_schedulers->empty() ? "-" : join(*ctx.loadable_schedulers, " ")});
     if (ctx.hw_queues == 0) {
         e.derivation = "bio-based queue: no scheduler here; the devices below schedule the requests";
         return;

@@ -22,6 +22,7 @@ struct ExplainContext {
     KernelVersion kernel;
     std::optional<int> wbt_state;   // from debugfs, when readable
     int hw_queues = 0;              // entries in mq/
+    std::optional<std::vector<std::string>> loadable_schedulers;  // modules of this kernel; nullopt: unknown
     std::int64_t hw_tags = 0;       // mq/0/nr_tags: the hardware queue depth
     // sd: the Block Device Characteristics VPD page (B1h) medium rotation
     // rate (0 not reported, 1 solid state, else rpm); nullopt: no such page.

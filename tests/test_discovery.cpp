@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include <cerrno>
+#include <fstream>
 
 #include "support/fake_sysfs.hpp"
 #include "udev/discovery.hpp"
@@ -271,4 +272,18 @@ TEST_CASE("inputs of the kernel's defaults: VPD B1h rotation rate, hardware queu
     t.file(t.devpath_of("sda") + "/device/vpd_pgb1", std::string("\x00\xb1\x00\x3c\x00\x01", 6) + std::string(58, '\0'));
     CHECK(udev::rotation_rate(s, "sda") == 1);
     CHECK(udev::hw_tags(s, "sda") == 128);
+}
+
+TEST_CASE("schedulers a kernel can load as modules, from its modules.alias") {
+    FakeSysfs t;  // any scratch directory
+    const auto dir = t.root() / "lib/modules/6.1.0-50-amd64";
+    std::filesystem::create_directories(dir);
+    CHECK_FALSE(udev::loadable_schedulers(dir.string()));  // unreadable: unknown, not "none"
+    std::ofstream(dir / "modules.alias") << "# Aliases extracted from modules themselves.\n"
+                                            "alias bfq-iosched bfq\n"
+                                            "alias kyber-iosched kyber_iosched\n"
+                                            "alias mq-deadline-iosched mq_deadline\n"
+                                            "alias pci:v00001AF4d00001001sv*sd*bc*sc*i* virtio_blk\n"
+                                            "alias -iosched nothing\n";
+    CHECK(udev::loadable_schedulers(dir.string()) == std::vector<std::string>{"bfq", "kyber", "mq-deadline"});
 }
