@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sys/mount.h>
 
@@ -105,4 +106,21 @@ TEST_CASE("kernel: audit names a real udev rules file that writes what the polic
     REQUIRE(f != nullptr);
     CHECK((*f)["evidence"]["udev rule"] == (tmp.path() / "61-loop-ra.rules").string() + ":2");
     CHECK((*f)["evidence"]["policy rule"] == (tmp.path() / "policy.toml").string() + ":1");
+}
+
+TEST_CASE("kernel: explain derives what this kernel set on a fresh loop device before anything wrote it") {
+    LoopDevice loop;  // bound to a sparse file under /tmp
+    auto r = run_blkpolicy({"explain", "--json", "--no-policy", loop.name()});
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    const auto doc = json::parse(r.out);
+    std::map<std::string, json> attrs;
+    for (const auto& a : doc["devices"][0]["attributes"]) attrs[a["attribute"].get<std::string>()] = a;
+    for (const char* attr : {"read_ahead_kb", "wbt_lat_usec", "rotational", "nr_requests", "scheduler"}) {
+        INFO(attr << ": " << attrs[attr].dump());
+        REQUIRE(attrs.count(attr));
+        auto now = loop.queue(attr);
+        if (now.find('[') != std::string::npos) now = now.substr(now.find('[') + 1, now.find(']') - now.find('[') - 1);
+        CHECK(attrs[attr]["kernel_default"] == now);
+    }
 }

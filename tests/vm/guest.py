@@ -58,9 +58,10 @@ class Agent:
             self.sock.close()
         self.sock = self.file = None
 
-    def connect(self, deadline):
+    def connect(self, deadline, alive=lambda: True):
         """Connects and synchronises; the agent starts only once udev made
-        its virtio port, so this retries until DEADLINE."""
+        its virtio port, so this retries until DEADLINE (or until ALIVE()
+        says qemu is gone)."""
         while True:
             try:
                 self.close()
@@ -77,6 +78,8 @@ class Agent:
             except (OSError, GuestError, ValueError):
                 if time.monotonic() > deadline:
                     raise GuestError(f"guest agent did not answer on {self.path}")
+                if not alive():
+                    raise GuestError("qemu exited before the guest agent answered")
                 time.sleep(0.5)
 
     def call(self, command, arguments=None, timeout=60):
@@ -156,6 +159,7 @@ class Guest:
         self.agent = None
         self.qmp = None
         self.boot_count = 0
+        self.boot_retries = 0
         os.makedirs(run_dir, exist_ok=True)
         self.overlay = os.path.join(run_dir, "root.qcow2")
 
@@ -170,7 +174,22 @@ class Guest:
 
     def boot(self, timeout=240):
         """Boots (the overlay persists between boots of one Guest, like a
-        disk), and returns once the guest agent answers."""
+        disk), and returns once the guest agent answers. A guest whose
+        kernel dies before userspace (seen under TCG: an int3 Oops while the
+        kernel patches its own code, at about 4 s) is booted once more; the
+        retry is logged and counted in boot_retries."""
+        try:
+            return self._boot(timeout)
+        except GuestError as e:
+            if self.proc is None or self.proc.poll() is None or "Kernel panic" not in self.serial_tail(200):
+                raise
+            log(f"{self.image.suite}: the guest kernel died at boot ({e}); serial log kept in "
+                f"{self.serial_log}; booting once more")
+            self.boot_retries += 1
+            self.poweroff()
+            return self._boot(timeout)
+
+    def _boot(self, timeout):
         if not os.path.exists(self.overlay):
             subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", "-b", self.image.root, "-F", "raw",
                             self.overlay], check=True)
@@ -214,7 +233,7 @@ class Guest:
         self.qmp = Qmp(self.qmp_path)
         self.agent = Agent(self.agent_path)
         try:
-            self.agent.connect(deadline)
+            self.agent.connect(deadline, alive=lambda: self.proc.poll() is None)
         except GuestError:
             raise GuestError(f"the guest did not come up in {timeout} s; serial log: {self.serial_log}\n" +
                              self.serial_tail())

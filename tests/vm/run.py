@@ -84,7 +84,7 @@ def main():
                         GROUPS[name](ctx)
                     except Exception as e:  # a fatal step: the rest of this group cannot run
                         print(f"     {suite}: group {name} stopped: {type(e).__name__}", flush=True)
-                results.figure(suite, "boots", g.boot_count)
+                results.figure(suite, "boots", g.boot_count, f"({g.boot_retries} retried after a kernel death at boot)")
             results.figure(suite, "wall time", round(time.monotonic() - ts), "s")
     finally:
         path = results.write()

@@ -428,7 +428,8 @@ def _uevent_times(log, action="add"):
     out = {}
     for m in re.finditer(r"^(KERNEL|UDEV) *\[([0-9.]+)\] (\w+) +(\S+) \(block\)", log, re.M):
         source, t, act, path = m.groups()
-        if act == action and "/block/" in path and path.rsplit("/", 2)[-2] == "block":
+        # The disk itself: .../block/sdb, or .../nvme/nvme1/nvme1n1.
+        if act == action:
             out.setdefault((source, path.rsplit("/", 1)[-1]), float(t))
     return out
 
@@ -460,25 +461,28 @@ def hotplug(ctx):
     g.write_file("/etc/blkpolicy/policy.toml", HOT_POLICY)
     g.sh(f"systemctl start {UNIT}")
 
+    ctx.hot = {}
     with R.step(s, "hotplug under the service: each class gets its values; time from the kernel's add uevent"):
         _start_monitor(g)
-        added = {}
-        for label, device, props in HOT_CLASSES:
-            added[label] = _hot_add(g, f"bp-hot-{device.split('-')[0]}", device, **props)
-        _wait_values(g, added.values())
-        times = _uevent_times(_stop_monitor(g))
+        added = ctx.hot
+        try:
+            for label, device, props in HOT_CLASSES:
+                added[label] = _hot_add(g, f"bp-hot-{device.split('-')[0]}", device, **props)
+            _wait_values(g, added.values())
+        finally:
+            times = _uevent_times(_stop_monitor(g))
         applied = _applied_times(g, set(added.values()))
         for label, name in added.items():
             k = times.get(("KERNEL", name))
             expect(k is not None and name in applied, f"{label} {name}: kernel add {k}, applied {applied.get(name)}")
             R.figure(s, f"hotplug {label}: kernel add uevent -> values applied by blkpolicy",
                      round((applied[name] - k) * 1000), "ms")
-        ctx.hot = added
 
     with R.step(s, "hot-removed disks are forgotten by the daemon"):
+        names = set(ctx.hot.values())
+        expect(names, "nothing was hot-added")
         for label, device, _ in HOT_CLASSES:
             g.unplug(f"bp-hot-{device.split('-')[0]}")
-        names = set(ctx.hot.values())
         g.wait_for(" && ".join(f"! test -e /sys/block/{n}" for n in names), timeout=30, what="the disks gone")
         time.sleep(1)
         listed = {d["device"] for d in json.loads(g.sh("cat /run/blkpolicy/daemon.json"))["devices"]}
@@ -492,18 +496,22 @@ def hotplug(ctx):
         g.sh("udevadm control --reload")
         _start_monitor(g)
         added = {}
-        for label, device, props in HOT_CLASSES:
-            added[label] = _hot_add(g, f"bp-hotu-{device.split('-')[0]}", device, **props)
-        _wait_values(g, added.values())
-        times = _uevent_times(_stop_monitor(g))
-        for label, name in added.items():
-            k, u = times.get(("KERNEL", name)), times.get(("UDEV", name))
-            expect(k is not None and u is not None, f"{label} {name}: kernel {k}, udev {u}")
-            R.figure(s, f"hotplug {label}: kernel add uevent -> values applied by the udev rule",
-                     round((u - k) * 1000), "ms")
-        for label, device, _ in HOT_CLASSES:
-            g.unplug(f"bp-hotu-{device.split('-')[0]}")
-        g.sh("rm /etc/udev/rules.d/61-bp-hot.rules && udevadm control --reload")
+        try:
+            for label, device, props in HOT_CLASSES:
+                added[label] = _hot_add(g, f"bp-hotu-{device.split('-')[0]}", device, **props)
+            _wait_values(g, added.values())
+            times = _uevent_times(_stop_monitor(g))
+            for label, name in added.items():
+                k, u = times.get(("KERNEL", name)), times.get(("UDEV", name))
+                expect(k is not None and u is not None, f"{label} {name}: kernel {k}, udev {u}")
+                R.figure(s, f"hotplug {label}: kernel add uevent -> values applied by the udev rule",
+                         round((u - k) * 1000), "ms")
+        finally:
+            _stop_monitor(g)
+            for label, device, _ in HOT_CLASSES:
+                if label in added:
+                    g.unplug(f"bp-hotu-{device.split('-')[0]}")
+            g.sh("rm -f /etc/udev/rules.d/61-bp-hot.rules && udevadm control --reload")
 
     burst(ctx)
 
@@ -529,16 +537,28 @@ def _burst_names(g, prefix, count):
         time.sleep(2)
 
 
+def _unplug_burst(g, prefix):
+    """Removes whatever of a burst qemu has (some may never have been added)."""
+    for i in range(BURST):
+        try:
+            g.unplug(f"{prefix}{i:02d}")
+        except Exception:  # not added, or already gone
+            pass
+
+
 def burst(ctx):
     g, s, R = ctx.guest, ctx.suite, ctx.results
     with R.step(s, f"a burst of {BURST} SCSI disks under the service: every one applied, memory bounded"):
         g.sh(f"systemctl start {UNIT}")
+        expect(not g.sh("ls /etc/udev/rules.d/").strip(), "a udev tuning rule is installed: the burst would race it")
         before = _rss_kib(g)
         _start_monitor(g)
-        _burst_add(g, "bp-hotb")
-        names = _burst_names(g, "bp-hotb", BURST)
-        _wait_values(g, names, timeout=300)
-        times = _uevent_times(_stop_monitor(g))
+        try:
+            _burst_add(g, "bp-hotb")
+            names = _burst_names(g, "bp-hotb", BURST)
+            _wait_values(g, names, timeout=300)
+        finally:
+            times = _uevent_times(_stop_monitor(g))
         applied = _applied_times(g, set(names))
         expect(len(applied) == BURST, f"{len(applied)} of {BURST} disks have an applied alert")
         first = min(times[("KERNEL", n)] for n in names)
@@ -551,18 +571,20 @@ def burst(ctx):
         R.figure(s, f"burst of {BURST}: daemon VmRSS before -> after, VmHWM",
                  f"{before['VmRSS']} -> {after['VmRSS']}, {after['VmHWM']}", "KiB")
         expect(after["VmHWM"] < 64 * 1024, f"VmHWM {after['VmHWM']} KiB")
-        for i in range(BURST):
-            g.unplug(f"bp-hotb{i:02d}")
-        g.sh(f"systemctl stop {UNIT}")
+    _unplug_burst(g, "bp-hotb")
+    g.sh(f"systemctl stop {UNIT}")
 
     with R.step(s, f"the same burst of {BURST} with the udev rule (for comparison)"):
         g.write_file("/etc/udev/rules.d/61-bp-hot.rules", HOT_UDEV_RULE)
         g.sh("udevadm control --reload")
         _start_monitor(g)
-        _burst_add(g, "bp-hotc")
-        names = _burst_names(g, "bp-hotc", BURST)
-        _wait_values(g, names, timeout=300)
-        times = _uevent_times(_stop_monitor(g))
+        try:
+            _burst_add(g, "bp-hotc")
+            names = _burst_names(g, "bp-hotc", BURST)
+            _wait_values(g, names, timeout=300)
+        finally:
+            times = _uevent_times(_stop_monitor(g))
+            g.sh("rm -f /etc/udev/rules.d/61-bp-hot.rules && udevadm control --reload")
         missing = [n for n in names if ("UDEV", n) not in times or ("KERNEL", n) not in times]
         expect(not missing, f"no uevent times for {missing}")
         first = min(times[("KERNEL", n)] for n in names)
@@ -571,9 +593,7 @@ def burst(ctx):
         lat = sorted(times[("UDEV", n)] - times[("KERNEL", n)] for n in names)
         R.figure(s, f"burst of {BURST}: per disk kernel add -> udev rule done, median / max",
                  f"{round(lat[len(lat) // 2] * 1000)} / {round(lat[-1] * 1000)}", "ms")
-        for i in range(BURST):
-            g.unplug(f"bp-hotc{i:02d}")
-        g.sh("rm /etc/udev/rules.d/61-bp-hot.rules && udevadm control --reload")
+    _unplug_burst(g, "bp-hotc")
 
 
 
