@@ -54,9 +54,12 @@ int run_import_udev(const Options& o, std::ostream& out, std::ostream& err) {
         return kExitOk;
     }
     out << result.toml;
-    err << "blkpolicy: " << result.converted << " of " << result.tuning_rules << " tuning rule(s) converted"
-        << (result.left_out ? ", " + std::to_string(result.left_out) + " left out (see above)" : std::string()) << '\n';
-    return result.left_out ? kExitPartial : kExitOk;
+    err << "blkpolicy: " << result.converted << " of " << result.tuning_rules << " tuning rule(s) converted";
+    if (result.left_out) err << ", " << result.left_out << " rule(s) left out";
+    if (result.attributes_left_out)
+        err << ", " << result.attributes_left_out << " assignment(s) left out of converted rules";
+    err << (result.left_out || result.attributes_left_out ? " (see above)" : "") << '\n';
+    return result.left_out || result.attributes_left_out ? kExitPartial : kExitOk;
 }
 
 }  // namespace blkpolicy::agent

@@ -90,6 +90,54 @@ std::string token_text(const UdevToken& t) {
     return t.key + (t.attr.empty() ? "" : "{" + t.attr + "}") + to_string(t.op) + "\"" + t.value + "\"";
 }
 
+// Every key of udev's rule grammar (udev(7); the token table of systemd's
+// udev-rules.c), by what it does in a rule. A key udev evaluates as a
+// condition is one whatever its operator: PROGRAM="x" runs x and the rule
+// stops matching when it fails; IMPORT{...}= stops it when the import finds
+// nothing. Keys missing here are unknown, and a rule with one is left out.
+enum class UdevKeyRole {
+    condition,   // converted where a policy can express it, else the rule is left out
+    effect,      // an assignment blkpolicy does not do (SYMLINK, RUN, ...): noted, not converted
+    control,     // GOTO, LABEL: followed by the importer itself
+};
+struct UdevKeyInfo {
+    const char* key;
+    UdevKeyRole role;
+};
+constexpr UdevKeyInfo kUdevKeys[] = {
+    {"ACTION", UdevKeyRole::condition},     {"DEVPATH", UdevKeyRole::condition},
+    {"KERNEL", UdevKeyRole::condition},     {"SUBSYSTEM", UdevKeyRole::condition},
+    {"DRIVER", UdevKeyRole::condition},     {"KERNELS", UdevKeyRole::condition},
+    {"SUBSYSTEMS", UdevKeyRole::condition}, {"DRIVERS", UdevKeyRole::condition},
+    {"ATTRS", UdevKeyRole::condition},      {"TAGS", UdevKeyRole::condition},
+    {"TEST", UdevKeyRole::condition},       {"PROGRAM", UdevKeyRole::condition},
+    {"RESULT", UdevKeyRole::condition},     {"IMPORT", UdevKeyRole::condition},
+    {"CONST", UdevKeyRole::condition},      {"DEVTYPE", UdevKeyRole::condition},
+    // Matches with == and != and assignments otherwise (by operator).
+    {"ATTR", UdevKeyRole::effect},          {"SYSCTL", UdevKeyRole::effect},
+    {"ENV", UdevKeyRole::effect},           {"TAG", UdevKeyRole::effect},
+    {"NAME", UdevKeyRole::effect},          {"SYMLINK", UdevKeyRole::effect},
+    {"OWNER", UdevKeyRole::effect},         {"GROUP", UdevKeyRole::effect},
+    {"MODE", UdevKeyRole::effect},          {"SECLABEL", UdevKeyRole::effect},
+    {"RUN", UdevKeyRole::effect},           {"OPTIONS", UdevKeyRole::effect},
+    {"WAIT_FOR", UdevKeyRole::effect},
+    {"GOTO", UdevKeyRole::control},         {"LABEL", UdevKeyRole::control},
+};
+
+const UdevKeyInfo* udev_key(const std::string& key) {
+    for (const auto& k : kUdevKeys)
+        if (key == k.key) return &k;
+    return nullptr;
+}
+
+// Whether udev evaluates this token as a condition of the rule.
+bool is_condition(const UdevToken& t) {
+    const auto* k = udev_key(t.key);
+    if (!k) return true;  // unknown: treated as a condition, so the rule is left out
+    if (k->role == UdevKeyRole::condition) return true;
+    return k->role == UdevKeyRole::effect && !is_assignment(t.op);
+}
+
 struct Converted {
     std::vector<std::string> match;  // TOML lines under [rule.match]
     // Adds "key = value"; a key can appear once in a policy, so the same key
@@ -114,6 +162,14 @@ struct Converted {
 std::string convert_condition(const UdevToken& t, Converted& c, bool& add_only) {
     const auto alts = split_alternatives(t.value);
     const bool eq = t.op == UdevOp::match;
+    if (!udev_key(t.key)) return token_text(t) + ": not a udev key blkpolicy knows";
+    if (t.key == "PROGRAM")
+        return token_text(t) + ": the rule applies only where the program succeeds, which a policy cannot express";
+    if (t.key == "IMPORT")
+        return token_text(t) + ": the rule applies only where the import finds something, which a policy cannot "
+                               "express";
+    if (t.key == "RESULT") return token_text(t) + ": it matches a program's output, which a policy cannot express";
+    if (t.key == "TEST") return token_text(t) + ": it tests a file, which a policy cannot express";
     if (t.key == "ACTION") {
         std::set<std::string> a(alts.begin(), alts.end());
         if (eq && !a.count("add") && !a.count("change")) return "it never runs on add or change (ACTION==\"" + t.value + "\")";
@@ -239,7 +295,7 @@ ImportResult import_udev_rules(const std::vector<UdevRule>& rules, const std::ve
             for (const auto& t : r.tokens) {
                 if (!c.left_out.empty()) break;
                 if (t.key == "ATTR" && is_assignment(t.op) && !policy_key_for_attr(t.attr).empty()) continue;
-                if (is_assignment(t.op)) {
+                if (!is_condition(t)) {
                     if (t.key != "GOTO" && t.key != "LABEL")
                         c.notes.push_back("not converted: " + token_text(t) +
                                           " (blkpolicy writes only queue and device attributes)");
@@ -253,7 +309,7 @@ ImportResult import_udev_rules(const std::vector<UdevRule>& rules, const std::ve
                     if (!(t.key == "ATTR" && is_assignment(t.op) && !policy_key_for_attr(t.attr).empty())) continue;
                     auto why = convert_assignment(t, c);
                     if (!why.empty()) {
-                        ++out.left_out;
+                        ++out.attributes_left_out;
                         diag("left out: " + why);
                         body += "\n# from " + comment_text(r.where()) + ": left out " + comment_text(token_text(t)) + "\n";
                     }
@@ -304,7 +360,9 @@ ImportResult import_udev_rules(const std::vector<UdevRule>& rules, const std::ve
     out.toml = "# Converted from udev rules by blkpolicy import-udev:\n";
     for (const auto& s : sources) out.toml += "#   " + comment_text(s) + "\n";
     out.toml += "# " + std::to_string(out.converted) + " rule(s) converted, " + std::to_string(out.left_out) +
-                " left out (see the comments and the messages on stderr).\n";
+                " left out";
+    if (out.attributes_left_out) out.toml += ", " + std::to_string(out.attributes_left_out) + " assignment(s) left out of converted rules";
+    out.toml += " (see the comments and the messages on stderr).\n";
     out.toml += body;
 
     // The output must pass check; if it does not, that is a bug here.

@@ -92,7 +92,8 @@ TEST_CASE("import: values blkpolicy would reject are left out with the check's o
                                        "ATTR{queue/read_ahead_kb}=\"-1\", ATTR{queue/nomerges}=\"2\"\n");
     auto r = import_udev_rules(rules, {"f.rules"});
     CHECK(r.converted == 1);
-    CHECK(r.left_out == 2);
+    CHECK(r.left_out == 0);
+    CHECK(r.attributes_left_out == 2);
     REQUIRE(r.diagnostics.size() == 2);
     CHECK(r.diagnostics[0].find("write_cache = \"write backwards\" is not exactly one of") != std::string::npos);
     CHECK(r.diagnostics[1].find("read_ahead_kb = -1 is negative") != std::string::npos);
@@ -171,4 +172,76 @@ TEST_CASE("import: a key matched twice cannot become one policy key (found by fu
         parse_udev_rules_text("f.rules", "ENV{A.B}==\"x\", ATTR{queue/nomerges}=\"1\"\n"), {"f.rules"});
     CHECK(odd_env.converted == 0);
     CHECK(load_policy({{"out", odd_env.toml}}).ok());
+}
+
+TEST_CASE("import: every udev key is a condition, an effect or control flow; no condition is ever dropped") {
+    // KEY-part of a rule that also sets nr_requests on every nvme disk.
+    struct Case {
+        const char* token;
+        const char* outcome;  // "converted", "noted" (converted, the token listed as not converted), "left out"
+        const char* why;      // a part of the reason, for what is left out
+    };
+    const Case cases[] = {
+        // Conditions a policy can express.
+        {"ACTION==\"add|change\"", "converted", ""},
+        {"SUBSYSTEM==\"block\"", "converted", ""},
+        {"ENV{DEVTYPE}==\"disk\"", "converted", ""},
+        {"DRIVERS==\"nvme\"", "converted", ""},
+        {"ATTRS{model}==\"Samsung*\"", "converted", ""},
+        {"ATTR{queue/rotational}==\"0\"", "converted", ""},
+        {"ENV{ID_BUS}==\"nvme\"", "converted", ""},
+        // Conditions it cannot express: the rule is left out, never widened.
+        {"PROGRAM=\"/bin/false\"", "left out", "applies only where the program succeeds"},
+        {"PROGRAM==\"/bin/true\"", "left out", "applies only where the program succeeds"},
+        {"IMPORT{program}=\"/lib/udev/ata_id --export $devnode\"", "left out", "only where the import finds"},
+        {"IMPORT{file}=\"/etc/fast-disks\"", "left out", "only where the import finds"},
+        {"IMPORT{cmdline}=\"fastdisks\"", "left out", "only where the import finds"},
+        {"IMPORT{db}=\"ID_FAST\"", "left out", "only where the import finds"},
+        {"IMPORT{parent}=\"ID_*\"", "left out", "only where the import finds"},
+        {"IMPORT{builtin}=\"path_id\"", "left out", "only where the import finds"},
+        {"RESULT==\"fast\"", "left out", "program's output"},
+        {"TEST==\"/sys/module/bfq\"", "left out", "tests a file"},
+        {"KERNELS==\"0:0:0:0\"", "left out", "cannot be expressed"},
+        {"SUBSYSTEMS==\"scsi\"", "left out", "cannot be expressed"},
+        {"DEVPATH==\"/devices/pci*\"", "left out", "cannot be expressed"},
+        {"TAGS==\"systemd\"", "left out", "cannot be expressed"},
+        {"CONST{virt}==\"kvm\"", "left out", "cannot be expressed"},
+        {"SYSCTL{kernel/x}==\"1\"", "left out", "cannot be expressed"},
+        {"ATTR{size}==\"0\"", "left out", "cannot be expressed"},
+        {"NAME==\"x\"", "left out", "cannot be expressed"},
+        {"SYMLINK==\"disk/x\"", "left out", "cannot be expressed"},
+        {"ENV{ID_BUS}!=\"usb\"", "left out", "negation"},
+        {"FOO==\"bar\"", "left out", "not a udev key"},
+        // Effects blkpolicy does not have: noted, the rule converted.
+        {"SYMLINK+=\"fast/%k\"", "noted", ""},
+        {"NAME=\"x\"", "noted", ""},
+        {"OWNER=\"root\"", "noted", ""},
+        {"GROUP=\"disk\"", "noted", ""},
+        {"MODE=\"0660\"", "noted", ""},
+        {"RUN+=\"/bin/logger tuned\"", "noted", ""},
+        {"TAG+=\"fast\"", "noted", ""},
+        {"ENV{FAST}=\"1\"", "noted", ""},
+        {"OPTIONS+=\"last_rule\"", "noted", ""},
+        {"SECLABEL{selinux}=\"x\"", "noted", ""},
+        {"SYSCTL{vm/x}=\"1\"", "noted", ""},
+    };
+    for (const auto& c : cases) {
+        CAPTURE(c.token);
+        const std::string text = std::string("KERNEL==\"nvme*\", ") + c.token + ", ATTR{queue/nr_requests}=\"1024\"\n";
+        auto r = import_udev_rules(parse_udev_rules_text("f.rules", text), {"f.rules"});
+        std::string diags;
+        for (const auto& d : r.diagnostics) diags += d + "\n";
+        CAPTURE(diags);
+        const std::string outcome = c.outcome;
+        if (outcome == "left out") {
+            CHECK(r.converted == 0);
+            CHECK(r.left_out == 1);
+            CHECK(diags.find(c.why) != std::string::npos);
+            CHECK(load_policy({{"out", r.toml}}).policy.rules.empty());
+        } else {
+            CHECK(r.converted == 1);
+            CHECK(r.left_out == 0);
+            CHECK((diags.find("not converted: ") != std::string::npos) == (outcome == "noted"));
+        }
+    }
 }

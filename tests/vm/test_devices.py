@@ -622,6 +622,11 @@ def stacks(ctx):
         g.write_file("/root/stack.toml", _members_policy(True))
         out = json.loads(g.run("blkpolicy audit --json --policy /root/stack.toml", check=False)[1])
         expect(not [f for f in out["findings"] if f["code"] == "stack-lower-only"], "stack-lower-only with the top tuned")
+        blank = [f"{f['device']} {f['code']}: {k} = {v!r}" for f in out["findings"]
+                 for k, v in f.get("evidence", {}).items() if v in ("", "-")]
+        expect(not blank, "audit evidence without a value: " + "; ".join(blank))
+        text = g.run(f"blkpolicy status --policy /root/stack.toml {md}", check=False)[1]
+        expect(f"{md} " in text and "stack=md" in text and "md_level=raid1" in text, f"status of the md device:\n{text}")
 
     with R.step(s, "the daemon tunes the md device and its members each by its own rule; a removed member is noticed"):
         g.write_file("/etc/blkpolicy/policy.toml", _members_policy(True))
