@@ -3,7 +3,9 @@
 // converted policy.
 #include <doctest/doctest.h>
 
+#include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "kernel/loop_device.hpp"
 #include "kernel/udevd.hpp"
@@ -48,4 +50,43 @@ TEST_CASE("kernel: udev rules and the policy converted from them write the same 
         CAPTURE(at);
         CHECK(b.queue(at) == by_udev[at]);
     }
+}
+
+TEST_CASE("kernel: rules gated on a program: what udev applies where the program fails, the conversion never does") {
+    // Two rules on the same devices, each gated on a helper: the one whose
+    // helper fails must not tune anything, under udevd or after conversion.
+    TempDir tmp;
+    const auto ok = (tmp.path() / "is-fast").string(), no = (tmp.path() / "is-slow").string();
+    std::ofstream(ok) << "#!/bin/sh\nexit 0\n";
+    std::ofstream(no) << "#!/bin/sh\nexit 1\n";
+    std::filesystem::permissions(ok, std::filesystem::perms::owner_all);
+    std::filesystem::permissions(no, std::filesystem::perms::owner_all);
+    const std::string rules =
+        "ACTION==\"add|change\", SUBSYSTEM==\"block\", KERNEL==\"loop2[4-9][0-9]\", PROGRAM=\"" + no +
+        "\", ATTR{queue/nr_requests}=\"32\"\n"
+        "ACTION==\"add|change\", SUBSYSTEM==\"block\", KERNEL==\"loop2[4-9][0-9]\", PROGRAM=\"" + ok +
+        "\", ATTR{queue/read_ahead_kb}=\"512\"\n";
+
+    std::map<std::string, std::string> by_udev;
+    {
+        StandaloneUdevd udevd("99-blkpolicy-gated.rules", rules);
+        REQUIRE(udevd.running());
+        LoopDevice a;
+        StandaloneUdevd::settle();
+        by_udev["nr_requests"] = a.queue("nr_requests");
+        by_udev["read_ahead_kb"] = a.queue("read_ahead_kb");
+    }
+    CHECK(by_udev["read_ahead_kb"] == "512");  // the helper that succeeds gated a rule that ran
+    CHECK(by_udev["nr_requests"] != "32");     // the one that fails kept its rule from running
+
+    std::ofstream(tmp.path() / "60-gated.rules") << rules;
+    auto conv = run_blkpolicy({"import-udev", (tmp.path() / "60-gated.rules").string()});
+    CHECK(conv.exit_code == 1);  // both left out: a policy cannot run a program
+    std::ofstream(tmp.path() / "converted.toml") << conv.out;
+    LoopDevice b;
+    const auto before = b.queue("nr_requests");
+    run_blkpolicy({"apply", "--policy", (tmp.path() / "converted.toml").string(), "--state-dir",
+                   (tmp.path() / "state").string(), b.name()});
+    CHECK(b.queue("nr_requests") == before);  // never widened into a rule for every loop device
+    CHECK(conv.err.find("the rule applies only where the program succeeds") != std::string::npos);
 }
