@@ -322,11 +322,10 @@ def traps(ctx):
     with R.step(s, "trap: a queue-limits write and read_ahead_kb, as the kernel model says for this kernel"):
         d = _hot_add(g, "bp-trap-ra", rotation_rate="7200")
         rule = _explain_attr(g, d, "read_ahead_kb")["kernel_rule"]
-        g.sh(f"echo 64 > /sys/block/{d}/queue/read_ahead_kb; "
-             f"cat /sys/block/{d}/queue/max_sectors_kb > /sys/block/{d}/queue/max_sectors_kb")
+        rewrite = f"m=$(cat /sys/block/{d}/queue/max_sectors_kb); echo $m > /sys/block/{d}/queue/max_sectors_kb"
+        g.sh(f"echo 64 > /sys/block/{d}/queue/read_ahead_kb; {rewrite}")
         small = _q(g, d, "read_ahead_kb")
-        g.sh(f"echo 512 > /sys/block/{d}/queue/read_ahead_kb; "
-             f"cat /sys/block/{d}/queue/max_sectors_kb > /sys/block/{d}/queue/max_sectors_kb")
+        g.sh(f"echo 512 > /sys/block/{d}/queue/read_ahead_kb; {rewrite}")
         large = _q(g, d, "read_ahead_kb")
         R.figure(s, "read_ahead_kb 64 / 512 after a max_sectors_kb write", f"{small} / {large}", f"(model: {rule})")
         predicted = {"readahead-on-commit:untouched": ("64", "512"), "readahead-on-commit:raise": ("128", "512"),
@@ -434,13 +433,17 @@ def _uevent_times(log, action="add"):
     return out
 
 
-def _applied_times(g, names):
-    """The monotonic time (s) of blkpolicy's last applied alert per device."""
-    out = {}
-    for e in machine.journal(g, "-b -t blkpolicy BLKPOLICY_EVENT=applied"):
+def _applied_times(g, names, since):
+    """The monotonic time (s) of blkpolicy's first applied alert per device
+    after SINCE (a journal cursor), and the alerts that applied a value
+    again (a driver or udev put the kernel's value back after the first)."""
+    first, again = {}, []
+    for e in machine.since(g, since, SYSLOG_IDENTIFIER="blkpolicy", BLKPOLICY_EVENT="applied"):
         if e.get("BLKPOLICY_DEVICE") in names:
-            out[e["BLKPOLICY_DEVICE"]] = int(e["__MONOTONIC_TIMESTAMP"]) / 1e6
-    return out
+            first.setdefault(e["BLKPOLICY_DEVICE"], int(e["__MONOTONIC_TIMESTAMP"]) / 1e6)
+            if " again: " in e.get("MESSAGE", ""):
+                again.append(e["MESSAGE"])
+    return first, again
 
 
 def _wait_values(g, names, timeout=120):
@@ -463,6 +466,7 @@ def hotplug(ctx):
 
     ctx.hot = {}
     with R.step(s, "hotplug under the service: each class gets its values; time from the kernel's add uevent"):
+        since = machine.cursor(g)
         _start_monitor(g)
         added = ctx.hot
         try:
@@ -471,7 +475,9 @@ def hotplug(ctx):
             _wait_values(g, added.values())
         finally:
             times = _uevent_times(_stop_monitor(g))
-        applied = _applied_times(g, set(added.values()))
+        applied, again = _applied_times(g, set(added.values()), since)
+        R.figure(s, "hotplug: values put back during the device's setup and applied again", len(again),
+                 "; ".join(sorted(set(again))[:3]))
         for label, name in added.items():
             k = times.get(("KERNEL", name))
             expect(k is not None and name in applied, f"{label} {name}: kernel add {k}, applied {applied.get(name)}")
@@ -552,6 +558,7 @@ def burst(ctx):
         g.sh(f"systemctl start {UNIT}")
         expect(not g.sh("ls /etc/udev/rules.d/").strip(), "a udev tuning rule is installed: the burst would race it")
         before = _rss_kib(g)
+        since = machine.cursor(g)
         _start_monitor(g)
         try:
             _burst_add(g, "bp-hotb")
@@ -559,8 +566,13 @@ def burst(ctx):
             _wait_values(g, names, timeout=300)
         finally:
             times = _uevent_times(_stop_monitor(g))
-        applied = _applied_times(g, set(names))
+        applied, again = _applied_times(g, set(names), since)
         expect(len(applied) == BURST, f"{len(applied)} of {BURST} disks have an applied alert")
+        R.figure(s, f"burst of {BURST}: values put back during the devices' setup and applied again", len(again),
+                 "; ".join(sorted(set(m.split(" again:")[0].split(" of ")[0] for m in again))))
+        warn = [e.get("MESSAGE", "") for e in machine.since(g, since, SYSLOG_IDENTIFIER="blkpolicy")
+                if int(e.get("PRIORITY", 6)) <= 4]
+        expect(not warn, f"{len(warn)} warning(s) in the burst: " + "; ".join(warn[:5]))
         first = min(times[("KERNEL", n)] for n in names)
         R.figure(s, f"burst of {BURST}: first kernel add -> last values applied by blkpolicy",
                  round((max(applied.values()) - first) * 1000), "ms")
