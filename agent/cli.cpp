@@ -71,6 +71,7 @@ Options of reload:
 Options of explain and audit:
       --no-policy           look at the kernel side only, even where a
                             policy is installed
+
 Options of explain:
       --kernel-release R    derive the kernel's defaults as release R (e.g.
                             6.12.0) would; default: the running kernel

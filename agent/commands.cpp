@@ -64,7 +64,7 @@ int with_devices(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::o
     auto loaded = load_policy_from(o.policies);
     if (!loaded.ok()) {
         for (const auto& e : loaded.errors) err << e.str() << '\n';
-        err << "blkpolicy: the policy is invalid; nothing was done\n";
+        if (!loaded.missing) err << "blkpolicy: the policy is invalid; nothing was done\n";
         return kExitPolicy;
     }
     if (int rc = check_sysfs_and_devices(o, sysfs, err)) return rc;

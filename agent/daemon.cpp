@@ -56,7 +56,7 @@ public:
         auto loaded = load_policy_from(opts_.policies);
         if (!loaded.ok()) {
             for (const auto& e : loaded.errors) log_->log(LOG_ERR, e.str());
-            log_->log(LOG_ERR, "the policy is invalid; not starting");
+            log_->log(LOG_ERR, loaded.missing ? "there is no policy; not starting" : "the policy is invalid; not starting");
             return kExitPolicy;
         }
         apply_policy(std::move(loaded.policy));

@@ -79,8 +79,10 @@ PolicyFileList find_policy_files(const std::vector<std::string>& explicit_paths,
     if (list.files.empty()) {
         std::string where = defaults.main_file;
         for (const auto& d : defaults.dropin_dirs) where += ", " + d + "/*.toml";
-        list.errors.push_back(file_error("blkpolicy", "no policy found (looked for " + where +
-                                                          "); pass --policy PATH"));
+        list.none_found = true;
+        list.errors.push_back(file_error("blkpolicy", "no policy file: looked for " + where +
+                                                          "; write one there (examples in "
+                                                          "/usr/share/doc/blkpolicy/examples) or pass --policy PATH"));
     }
     return list;
 }
@@ -155,6 +157,7 @@ policy::LoadResult load_policy_from(const std::vector<std::string>& explicit_pat
     auto list = find_policy_files(explicit_paths, defaults);
     policy::LoadResult result;
     result.errors = list.errors;
+    result.missing = list.none_found;
     std::vector<policy::PolicySource> sources;
     const bool as_root = ::geteuid() == 0;
     for (const auto& path : list.files) {

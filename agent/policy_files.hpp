@@ -23,6 +23,7 @@ struct PolicyLocations {
 struct PolicyFileList {
     std::vector<std::string> files;
     std::vector<policy::PolicyError> errors;
+    bool none_found = false;  // the default locations hold no policy file
 };
 PolicyFileList find_policy_files(const std::vector<std::string>& explicit_paths,
                                  const PolicyLocations& defaults = {});

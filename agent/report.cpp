@@ -226,15 +226,34 @@ void CommandReport::finish(const nlohmann::json& daemon) {
     } else if (kind_ == Kind::status) {
         out_ << standings_[Standing::ok] << " in policy, " << standings_[Standing::drift] << " drifted, "
              << standings_[Standing::skipped] << " skipped, " << standings_[Standing::refused] << " refused\n";
-        if (daemon.is_object())
+        if (daemon.is_object()) {
             out_ << "daemon: pid " << daemon["pid"] << ", " << daemon["mode"].get<std::string>() << " mode, "
                  << daemon["devices_managed"] << " device(s) managed, " << daemon["drifted"] << " drifted, "
-                 << daemon["failed"] << " failed\n";
+                 << daemon["failed"] << " failed";
+            if (daemon.contains("last_pass") && daemon["last_pass"].is_number())
+                out_ << "; last pass " << pass_time_text(daemon["last_pass"].get<double>(), ::time(nullptr));
+            out_ << '\n';
+        }
     } else {
         out_ << outcomes_[Outcome::applied] << " applied, " << outcomes_[Outcome::unchanged] << " unchanged, "
              << outcomes_[Outcome::skipped] << " skipped, " << outcomes_[Outcome::failed] << " failed, "
              << outcomes_[Outcome::not_stuck] << " did not stick, " << outcomes_[Outcome::refused] << " refused\n";
     }
+}
+
+std::string pass_time_text(double when_unix, std::time_t now) {
+    const auto when = static_cast<std::time_t>(when_unix);
+    std::tm local{};
+    ::localtime_r(&when, &local);
+    char stamp[32];
+    std::strftime(stamp, sizeof stamp, "%Y-%m-%d %H:%M:%S", &local);
+    const long age = static_cast<long>(now - when);
+    std::string ago;
+    if (age < 0) ago = "in the future: is the clock right?";
+    else if (age < 120) ago = std::to_string(age) + " s ago";
+    else if (age < 7200) ago = std::to_string(age / 60) + " min ago";
+    else ago = std::to_string(age / 3600) + " h ago";
+    return std::string(stamp) + " (" + ago + ")";
 }
 
 bool CommandReport::drift() const {

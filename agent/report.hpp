@@ -2,6 +2,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <ctime>
 #include <map>
 #include <ostream>
 #include <string>
@@ -24,6 +25,9 @@ Standing standing_of(const policy::Action& a);
 
 // Prints (or, for --json, collects) one device at a time, so that a run over
 // thousands of devices keeps only counters in memory.
+// "2026-11-30 21:03:05 (12 s ago)": a daemon pass time for people, in local time.
+std::string pass_time_text(double when_unix, std::time_t now);
+
 class CommandReport {
 public:
     enum class Kind { plan, apply, status };

@@ -25,6 +25,7 @@ struct PolicySource {
 struct LoadResult {
     Policy policy;
     std::vector<PolicyError> errors;
+    bool missing = false;  // no policy file at all: nothing to read, which is not an invalid policy
     bool ok() const { return errors.empty(); }
 };
 

@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${FUZZ_SECONDS:-60}
 CC=clang CXX=clang++ BUILD_DIR=build-fuzz BUILD_TYPE=RelWithDebInfo scripts/build.sh \
-    -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DBLKPOLICY_TESTS=OFF -DBLKPOLICY_FUZZ=ON \
+    -DCMAKE_CXX_COMPILER=clang++ -DBLKPOLICY_TESTS=OFF -DBLKPOLICY_FUZZ=ON \
     -DBLKPOLICY_SANITIZE=address,undefined >/dev/null
 work=
 trap '[[ -n "$work" ]] && rm -rf "$work"' EXIT   # also when interrupted

@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "support/fake_sysfs.hpp"
 #include "support/run_binary.hpp"
@@ -135,4 +136,31 @@ TEST_CASE("import-udev and audit: a huge or endless udev rules file is refused, 
                      ": the file is 1048587 bytes; a udev rules file may have at most 1 MiB; its rules are not looked at for conflicts") !=
           std::string::npos);
     CHECK(a.out.find("rotational-claim-virtual") != std::string::npos);
+}
+
+TEST_CASE("no policy anywhere: says what is missing and where it looked, not that a policy is invalid") {
+    if (std::filesystem::exists("/etc/blkpolicy") || std::filesystem::exists("/run/blkpolicy/policy.d") ||
+        std::filesystem::exists("/usr/lib/blkpolicy/policy.d")) {
+        MESSAGE("skipped: this machine has a blkpolicy policy installed");
+        return;
+    }
+    FakeSysfs t;
+    t.add_loop("loop0", 0, "/img");
+    auto r = run_blkpolicy({"plan", "--sysfs-root", t.root().string()});
+    CHECK(r.exit_code == 3);
+    CHECK(r.err.find("no policy file: looked for /etc/blkpolicy/policy.toml") != std::string::npos);
+    CHECK(r.err.find("invalid") == std::string::npos);
+}
+
+TEST_CASE("--help: every options block is set off by a blank line") {
+    auto r = run_blkpolicy({"--help"});
+    std::istringstream in(r.out);
+    std::string line, prev = "";
+    while (std::getline(in, line)) {
+        if (line.rfind("Options", 0) == 0) {
+            CAPTURE(line);
+            CHECK(prev.empty());
+        }
+        prev = line;
+    }
 }

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "agent/commands.hpp"
+#include "agent/report.hpp"
 #include "support/fake_sysfs.hpp"
 #include "support/kernel_model.hpp"
 #include "support/run_binary.hpp"
@@ -131,4 +132,13 @@ TEST_CASE("status reports drift and exits 1 - device arguments limit it") {
     CHECK(doc["devices"][0]["attributes"].size() == 4);
     for (const auto& a : doc["devices"][0]["attributes"]) CHECK(a["state"] == "ok");
     CHECK(s.q("sda", "queue/read_ahead_kb") == "8192");  // not named, not touched
+}
+
+TEST_CASE("status: the daemon's last pass as a local time and an age") {
+    setenv("TZ", "UTC", 1);
+    tzset();
+    CHECK(blkpolicy::agent::pass_time_text(1796069000.4, 1796069012) == "2026-11-30 20:03:20 (12 s ago)");
+    CHECK(blkpolicy::agent::pass_time_text(1796069000, 1796069000 + 600) == "2026-11-30 20:03:20 (10 min ago)");
+    CHECK(blkpolicy::agent::pass_time_text(1796069000, 1796069000 + 3 * 3600) == "2026-11-30 20:03:20 (3 h ago)");
+    CHECK(blkpolicy::agent::pass_time_text(1796069000, 1796068000) == "2026-11-30 20:03:20 (in the future: is the clock right?)");
 }

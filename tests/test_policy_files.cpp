@@ -71,10 +71,13 @@ TEST_CASE("missing policy: a clear error - never an empty policy") {
     Tree t;
     auto none = agent::load_policy_from({}, t.locations());
     REQUIRE(none.errors.size() == 1);
-    CHECK(none.errors[0].str().find("no policy found (looked for ") != std::string::npos);
+    CHECK(none.missing);
+    CHECK(none.errors[0].str().find("no policy file: looked for ") != std::string::npos);
+    CHECK(none.errors[0].str().find("or pass --policy PATH") != std::string::npos);
 
     auto missing = agent::load_policy_from({(t.root / "nope.toml").string()}, t.locations());
     REQUIRE(missing.errors.size() == 1);
+    CHECK_FALSE(missing.missing);  // a path given that does not exist is an error in the command line's policy
     CHECK(missing.errors[0].str() == (t.root / "nope.toml").string() + ": no such policy file or directory");
 
     fs::create_directories(t.root / "empty");
