@@ -9,6 +9,38 @@
 #include "policy/values.hpp"
 
 namespace blkpolicy::policy {
+
+std::string plain_parse_error(std::string_view description) {
+    // What toml++ says (a part of it) -> what to tell the person.
+    struct Plain {
+        std::string_view said;
+        std::string_view tell;
+    };
+    static constexpr Plain kPlain[] = {
+        {"parsing string: unescaped control characters",
+         "unterminated string: the closing \" is missing on this line"},
+        {"parsing literal string: control characters", "unterminated string: the closing ' is missing on this line"},
+        {"parsing array: encountered end-of-file", "unterminated array: the closing ] is missing"},
+        {"parsing array: expected", "malformed array: items are separated by commas and the array ends with ]"},
+        {"parsing table header: expected ']'", "missing ] at the end of the table header"},
+        {"parsing inline table: expected key or closing '}'", "unterminated inline table: the closing } is missing"},
+        {"parsing key-value pair: expected value", "no value after = (a string needs quotes)"},
+        {"parsing key-value pair: expected a comment or whitespace", "more text after the value: one key = value per line"},
+        {"parsing boolean", "not a value: a string needs quotes, a boolean is true or false"},
+        {"could not determine value type", "not a value: a string needs quotes, a boolean is true or false"},
+        {"cannot redefine existing", "this key is set twice in the same table"},
+        {"unknown escape sequence", "unknown escape sequence in a string: write \\\\ for a backslash, or use a 'literal "
+                                    "string'"},
+    };
+    for (const auto& p : kPlain)
+        if (description.find(p.said) != std::string_view::npos) return std::string(p.tell);
+    std::string out(description);
+    if (out.rfind("Error while ", 0) == 0) out.erase(0, 12);
+    for (char& c : out)
+        if (c == '\n' || c == '\r') c = ' ';
+    return out;
+}
+
 namespace {
 
 SourcePos pos_of(const toml::source_region& r, const std::string& file) {
@@ -61,7 +93,7 @@ private:
         try {
             root = toml::parse(src_.text, src_.name);
         } catch (const toml::parse_error& e) {
-            error(pos_of(e.source(), src_.name), std::string(e.description()));
+            error(pos_of(e.source(), src_.name), plain_parse_error(e.description()));
             return;
         }
         for (auto&& [key, node] : root) {

@@ -84,6 +84,30 @@ TEST_CASE("TOML syntax errors carry the position") {
     CHECK(e.rfind("p.toml:4:", 0) == 0);
 }
 
+TEST_CASE("TOML syntax errors in words a policy's author knows, with the position") {
+    const std::pair<const char*, const char*> cases[] = {
+        {"[[rule]]\nname = \"virtual disks\n", "p.toml:2:22: unterminated string: the closing \" is missing on this line"},
+        {"[[rule]]\nname = 'virtual disks\n", "p.toml:2:22: unterminated string: the closing ' is missing on this line"},
+        {"[[rule]]\nname = \"x\"\n[rule.set]\nscheduler = [\"bfq\", \"none\"\n",
+         "p.toml:4:28: unterminated array: the closing ] is missing"},
+        {"[rule.set\n", "p.toml:1:10: missing ] at the end of the table header"},
+        {"[[rule]\n", "p.toml:1:8: missing ] at the end of the table header"},
+        {"[[rule]]\nname =\n", "p.toml:2:7: no value after = (a string needs quotes)"},
+        {"[[rule]]\nname = \"x\" mode = 1\n", "p.toml:2:12: more text after the value: one key = value per line"},
+        {"[daemon]\nmode = enforce\n", "p.toml:2:8: not a value: a string needs quotes, a boolean is true or false"},
+        {"[daemon]\nmode = tru\n", "p.toml:2:11: not a value: a string needs quotes, a boolean is true or false"},
+        {"[[rule]]\nname = \"x\"\nname = \"y\"\n", "p.toml:3:8: this key is set twice in the same table"},
+        {"[[rule]]\nname = \"a\\qb\"\n",
+         "p.toml:2:11: unknown escape sequence in a string: write \\\\ for a backslash, or use a 'literal string'"},
+    };
+    for (const auto& [text, want] : cases) {
+        CAPTURE(text);
+        auto got = only_error(text);
+        CHECK(got == want);  // the position is toml++'s, the words are ours
+        CHECK(got.find('\n') == std::string::npos);
+    }
+}
+
 TEST_CASE("validation messages - exactly") {
     const struct {
         const char* text;
