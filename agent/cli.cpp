@@ -71,6 +71,8 @@ Options of reload:
 Options of explain and audit:
       --no-policy           look at the kernel side only, even where a
                             policy is installed
+      --all                 (audit) also devices without a medium (unbound
+                            loop devices, empty removable drives)
 
 Options of explain:
       --kernel-release R    derive the kernel's defaults as release R (e.g.
@@ -135,6 +137,8 @@ ParseResult parse_command_line(const std::vector<std::string>& args) {
             o.json = true;
         } else if (!only_positional && a == "--no-policy") {
             o.no_policy = true;
+        } else if (!only_positional && a == "--all") {
+            o.all = true;
         } else if (!only_positional && (a == "-p" || is("--policy"))) {
             auto v = value("--policy");
             if (!v) return r;
@@ -204,6 +208,7 @@ ParseResult parse_command_line(const std::vector<std::string>& args) {
         r.error = o.command + " takes no device arguments";
     if (o.no_policy && !o.policies.empty()) r.error = "--no-policy and --policy contradict each other";
     if (o.pid != 0 && o.command != "reload") r.error = "--pid is for reload";
+    if (o.all && o.command != "audit") r.error = "--all is for audit";
     if (o.no_policy && o.command != "explain" && o.command != "audit")
         r.error = "--no-policy is for explain and audit; " + o.command + " needs a policy";
     if (o.udev_rules_dirs.empty()) o.udev_rules_dirs = {"/etc/udev/rules.d", "/run/udev/rules.d",

@@ -21,6 +21,7 @@ struct Options {
     std::string command;
     std::vector<std::string> policies;
     bool no_policy = false;  // --no-policy (explain, audit): the kernel side only
+    bool all = false;        // --all (audit): also devices without a medium
     std::string sysfs_root = "/sys";
     std::string state_dir = "/run/blkpolicy";
     bool json = false;

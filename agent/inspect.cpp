@@ -250,6 +250,7 @@ int run_audit(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::ostr
     in.udev_rules = scan_udev_rules(o.udev_rules_dirs, &rule_warnings);
     for (const auto& w : rule_warnings) err << "blkpolicy: warning: " << w << '\n';
     in.single_llc = single_last_level_cache(sysfs);
+    in.include_empty = o.all;
     const auto ctx = host_plan_context();
     const auto names = o.devices.empty() ? udev::list_block_devices(sysfs) : o.devices;
     // Stack findings need every device, even when the output is limited.
@@ -261,12 +262,13 @@ int run_audit(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::ostr
         d.values = udev::read_values(sysfs, name);
         if (pol) d.plan = policy::plan_device(*pol, d.facts, d.values, ctx);
         d.wbt_state = read_wbt_state(sysfs, name);
+        d.has_medium = policy::parse_int(sysfs.read("block/" + name + "/size").value).value_or(1) > 0;
         in.devices.push_back(std::move(d));
     }
     auto findings = policy::audit(in);
     if (!o.devices.empty()) {
         std::erase_if(findings, [&](const policy::Finding& f) {
-            return std::find(names.begin(), names.end(), f.device) == names.end();
+            return f.device != policy::kHostDevice && std::find(names.begin(), names.end(), f.device) == names.end();
         });
     }
     bool serious = false;

@@ -28,10 +28,18 @@ std::string fix_rule(const std::string& name, const std::string& device, const s
 
 std::string id_text(const DeviceFacts& f) {
     std::string s;
-    if (!f.driver.empty()) s += "driver=" + f.driver;
-    if (!f.vendor.empty()) s += (s.empty() ? "" : " ") + std::string("vendor=") + f.vendor;
-    if (!f.model.empty()) s += (s.empty() ? "" : " ") + std::string("model=") + f.model;
-    return s;
+    auto add = [&](const char* key, const std::string& value) {
+        if (!value.empty()) s += (s.empty() ? "" : " ") + std::string(key) + "=" + value;
+    };
+    add("driver", f.driver);
+    add("vendor", f.vendor);
+    add("model", f.model);
+    if (f.stack != Stack::none) add("stack", to_string(f.stack));
+    add("dm_name", f.dm_name);
+    add("dm_uuid", f.dm_uuid);
+    add("md_level", f.md_level);
+    add("backing_file", f.loop_backing_file);
+    return s.empty() ? "kernel=" + f.name : s;
 }
 
 // The devices a filesystem on `name` would sit on: follow holders up.
@@ -83,10 +91,12 @@ std::vector<Finding> audit(const AuditInput& in) {
     std::map<std::string, const AuditDevice*> by_name;
     for (const auto& d : in.devices) by_name[d.facts.name] = &d;
 
+    std::vector<std::string> rq_affinity_inert;
     for (const auto& d : in.devices) {
         const auto& f = d.facts;
         const auto& v = d.values;
         if (!f.has_queue) continue;
+        if (!d.has_medium && !in.include_empty) continue;
         const std::string name = f.name;
         const std::string why_virtual = f.stack == Stack::none ? virtual_identity(f) : std::string();
 
@@ -144,13 +154,7 @@ std::vector<Finding> audit(const AuditInput& in) {
                            ev, fix_rule("keep wbt under bfq", name, "scheduler = \"bfq\"\nwbt_lat_usec = 2000")});
         }
 
-        if (in.single_llc && *in.single_llc && value_of(v, "rq_affinity") == "1") {
-            out.push_back({name, "rq-affinity-inert", Severity::info,
-                           name + ": rq_affinity=1 steers completions to the submitting CPU's cache group, but every "
-                                  "CPU shares one last-level cache, so it behaves as 0",
-                           {{"queue/rq_affinity", "1"}, {"cpu cache", "one last-level cache for all CPUs"}},
-                           fix_rule("complete on the submitting CPU", name, "rq_affinity = 2")});
-        }
+        if (in.single_llc && *in.single_llc && value_of(v, "rq_affinity") == "1") rq_affinity_inert.push_back(name);
 
         if (in.with_policy && !f.holders.empty() && manages_anything(d)) {
             for (const auto& top : tops_of(by_name, name)) {
@@ -178,9 +182,20 @@ std::vector<Finding> audit(const AuditInput& in) {
             }
             if (in.with_policy && d.plan->matched.empty()) {
                 out.push_back({name, "no-matching-rule", Severity::info, "no policy rule matches " + name,
-                               {{"identity", id_text(f).empty() ? "-" : id_text(f)}}, {}});
+                               {{"identity", id_text(f)}}, {}});
             }
         }
+    }
+    // A property of the host, not of a device: said once, for all of them.
+    if (!rq_affinity_inert.empty()) {
+        out.push_back({std::string(kHostDevice), "rq-affinity-inert", Severity::info,
+                       "rq_affinity=1 steers completions to the submitting CPU's cache group, but every CPU shares "
+                       "one last-level cache, so it behaves as 0 on " + std::to_string(rq_affinity_inert.size()) +
+                           " device(s)",
+                       {{"devices", join(rq_affinity_inert, " ")},
+                        {"queue/rq_affinity", "1"},
+                        {"cpu cache", "one last-level cache for all CPUs"}},
+                       "[[rule]]\nname = \"complete on the submitting CPU\"\n[rule.set]\nrq_affinity = 2\n"});
     }
     return out;
 }

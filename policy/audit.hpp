@@ -30,7 +30,12 @@ struct AuditDevice {
     Values values;
     std::optional<DevicePlan> plan;  // with a policy
     std::optional<int> wbt_state;    // debugfs rqos/wbt/enabled
+    bool has_medium = true;          // size > 0: not an unbound loop, not an empty removable drive
 };
+
+// The device of a finding that is a property of the host (evidence
+// "devices" lists the devices it covers).
+inline constexpr std::string_view kHostDevice = "*";
 
 struct AuditInput {
     std::vector<AuditDevice> devices;
@@ -38,6 +43,8 @@ struct AuditInput {
     std::vector<UdevAssignment> udev_rules;
     // Every CPU shares one last-level cache; nullopt when sysfs does not say.
     std::optional<bool> single_llc;
+    // Devices without a medium are left out unless this is set (audit --all).
+    bool include_empty = false;
 };
 
 // Why a device's identity says it is virtual ("driver virtio_blk", "model QEMU

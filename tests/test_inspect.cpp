@@ -3,10 +3,12 @@
 
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 
 #include "policy/audit.hpp"
 #include "support/fake_sysfs.hpp"
 #include "support/run_binary.hpp"
+#include "support/temp_dir.hpp"
 
 using namespace blkpolicy::test;
 namespace policy = blkpolicy::policy;
@@ -191,4 +193,39 @@ TEST_CASE("audit: a value the policy chose is not a finding") {
     in.with_policy = true;
     CHECK_FALSE(codes().count("readahead-amplification"));
     CHECK_FALSE(codes().count("wbt-rotational-default-virtual"));
+}
+
+TEST_CASE("audit: devices without a medium are left out unless --all; a host-wide finding is said once") {
+    FakeSysfs t;
+    t.add_virtio_disk("vda", 0, "0000:00:04.0", 0);
+    t.add_loop("loop7", 7, "");
+    t.file(t.devpath_of("loop7") + "/size", "0");  // unbound: no medium
+    t.add_cpus(4, [](int) { return "0-3"; });     // one last-level cache
+    TempDir rules;
+    const std::vector<std::string> base = {"audit", "--json", "--no-policy", "--sysfs-root", t.root().string(),
+                                           "--udev-rules-dir", rules.path().string()};
+    auto devices_in = [](const nlohmann::json& doc, const std::string& code) {
+        std::set<std::string> out;
+        for (const auto& f : doc["findings"]) {
+            if (f["code"] != code) continue;
+            if (f["device"] == "*") {
+                std::istringstream in(f["evidence"]["devices"].get<std::string>());
+                for (std::string d; in >> d;) out.insert(d);
+            } else {
+                out.insert(f["device"].get<std::string>());
+            }
+        }
+        return out;
+    };
+    auto r = run_blkpolicy(base);
+    auto doc = nlohmann::json::parse(r.out);
+    int inert = 0;
+    for (const auto& f : doc["findings"]) inert += f["code"] == "rq-affinity-inert";
+    CHECK(inert == 1);
+    CHECK(devices_in(doc, "rq-affinity-inert") == std::set<std::string>{"vda"});
+    auto with_all = base;
+    with_all.push_back("--all");
+    auto all = nlohmann::json::parse(run_blkpolicy(with_all).out);
+    CHECK(devices_in(all, "rq-affinity-inert") == std::set<std::string>{"loop7", "vda"});
+    CHECK(run_blkpolicy({"plan", "--all"}).exit_code == 2);  // --all is audit's
 }
