@@ -40,7 +40,7 @@ void detach_and_remove(int index) {
 
 }  // namespace
 
-LoopDevice::LoopDevice(bool bind) {
+LoopDevice::LoopDevice(bool bind, const std::string& backing_prefix) {
     int ctl = ::open("/dev/loop-control", O_RDWR | O_CLOEXEC);
     if (ctl < 0) throw std::runtime_error(sys_err("open /dev/loop-control"));
     for (int i = kFirstLoopIndex; i < kFirstLoopIndex + 200; ++i) {
@@ -58,7 +58,7 @@ LoopDevice::LoopDevice(bool bind) {
     name_ = "loop" + std::to_string(index_);
     if (!bind) return;
 
-    backing_ = kLoopBackingPrefix + std::to_string(::getpid()) + "-" + std::to_string(index_) + ".img";
+    backing_ = backing_prefix + std::to_string(::getpid()) + "-" + std::to_string(index_) + ".img";
     int file = ::open(backing_.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (file < 0 || ::ftruncate(file, 64 << 20) < 0) {
         if (file >= 0) ::close(file);

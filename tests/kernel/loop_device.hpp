@@ -14,7 +14,8 @@ inline constexpr int kFirstLoopIndex = 240;
 class LoopDevice {
 public:
     // Throws std::runtime_error with the reason when the kernel refuses.
-    explicit LoopDevice(bool bind = true);
+    // The backing file is BACKING_PREFIX + pid + index (/dev/shm/... for tmpfs).
+    explicit LoopDevice(bool bind = true, const std::string& backing_prefix = kLoopBackingPrefix);
     ~LoopDevice();
     LoopDevice(const LoopDevice&) = delete;
     LoopDevice& operator=(const LoopDevice&) = delete;

@@ -124,3 +124,26 @@ TEST_CASE("kernel: explain derives what this kernel set on a fresh loop device b
         CHECK(attrs[attr]["kernel_default"] == now);
     }
 }
+
+TEST_CASE("kernel: explain takes a loop device's rotational flag from its backing store (tmpfs: none)") {
+    auto rotational_of = [](const LoopDevice& loop) {
+        auto r = run_blkpolicy({"explain", "--json", "--no-policy", loop.name()});
+        REQUIRE(r.exit_code == 0);
+        const auto doc = json::parse(r.out);
+        for (const auto& a : doc["devices"][0]["attributes"])
+            if (a["attribute"] == "rotational") return a;
+        FAIL("no rotational in explain");
+        return json();
+    };
+    LoopDevice on_tmpfs(true, "/dev/shm/blkpolicy-test-");
+    auto e = rotational_of(on_tmpfs);
+    CHECK(on_tmpfs.queue("rotational") == "0");
+    CHECK(e["kernel_default"] == "0");
+    CHECK(e["derivation"].get<std::string>().find("tmpfs, which has no block device") != std::string::npos);
+
+    LoopDevice on_disk;  // under /tmp: on this machine's root disk
+    e = rotational_of(on_disk);
+    CHECK(e["kernel_default"] == on_disk.queue("rotational"));
+    CHECK(e["derivation"].get<std::string>().find("the loop driver takes it from the backing file's device") !=
+          std::string::npos);
+}

@@ -136,6 +136,21 @@ def disks_by_serial(guest):
     return out
 
 
+def wait_all_disks(g, timeout=120):
+    """Until every disk of the machine is there and udev is done with it:
+    SCSI and NVMe disks come from modules that probe late in the boot."""
+    want = {d.node for d in DISKS} | {"bproot"}
+    deadline = time.monotonic() + timeout
+    while True:
+        g.sh("udevadm settle")
+        have = set(disks_by_serial(g))
+        if want <= have:
+            return
+        if time.monotonic() > deadline:
+            raise GuestError(f"disks missing after the boot: {sorted(want - have)}")
+        time.sleep(2)
+
+
 def read_queue(guest, name, attrs):
     """{attr: value} for queue/ATTR of NAME; the scheduler as its active name."""
     script = "; ".join(f"printf '%s\\t%s\\n' {shlex.quote(a)} \"$(cat /sys/block/{name}/queue/{a} 2>/dev/null)\""

@@ -156,6 +156,7 @@ def setup(ctx):
         g.sh("apt-get update -q >/dev/null && "
              "DEBIAN_FRONTEND=noninteractive apt-get install -y -q blkpolicy >/dev/null 2>&1", timeout=300)
         expect(g.run(f"systemctl is-active -q {UNIT}", check=False)[0] != 0, "the service runs: disks not pristine")
+        machine.wait_all_disks(g)
         ctx.pristine = _pristine_values(g)
         out = g.sh(STACKS_SCRIPT, timeout=180)
         ctx.loop = out.strip().splitlines()[-1].replace("/dev/", "")
@@ -719,6 +720,8 @@ COMPARED = ["scheduler", "read_ahead_kb", "nr_requests", "rotational", "wbt_lat_
 
 
 def _all_values(g):
+    machine.wait_all_disks(g)
+    time.sleep(2)  # the daemon acts on udev's last events
     out = {}
     for serial, name in disks_by_serial(g).items():
         v = read_queue(g, name, COMPARED)
@@ -747,6 +750,7 @@ def udev_equivalence(ctx):
                for serial, vals in sorted(by_udev.items()) for attr, v in vals.items()
                if by_blkpolicy.get(serial, {}).get(attr) != v]
         expect(not bad, "\n".join(bad))
+        expect(len(by_udev) == len(machine.DISKS) + 1, f"compared {len(by_udev)} disks")
         R.figure(s, "udev equivalence", f"{len(by_udev)} disks x {len(COMPARED) + 1} attributes identical")
         g.sh(f"systemctl disable --now {UNIT} 2>/dev/null")
 

@@ -138,6 +138,8 @@ def boot_checks(ctx):
         expect(not denied.strip(), f"the unit's sandbox refused something:\n{denied}")
 
     with R.step(s, "every policy value is on every disk (read from sysfs, not from blkpolicy)"):
+        machine.wait_all_disks(g)
+        time.sleep(2)  # the daemon acts on udev's last events
         bad = machine.mismatches(g)
         expect(not bad, "\n".join(bad))
         rc, out, err = g.run("blkpolicy status", check=False)
