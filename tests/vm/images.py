@@ -79,6 +79,33 @@ def _run(cmd, **kw):
     return subprocess.run(cmd, check=True, **kw)
 
 
+def cache_entry(kind, suite, key, what, build):
+    """CACHE/KIND-SUITE-KEY, made by BUILD(work_dir) in a temporary directory
+    first and renamed into place only when BUILD returned, so an interrupted
+    build never leaves a half entry under a valid key. Older entries of the
+    same kind and suite are removed (keys change with the recipe, and images
+    are large)."""
+    final = os.path.join(CACHE, f"{kind}-{suite}-{key}")
+    if os.path.exists(os.path.join(final, "done")):
+        return final
+    os.makedirs(CACHE, exist_ok=True)
+    t0 = time.monotonic()
+    work = tempfile.mkdtemp(prefix=f"{kind}-{suite}-", dir=CACHE)
+    try:
+        log(f"{suite}: building {what} (cached afterwards)")
+        build(work)
+        open(os.path.join(work, "done"), "w").close()
+        if os.path.exists(final):
+            shutil.rmtree(final)
+        os.rename(work, final)
+        log(f"{suite}: {what} ready in {time.monotonic() - t0:.0f} s")
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    _prune(f"{kind}-{suite}-", keep=final)
+    return final
+
+
 class Image:
     """A cached guest image: root.raw (ext4, labelled) and the kernel and
     initrd copied out of its /boot."""
@@ -96,16 +123,9 @@ class Image:
 def guest_image(suite):
     if suite not in SUITES:
         raise ValueError(f"unknown suite {suite}; known: {', '.join(SUITES)}")
-    key = _key(RECIPE_VERSION, suite, MIRROR, GUEST_PACKAGES, GUEST_CUSTOMIZE)
-    final = os.path.join(CACHE, f"image-{suite}-{key}")
-    if os.path.exists(os.path.join(final, "done")):
-        return Image(suite, final)
-    os.makedirs(CACHE, exist_ok=True)
-    t0 = time.monotonic()
-    work = tempfile.mkdtemp(prefix=f"image-{suite}-", dir=CACHE)
-    try:
+
+    def build(work):
         rootfs = os.path.join(work, "rootfs")
-        log(f"building the {suite} guest image (mmdebstrap from {MIRROR}; cached afterwards)")
         hook = os.path.join(work, "customize.sh")
         with open(hook, "w") as f:
             f.write(GUEST_CUSTOMIZE.replace("__LABEL__", ROOT_LABEL))
@@ -124,16 +144,9 @@ def guest_image(suite):
         # ext4 straight from the directory: no loop device, no mount.
         _run(["mkfs.ext4", "-q", "-F", "-L", ROOT_LABEL, "-d", rootfs, os.path.join(work, "root.raw"), "3G"])
         shutil.rmtree(rootfs)
-        open(os.path.join(work, "done"), "w").close()
-        if os.path.exists(final):
-            shutil.rmtree(final)
-        os.rename(work, final)
-        log(f"{suite} image ready in {time.monotonic() - t0:.0f} s (kernel {release})")
-    except BaseException:
-        shutil.rmtree(work, ignore_errors=True)
-        raise
-    _prune(f"image-{suite}-", keep=final)
-    return Image(suite, final)
+
+    key = _key(RECIPE_VERSION, suite, MIRROR, GUEST_PACKAGES, GUEST_CUSTOMIZE)
+    return Image(suite, cache_entry("image", suite, key, f"the guest image (mmdebstrap from {MIRROR})", build))
 
 
 def _prune(prefix, keep):

@@ -53,16 +53,8 @@ def _build_chroot(suite):
     """Cached tarball of SUITE's buildd chroot with blkpolicy's build
     dependencies (from debian/control) and lintian."""
     control = open(os.path.join(SOURCE_DIR, "debian", "control")).read()
-    key = images._key(images.RECIPE_VERSION, suite, MIRROR, control)
-    final = os.path.join(CACHE, f"chroot-{suite}-{key}")
-    tarball = os.path.join(final, "chroot.tar")
-    if os.path.exists(os.path.join(final, "done")):
-        return tarball
-    os.makedirs(CACHE, exist_ok=True)
-    t0 = time.monotonic()
-    work = tempfile.mkdtemp(prefix=f"chroot-{suite}-", dir=CACHE)
-    try:
-        log(f"building the {suite} build chroot (mmdebstrap --variant=buildd + apt-get build-dep; cached afterwards)")
+
+    def build(work):
         ctl = os.path.join(work, "control-src")
         os.makedirs(os.path.join(ctl, "debian"))
         for f in ("control", "changelog"):
@@ -77,16 +69,12 @@ def _build_chroot(suite):
                         '--customize-hook=chroot "$1" sh -c "cd /tmp/control-src && apt-get -y -q build-dep ./"',
                         '--customize-hook=rm -rf "$1/tmp/control-src"',
                         suite, os.path.join(work, "chroot.tar"), MIRROR], check=True)
-        open(os.path.join(work, "done"), "w").close()
-        if os.path.exists(final):
-            shutil.rmtree(final)
-        os.rename(work, final)
-        log(f"{suite} build chroot ready in {time.monotonic() - t0:.0f} s")
-    except BaseException:
-        shutil.rmtree(work, ignore_errors=True)
-        raise
-    images._prune(f"chroot-{suite}-", keep=final)
-    return tarball
+        shutil.rmtree(ctl)
+
+    key = images._key(images.RECIPE_VERSION, suite, MIRROR, control)
+    entry = images.cache_entry("chroot", suite, key, "the build chroot (mmdebstrap --variant=buildd + build-dep)",
+                               build)
+    return os.path.join(entry, "chroot.tar")
 
 
 class Chroot:
@@ -153,14 +141,10 @@ def build_package(suite):
     """Builds (or takes from the cache) the package for SUITE; returns a
     Package with its lintian report and a local repository."""
     files = _source_files()
-    key = _source_key(files)
-    final = os.path.join(CACHE, f"deb-{suite}-{key}")
-    if os.path.exists(os.path.join(final, "done")):
-        return Package(suite, final)
     tarball = _build_chroot(suite)
-    t0 = time.monotonic()
-    work = tempfile.mkdtemp(prefix=f"deb-{suite}-", dir=CACHE)
-    try:
+
+    def build(work):
+        t0 = time.monotonic()
         with Chroot(tarball) as ch:
             src = os.path.join(ch.root, "build", "blkpolicy")
             for f in files:
@@ -200,16 +184,10 @@ def build_package(suite):
             shutil.copytree(os.path.join(ch.root, "repo"), os.path.join(work, "repo"))
         with open(os.path.join(work, "build-seconds"), "w") as f:
             f.write(f"{time.monotonic() - t0:.1f}\n")
-        open(os.path.join(work, "done"), "w").close()
-        if os.path.exists(final):
-            shutil.rmtree(final)
-        os.rename(work, final)
-        log(f"{suite}: package built in {time.monotonic() - t0:.0f} s")
-    except BaseException:
-        shutil.rmtree(work, ignore_errors=True)
-        raise
-    images._prune(f"deb-{suite}-", keep=final)
-    return Package(suite, final)
+
+    entry = images.cache_entry("deb", suite, _source_key(files), "the package (dpkg-buildpackage in a clean chroot)",
+                               build)
+    return Package(suite, entry)
 
 
 def upgraded_copy(pkg, out_dir, suffix="+vmtest1"):

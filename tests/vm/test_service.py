@@ -35,6 +35,12 @@ def _wait_active(g, timeout=60):
     g.wait_for(f"systemctl is-active -q {UNIT}", timeout=timeout, what=f"{UNIT} to be active")
 
 
+def _wait_restarted(g, old_pid, what):
+    """Until the unit is active again under another main process."""
+    g.wait_for(f"p=$(systemctl show -P MainPID {UNIT}); test \"$p\" != {old_pid} && test \"$p\" != 0 && "
+               f"systemctl is-active -q {UNIT}", timeout=40, what=what)
+
+
 def _facts_digest(g):
     return g.sh("cd /run/blkpolicy/facts && sha256sum * | sort")
 
@@ -230,9 +236,7 @@ def reload_restart_watchdog(ctx):
         facts = _facts_digest(g)
         since = cursor(g)
         g.sh(f"kill -9 {pid}")
-        g.wait_for(f"test \"$(systemctl show -P MainPID {UNIT})\" != {pid} && "
-                   f"test \"$(systemctl show -P MainPID {UNIT})\" != 0 && systemctl is-active -q {UNIT}",
-                   timeout=40, what="systemd to restart the killed daemon")
+        _wait_restarted(g, pid, "systemd to restart the killed daemon")
         expect_eq(int(unit_prop(g, UNIT, "NRestarts")), restarts + 1, "NRestarts")
         expect_eq(_facts_digest(g), facts, "frozen facts after the restart")
         alerts = _blkpolicy_alerts(g, since)
@@ -269,9 +273,7 @@ def reload_restart_watchdog(ctx):
             expect_eq(_main_pid(g), pid, "MainPID while pinging")
             since = cursor(g)
             g.sh(f"kill -STOP {pid}")
-            g.wait_for(f"test \"$(systemctl show -P MainPID {UNIT})\" != {pid} && "
-                       f"test \"$(systemctl show -P MainPID {UNIT})\" != 0 && systemctl is-active -q {UNIT}",
-                       timeout=40, what="the watchdog to restart a stopped daemon")
+            _wait_restarted(g, pid, "the watchdog to restart a stopped daemon")
             said = _unit_messages(g, since)
             expect("Failed with result 'watchdog'" in said, f"no watchdog timeout in the unit's journal:\n{said}")
         finally:
