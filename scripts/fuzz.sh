@@ -7,9 +7,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${FUZZ_SECONDS:-60}
-CC=clang CXX=clang++ BUILD_DIR=build-fuzz BUILD_TYPE=RelWithDebInfo scripts/build.sh \
+# stderr kept: a warning of CMake's about the options given fails the run
+# (it says once, on the first configure, what the project ignores).
+build_err=$(CC=clang CXX=clang++ BUILD_DIR=build-fuzz BUILD_TYPE=RelWithDebInfo scripts/build.sh \
     -DCMAKE_CXX_COMPILER=clang++ -DBLKPOLICY_TESTS=OFF -DBLKPOLICY_FUZZ=ON \
-    -DBLKPOLICY_SANITIZE=address,undefined >/dev/null
+    -DBLKPOLICY_SANITIZE=address,undefined 2>&1 >/dev/null) || { echo "$build_err"; exit 1; }
+if grep -q "were not used by the project" <<<"$build_err"; then
+    echo "$build_err"
+    echo "the fuzz build passes options the project does not use"
+    exit 1
+fi
 work=
 trap '[[ -n "$work" ]] && rm -rf "$work"' EXIT   # also when interrupted
 for target in policy udev values; do
