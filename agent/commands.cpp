@@ -58,6 +58,11 @@ int check_sysfs_and_devices(const Options& o, const udev::Sysfs& sysfs, std::ost
     return kExitOk;
 }
 
+int device_went_away(const std::string& name, std::ostream& err) {
+    err << "blkpolicy: block device \"" << name << "\" went away while it was being read (its dev file is gone)\n";
+    return kExitRuntime;
+}
+
 namespace {
 
 int with_devices(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::ostream& err) {
@@ -82,11 +87,15 @@ int with_devices(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::o
     report.set_loadable_schedulers(how.context.loadable_schedulers);
     // One device at a time: look, plan, (apply), report. Nothing but
     // counters is kept across devices.
+    int gone = kExitOk;
     for (const auto& name : names) {
         std::vector<std::string> warnings;
         auto v = look_one(sysfs, state, loaded.policy, name, how, warnings);
         for (const auto& w : warnings) err << "blkpolicy: warning: " << w << '\n';
-        if (!v) continue;
+        if (!v) {  // a device from the listing may go; one asked for by name is an error
+            if (!o.devices.empty()) gone = device_went_away(name, err);
+            continue;
+        }
         if (kind == CommandReport::Kind::apply) {
             auto result = execute(sysfs, v->plan);
             report.device(*v, &result);
@@ -97,9 +106,11 @@ int with_devices(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::o
     if (kind == CommandReport::Kind::status) {
         auto daemon = read_daemon_json(o.state_dir);
         report.finish(daemon ? *daemon : nlohmann::json(nullptr));
+        if (gone != kExitOk) return gone;
         return report.drift() ? kExitPartial : kExitOk;
     }
     report.finish();
+    if (gone != kExitOk) return gone;
     return report.failed() ? kExitPartial : kExitOk;
 }
 

@@ -216,7 +216,9 @@ int run_explain(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::os
     json docs = json::array();
     bool first = true;
     for (const auto& name : o.devices) {
-        const auto& v = views.at(name);
+        const auto it = views.find(name);
+        if (it == views.end()) return device_went_away(name, err);
+        const auto& v = it->second;
         ctx.wbt_state = read_wbt_state(sysfs, name);
         ctx.hw_queues = count_hw_queues(sysfs, name);
         ctx.hw_tags = udev::hw_tags(sysfs, name);

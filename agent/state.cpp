@@ -109,8 +109,16 @@ std::string write_atomically(const std::string& path, const std::string& text) {
         }
         done += static_cast<std::size_t>(n);
     }
-    if (::close(fd) != 0) return "cannot write " + tmp + ": " + std::strerror(errno);
-    if (::rename(tmp.c_str(), path.c_str()) != 0) return "cannot rename " + tmp + ": " + std::strerror(errno);
+    // Whatever fails from here on, the temporary file goes: the next write
+    // would truncate it anyway, but a reader of the directory should never
+    // find a half-kept state file beside the real one.
+    const auto fail = [&tmp](const std::string& what) {
+        const std::string why = std::strerror(errno);
+        ::unlink(tmp.c_str());
+        return what + tmp + ": " + why;
+    };
+    if (::close(fd) != 0) return fail("cannot write ");
+    if (::rename(tmp.c_str(), path.c_str()) != 0) return fail("cannot rename ");
     return {};
 }
 

@@ -105,6 +105,28 @@ TEST_CASE("unknown devices and a missing sysfs are clear errors") {
     CHECK(gone.err == "blkpolicy: /nonexistent/block is not a directory: is sysfs mounted there?\n");
 }
 
+TEST_CASE("a named device that goes away between the check and the read is said so, exit 4") {
+    // The moment in between is modelled by a device directory whose dev
+    // file is gone: the check sees the device, reading its facts does not.
+    FakeSysfs t;
+    build_fleet(t);
+    std::filesystem::remove(t.root() / (t.devpath_of("vdb") + "/dev"));
+    const std::string want = "blkpolicy: block device \"vdb\" went away while it was being read (its dev file is gone)\n";
+    for (const std::string cmd : {"explain", "plan", "status"}) {
+        auto r = run_blkpolicy({cmd, "--policy", kData + "/fleet.toml", "--sysfs-root", t.root().string(),
+                                "--state-dir", (t.root() / "state").string(), "vdb"});
+        CAPTURE(cmd);
+        CHECK(r.exit_code == 4);
+        CHECK(r.err.find(want) != std::string::npos);
+        CHECK(r.err.find("map::at") == std::string::npos);
+    }
+    // Listing every device, one that vanished is simply not there.
+    auto all = run_blkpolicy({"plan", "--policy", kData + "/fleet.toml", "--sysfs-root", t.root().string(),
+                              "--state-dir", (t.root() / "state").string()});
+    CHECK(all.exit_code == 0);
+    CHECK(all.err.find("went away") == std::string::npos);
+}
+
 TEST_CASE("run: an invalid policy is reported with its position and the daemon does not start") {
     FakeSysfs t;
     build_fleet(t);

@@ -240,8 +240,13 @@ class Guest:
         self.boot_seconds = time.monotonic() - self.t_start
         log(f"{self.image.suite}: guest up in {self.boot_seconds:.1f} s (boot {self.boot_count})")
         if self.share:
-            self.sh("mkdir -p /mnt/share && mountpoint -q /mnt/share || "
-                    "mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 share /mnt/share")
+            # The agent can answer before the 9p transport has bound the
+            # share's virtio device; mounting then fails with "no channels
+            # available for device share" (seen on Debian 13 under load).
+            self.sh("mkdir -p /mnt/share; mountpoint -q /mnt/share && exit 0; modprobe 9pnet_virtio; "
+                    "for i in $(seq 150); do "
+                    "grep -qs share /sys/bus/virtio/drivers/9pnet_virtio/*/mount_tag && break; sleep 0.2; done; "
+                    "mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 share /mnt/share", timeout=60)
         return self
 
     def serial_tail(self, n=40):

@@ -53,10 +53,22 @@ class Results:
             print(f"FAIL {suite}: {name} ({time.monotonic() - t0:.1f} s)\n     " + detail.replace("\n", "\n     "),
                   flush=True)
             if fatal:
+                e.recorded = True  # the group stops; its runner need not count it again
                 raise
             return
         self.rows.append((suite, name, "PASS", "", time.monotonic() - t0))
         print(f"PASS {suite}: {name} ({time.monotonic() - t0:.1f} s)", flush=True)
+
+    def group_stopped(self, suite, group, e):
+        """A group ended by an exception outside any step (a reboot, the
+        share not mounting) is a failure of its own: the checks it did not
+        reach never ran."""
+        print(f"     {suite}: group {group} stopped: {type(e).__name__}", flush=True)
+        if getattr(e, "recorded", False):
+            return
+        detail = f"{type(e).__name__}: {e}\n" + "".join(traceback.format_exception(e)[-4:])
+        self.rows.append((suite, f"{group}: the group ran to its end", "FAIL", detail, 0.0))
+        print(f"FAIL {suite}: {group}: the group ran to its end\n     " + detail.replace("\n", "\n     "), flush=True)
 
     def figure(self, suite, name, value, unit=""):
         self.figures.append((suite, name, value, unit))

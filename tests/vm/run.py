@@ -82,8 +82,8 @@ def main():
                 for name in [g for g in GROUPS if g in groups]:
                     try:
                         GROUPS[name](ctx)
-                    except Exception as e:  # a fatal step: the rest of this group cannot run
-                        print(f"     {suite}: group {name} stopped: {type(e).__name__}", flush=True)
+                    except Exception as e:  # the rest of this group cannot run
+                        results.group_stopped(suite, name, e)
                 results.figure(suite, "boots", g.boot_count, f"({g.boot_retries} retried after a kernel death at boot)")
             results.figure(suite, "wall time", round(time.monotonic() - ts), "s")
     finally:

@@ -13,6 +13,7 @@ import shlex
 import time
 
 import machine
+from guest import GuestError
 from harness import CheckFailed, expect, expect_eq
 from machine import disks_by_serial, read_queue, unit_prop, wbt_enabled
 
@@ -151,6 +152,14 @@ def _unenc(s):
 def setup(ctx):
     g, s, R = ctx.guest, ctx.suite, ctx.results
     with R.step(s, "devices: a pristine boot, the package installed (not enabled), stacks built", fatal=True):
+        # The service group ends by purging the package; when it stopped
+        # half-way it left it installed and enabled.
+        try:
+            g.run("dpkg-query -W -f '${Status}' blkpolicy 2>/dev/null | grep -q ' installed' && "
+                  "DEBIAN_FRONTEND=noninteractive apt-get purge -y -q blkpolicy >/dev/null 2>&1", check=False,
+                  timeout=300)
+        except (GuestError, OSError):
+            pass  # a guest that does not answer is rebooted below all the same
         g.reboot()
         g.write_file("/etc/apt/sources.list.d/blkpolicy-test.list", "deb [trusted=yes] file:/mnt/share/repo ./\n")
         g.sh("apt-get update -q >/dev/null && "
