@@ -67,6 +67,15 @@ AlertKind Reconciler::classify(const std::string& device, const Action& a, const
             return AlertKind::conflict;
         }
     }
+    if (a.attribute == "read_ahead_kb" &&
+        policy::readahead_on_commit(kernel_) == policy::ReadaheadOnCommit::raise) {
+        // A kernel that only ever raises read_ahead_kb on a limits commit
+        // cannot have put a smaller value in place of the policy's (not its
+        // computed one, not the device's first): someone wrote it.
+        const auto now = policy::parse_int(a.current);
+        const auto expected = policy::parse_int(a.expected);
+        if (now && expected && *now < *expected) return AlertKind::drift;
+    }
     if (!r.original.empty() && r.original != r.expected && a.current == r.original) return AlertKind::reverted;
     const bool rotational = policy::value_of(values, "rotational") == "1";
     if (a.attribute == "read_ahead_kb") {

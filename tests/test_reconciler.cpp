@@ -59,6 +59,26 @@ using V = std::vector<std::string>;
 
 }  // namespace
 
+TEST_CASE("a value below the policy's that equals the kernel's computed one: reverted only where the kernel lowers") {
+    // The policy asks for more than a limits commit computes (2560 KiB on
+    // this rotational loop); someone writes exactly the computed value.
+    for (const auto& [kernel, want] : std::vector<std::pair<policy::KernelVersion, std::string>>{
+             {{6, 10, 0}, "reverted"},  // 6.9-6.14 as released reset the value on a commit
+             {{6, 18, 0}, "drift"},     // 6.15+ only raise it: the kernel cannot have done this
+             {{6, 12, 117}, "drift"}}) {  // Debian 13's 6.12 took the raise rule back
+        World w;
+        agent::Reconciler rec{w.sysfs, w.state, w.log, kernel};
+        rec.set_policy(policy_of("read_ahead_kb = 4096\n"));
+        rec.reconcile("loop0", Trigger::verify);
+        REQUIRE(w.log.take() == V{"applied loop0 read_ahead_kb 4096 4096"});
+        w.poke("read_ahead_kb", "2560");
+        rec.reconcile("loop0", Trigger::verify);
+        CAPTURE(kernel.minor);
+        CHECK(w.log.take() == V{want + " loop0 read_ahead_kb 4096 2560"});
+        CHECK(w.q("read_ahead_kb") == "4096");
+    }
+}
+
 TEST_CASE("daemon scenario: enforce mode") {
     World w;
     w.rec.set_policy(policy_of("read_ahead_kb = 128\nscheduler = \"mq-deadline\"\nnr_requests = 64\n"));
