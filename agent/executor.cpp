@@ -2,6 +2,7 @@
 
 #include <cerrno>
 
+#include "policy/attributes.hpp"
 #include "policy/values.hpp"
 #include "udev/discovery.hpp"
 
@@ -146,7 +147,7 @@ private:
     // read_ahead_kb; a scheduler switch resets nr_requests and iosched/ and
     // can turn a default wbt off.
     void note_write(const Action& a) {
-        if (a.phase == policy::Phase::limits) limits_written_ = true;
+        if (const auto spec = policy::find_attribute(a.attribute); spec && spec->limits_commit) limits_written_ = true;
         if (a.attribute == "scheduler") scheduler_written_ = true;
     }
     bool disturbed(const Action& a) const {

@@ -56,6 +56,45 @@ TEST_CASE("the kernel model reproduces the traps the write order avoids") {
     CHECK(t.read(t.devpath_of("loop0") + "/queue/wbt_lat_usec") == "0");  // silent no-op
 }
 
+TEST_CASE("the kernel model commits limits where the product's table says, as each kernel version does") {
+    // Every attribute the table marks as a limits commit (write_cache too)
+    // recomputes read_ahead_kb; the rule is the one policy/kernel gives the
+    // modelled version. The loop is rotational with max_sectors_kb 1280 and
+    // no optimal I/O size.
+    const std::vector<std::pair<std::string, std::string>> commits = {
+        {"rotational", "1"}, {"max_sectors_kb", "1280"}, {"discard_max_bytes", "4096"},
+        {"write_cache", "write through"}, {"add_random", "0"}, {"iostats", "1"}};
+    for (const auto& [attr, value] : commits) {
+        for (const auto& [kernel, after_big, after_small] :
+             std::vector<std::tuple<policy::KernelVersion, std::string, std::string>>{
+                 {{6, 1, 0}, "8192", "64"},       // computed once at registration
+                 {{6, 10, 0}, "128", "128"},      // reset: 2 x optimal_io_size (none here), 128 KiB floor
+                 {{6, 18, 0}, "8192", "2560"}}) {  // only raised; 6.17+: 2 x max_sectors_kb when rotational
+            FakeSysfs t;
+            t.add_loop("loop0", 0, "/img");
+            t.file(t.devpath_of("loop0") + "/queue/rotational", "1");
+            t.file(t.devpath_of("loop0") + "/queue/max_sectors_kb", "1280");
+            KernelModelSysfs s(t.root());
+            s.kernel = kernel;
+            CAPTURE(attr);
+            CAPTURE(kernel.minor);
+            REQUIRE(s.write("block/loop0/queue/read_ahead_kb", "8192") == 0);
+            REQUIRE(s.write("block/loop0/queue/" + attr, value) == 0);
+            CHECK(t.read(t.devpath_of("loop0") + "/queue/read_ahead_kb") == after_big);
+            REQUIRE(s.write("block/loop0/queue/read_ahead_kb", "64") == 0);
+            REQUIRE(s.write("block/loop0/queue/" + attr, value) == 0);
+            CHECK(t.read(t.devpath_of("loop0") + "/queue/read_ahead_kb") == after_small);
+        }
+    }
+    // Not a commit: read_ahead_kb stays.
+    FakeSysfs t;
+    t.add_loop("loop0", 0, "/img");
+    KernelModelSysfs s(t.root());
+    REQUIRE(s.write("block/loop0/queue/read_ahead_kb", "64") == 0);
+    REQUIRE(s.write("block/loop0/queue/nomerges", "1") == 0);
+    CHECK(t.read(t.devpath_of("loop0") + "/queue/read_ahead_kb") == "64");
+}
+
 TEST_CASE("apply in write order: every trap handled - every value read back") {
     FakeSysfs t;
     t.add_loop("loop0", 0, "/img");

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "policy/attributes.hpp"
 #include "policy/values.hpp"
 
 namespace blkpolicy::test {
@@ -121,11 +122,11 @@ int KernelModelSysfs::simulate(const std::string& dev, const std::string& attr, 
         if (!v || *v < 0) return EINVAL;
         return put("read_ahead_kb", std::to_string(policy::readahead_readback(*v, 4096)));
     }
-    if (attr == "queue/write_cache") {
-        const std::string v(value);
-        if (v.rfind("write back", 0) == 0) return put("write_cache", "write back");
-        if (v.rfind("write through", 0) == 0 || v.rfind("none", 0) == 0) return put("write_cache", "write through");
-        return EINVAL;
+    std::string written(value);
+    if (attr == "queue/write_cache") {  // reads back as one of two words; the write is a limits commit
+        if (written.rfind("write back", 0) == 0) written = "write back";
+        else if (written.rfind("write through", 0) == 0 || written.rfind("none", 0) == 0) written = "write through";
+        else return EINVAL;
     }
     if (attr == "queue/rq_affinity") {
         auto v = parse_int(value);
@@ -138,17 +139,24 @@ int KernelModelSysfs::simulate(const std::string& dev, const std::string& attr, 
         auto hw = parse_int(get("max_hw_sectors_kb"));
         if (!v || (hw && *v > *hw)) return EINVAL;
     }
-    int err = udev::Sysfs::write("block/" + dev + "/" + attr, value);
+    int err = udev::Sysfs::write("block/" + dev + "/" + attr, written);
     if (err) return err;
-    // Limits commits: 6.17+ readahead formula, only ever raising.
-    if (attr == "queue/max_sectors_kb" || attr == "queue/rotational" || attr == "queue/discard_max_bytes" ||
-        attr == "queue/add_random" || attr == "queue/iostats") {
-        auto cur = parse_int(get("read_ahead_kb")).value_or(0);
-        auto io_opt_kb = parse_int(get("optimal_io_size")).value_or(0) / 1024;
-        std::int64_t computed = get("rotational") == "1" && io_opt_kb == 0
-                                    ? 2 * parse_int(get("max_sectors_kb")).value_or(0)
-                                    : std::max<std::int64_t>(2 * io_opt_kb, 128);
-        put("read_ahead_kb", std::to_string(std::max(cur, computed)));
+    // A limits commit (the attributes the product's table marks) recomputes
+    // read_ahead_kb the way the modelled kernel does.
+    const auto spec = attr.rfind("queue/", 0) == 0 ? policy::find_attribute(attr.substr(6)) : std::nullopt;
+    if (spec && spec->path == attr && spec->limits_commit) {
+        const auto computed = policy::kernel_readahead_kb(kernel, get("rotational") == "1",
+                                                          parse_int(get("optimal_io_size")).value_or(0),
+                                                          parse_int(get("max_sectors_kb")).value_or(0));
+        const auto cur = parse_int(get("read_ahead_kb")).value_or(0);
+        switch (policy::readahead_on_commit(kernel)) {
+            case policy::ReadaheadOnCommit::untouched: break;
+            case policy::ReadaheadOnCommit::reset: put("read_ahead_kb", std::to_string(*computed)); break;
+            case policy::ReadaheadOnCommit::raise:
+            case policy::ReadaheadOnCommit::unknown:  // modelled as the later behaviour
+                put("read_ahead_kb", std::to_string(std::max(cur, *computed)));
+                break;
+        }
     }
     return 0;
 }

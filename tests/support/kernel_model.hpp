@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "policy/kernel.hpp"
 #include "udev/sysfs.hpp"
 
 namespace blkpolicy::test {
@@ -37,6 +38,10 @@ public:
     // I/O schedulers "built as modules": writing such a name that the
     // device does not list yet loads it (it is listed from then on).
     std::set<std::string> loadable_schedulers;
+    // The kernel modelled where behaviour depends on the version: what a
+    // limits commit does to read_ahead_kb (policy::readahead_on_commit and
+    // policy::kernel_readahead_kb, the product's own table).
+    policy::KernelVersion kernel{6, 18, 0};
     // Linux 6.1: a switch to bfq turns a default wbt off, but queue/
     // wbt_lat_usec keeps showing the latency (debugfs shows the state).
     bool bfq_hides_wbt_off = false;
