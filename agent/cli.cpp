@@ -154,8 +154,7 @@ ParseResult parse_command_line(const std::vector<std::string>& args) {
         } else if (!only_positional && is("--mode")) {
             auto v = value("--mode");
             if (!v) return r;
-            if (*v == "enforce") o.mode = policy::Mode::enforce;
-            else if (*v == "observe") o.mode = policy::Mode::observe;
+            if (auto m = policy::mode_from_string(*v)) o.mode = *m;
             else {
                 r.error = "--mode must be enforce or observe, not " + *v;
                 return r;

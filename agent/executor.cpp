@@ -3,6 +3,7 @@
 #include <cerrno>
 
 #include "policy/attributes.hpp"
+#include "policy/names.hpp"
 #include "policy/values.hpp"
 #include "udev/discovery.hpp"
 
@@ -11,17 +12,19 @@ namespace blkpolicy::agent {
 using policy::Action;
 using policy::ActionKind;
 
-const char* to_string(Outcome o) {
-    switch (o) {
-        case Outcome::unchanged: return "unchanged";
-        case Outcome::applied: return "applied";
-        case Outcome::skipped: return "skipped";
-        case Outcome::failed: return "failed";
-        case Outcome::not_stuck: return "not-stuck";
-        case Outcome::refused: return "refused";
-    }
-    return "?";
-}
+namespace {
+constexpr policy::Named<Outcome> kOutcomes[] = {
+    {Outcome::unchanged, "unchanged"},
+    {Outcome::applied, "applied"},
+    {Outcome::skipped, "skipped"},
+    {Outcome::failed, "failed"},
+    {Outcome::not_stuck, "not-stuck"},
+    {Outcome::refused, "refused"},
+};
+static_assert(policy::in_enum_order(kOutcomes));
+}  // namespace
+
+const char* to_string(Outcome o) { return policy::name_of(kOutcomes, o); }
 
 bool is_failure(Outcome o) { return o == Outcome::failed || o == Outcome::not_stuck || o == Outcome::refused; }
 

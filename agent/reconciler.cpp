@@ -5,6 +5,7 @@
 #include "agent/executor.hpp"
 #include "agent/snapshot.hpp"
 #include "policy/attributes.hpp"
+#include "policy/names.hpp"
 #include "policy/plan.hpp"
 #include "policy/values.hpp"
 #include "udev/discovery.hpp"
@@ -15,24 +16,25 @@ using policy::Action;
 using policy::ActionKind;
 using systemd::AlertKind;
 
-const char* to_string(Trigger t) {
-    switch (t) {
-        case Trigger::verify: return "verify";
-        case Trigger::udev_processed: return "udev";
-        case Trigger::changed: return "change";
-        case Trigger::added: return "add";
-    }
-    return "?";
-}
+namespace {
+constexpr policy::Named<Trigger> kTriggers[] = {
+    {Trigger::verify, "verify"},
+    {Trigger::udev_processed, "udev"},
+    {Trigger::changed, "change"},
+    {Trigger::added, "add"},
+};
+static_assert(policy::in_enum_order(kTriggers));
 
-const char* to_string(AttrStatus s) {
-    switch (s) {
-        case AttrStatus::ok: return "ok";
-        case AttrStatus::drifted: return "drifted";
-        case AttrStatus::failed: return "failed";
-    }
-    return "?";
-}
+constexpr policy::Named<AttrStatus> kAttrStatuses[] = {
+    {AttrStatus::ok, "ok"},
+    {AttrStatus::drifted, "drifted"},
+    {AttrStatus::failed, "failed"},
+};
+static_assert(policy::in_enum_order(kAttrStatuses));
+}  // namespace
+
+const char* to_string(Trigger t) { return policy::name_of(kTriggers, t); }
+const char* to_string(AttrStatus s) { return policy::name_of(kAttrStatuses, s); }
 
 Reconciler::Reconciler(udev::Sysfs& sysfs, const StateDir& state, systemd::EventLog& log,
                        policy::KernelVersion kernel)

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "policy/names.hpp"
 #include "policy/values.hpp"
 
 namespace blkpolicy::agent {
@@ -58,15 +59,17 @@ json facts_json(const policy::DeviceFacts& f) {
             {"cache_type", f.cache_type}};
 }
 
-const char* to_string(Standing s) {
-    switch (s) {
-        case Standing::ok: return "ok";
-        case Standing::drift: return "drift";
-        case Standing::skipped: return "skipped";
-        case Standing::refused: return "refused";
-    }
-    return "?";
-}
+namespace {
+constexpr policy::Named<Standing> kStandings[] = {
+    {Standing::ok, "ok"},
+    {Standing::drift, "drift"},
+    {Standing::skipped, "skipped"},
+    {Standing::refused, "refused"},
+};
+static_assert(policy::in_enum_order(kStandings));
+}  // namespace
+
+const char* to_string(Standing s) { return policy::name_of(kStandings, s); }
 
 Standing standing_of(const policy::Action& a) {
     if (a.kind == ActionKind::skip) return Standing::skipped;

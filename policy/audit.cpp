@@ -5,18 +5,21 @@
 #include <map>
 #include <set>
 
+#include "policy/names.hpp"
 #include "policy/values.hpp"
 
 namespace blkpolicy::policy {
 
-const char* to_string(Severity s) {
-    switch (s) {
-        case Severity::info: return "info";
-        case Severity::warning: return "warning";
-        case Severity::critical: return "critical";
-    }
-    return "?";
-}
+namespace {
+constexpr Named<Severity> kSeverities[] = {
+    {Severity::info, "info"},
+    {Severity::warning, "warning"},
+    {Severity::critical, "critical"},
+};
+static_assert(in_enum_order(kSeverities));
+}  // namespace
+
+const char* to_string(Severity s) { return name_of(kSeverities, s); }
 
 namespace {
 

@@ -3,13 +3,17 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace blkpolicy::policy {
 
 enum class Stack { none, dm, md, loop };
 const char* to_string(Stack s);
+std::optional<Stack> stack_from_string(std::string_view s);
+std::vector<std::string> stack_names();  // none, dm, md, loop
 
 // Facts beyond the basics, in groups read only when something needs them:
 // matching a rule reads what its match keys use (fact_needs), a report reads

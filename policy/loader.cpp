@@ -6,6 +6,7 @@
 #include <toml++/toml.h>
 
 #include "policy/attributes.hpp"
+#include "policy/facts.hpp"
 #include "policy/values.hpp"
 
 namespace blkpolicy::policy {
@@ -122,10 +123,8 @@ private:
             const auto name = std::string(k.str());
             if (name == "mode") {
                 const auto* s = v.as_string();
-                if (s && s->get() == "enforce") {
-                    policy_.daemon.mode = Mode::enforce;
-                } else if (s && s->get() == "observe") {
-                    policy_.daemon.mode = Mode::observe;
+                if (auto m = s ? mode_from_string(s->get()) : std::nullopt) {
+                    policy_.daemon.mode = *m;
                 } else {
                     error(pos(v), "daemon.mode must be \"enforce\" or \"observe\"");
                 }
@@ -283,11 +282,10 @@ private:
                 auto list = pattern_list(v, "match." + name);
                 if (!list) continue;
                 if (*mk == MatchKey::stack) {
-                    static const std::vector<std::string> kinds = {"none", "dm", "md", "loop"};
                     bool bad = false;
                     for (const auto& s : *list) {
-                        if (std::find(kinds.begin(), kinds.end(), s) == kinds.end()) {
-                            error(pos(v), "match.stack " + in_quotes(s) + " is not one of " + known_list(kinds));
+                        if (!stack_from_string(s)) {
+                            error(pos(v), "match.stack " + in_quotes(s) + " is not one of " + known_list(stack_names()));
                             bad = true;
                         }
                     }

@@ -5,19 +5,22 @@
 #include <set>
 
 #include "policy/match.hpp"
+#include "policy/names.hpp"
 #include "policy/values.hpp"
 
 namespace blkpolicy::policy {
 
-const char* to_string(ActionKind k) {
-    switch (k) {
-        case ActionKind::write: return "write";
-        case ActionKind::unchanged: return "unchanged";
-        case ActionKind::skip: return "skip";
-        case ActionKind::refuse: return "refuse";
-    }
-    return "?";
-}
+namespace {
+constexpr Named<ActionKind> kActionKinds[] = {
+    {ActionKind::write, "write"},
+    {ActionKind::unchanged, "unchanged"},
+    {ActionKind::skip, "skip"},
+    {ActionKind::refuse, "refuse"},
+};
+static_assert(in_enum_order(kActionKinds));
+}  // namespace
+
+const char* to_string(ActionKind k) { return name_of(kActionKinds, k); }
 
 namespace {
 

@@ -1,8 +1,7 @@
 #include "policy/policy.hpp"
 
-#include <array>
-
 #include "policy/facts.hpp"
+#include "policy/names.hpp"
 
 namespace blkpolicy::policy {
 
@@ -21,7 +20,7 @@ std::string SourcePos::file_line() const {
 std::string PolicyError::str() const { return pos.str() + ": " + message; }
 
 namespace {
-constexpr std::array<std::pair<MatchKey, const char*>, 13> kMatchKeys{{
+constexpr Named<MatchKey> kMatchKeys[] = {
     {MatchKey::kernel, "kernel"},
     {MatchKey::driver, "driver"},
     {MatchKey::model, "model"},
@@ -35,33 +34,27 @@ constexpr std::array<std::pair<MatchKey, const char*>, 13> kMatchKeys{{
     {MatchKey::rotational, "rotational"},
     {MatchKey::removable, "removable"},
     {MatchKey::env, "env"},
-}};
+};
+static_assert(in_enum_order(kMatchKeys));
+
+constexpr Named<Mode> kModes[] = {{Mode::enforce, "enforce"}, {Mode::observe, "observe"}};
+static_assert(in_enum_order(kModes));
+
+constexpr Named<Stack> kStacks[] = {{Stack::none, "none"}, {Stack::dm, "dm"}, {Stack::md, "md"}, {Stack::loop, "loop"}};
+static_assert(in_enum_order(kStacks));
 }  // namespace
 
-const char* to_string(MatchKey k) {
-    for (const auto& [key, name] : kMatchKeys)
-        if (key == k) return name;
-    return "?";
-}
-
-std::optional<MatchKey> match_key_from_string(std::string_view s) {
-    for (const auto& [key, name] : kMatchKeys)
-        if (s == name) return key;
-    return std::nullopt;
-}
+const char* to_string(MatchKey k) { return name_of(kMatchKeys, k); }
+std::optional<MatchKey> match_key_from_string(std::string_view s) { return value_named(kMatchKeys, s); }
+std::vector<std::string> match_key_names() { return names_of(kMatchKeys); }
 
 bool match_key_is_flag(MatchKey k) { return k == MatchKey::rotational || k == MatchKey::removable; }
 
-const char* to_string(Mode m) { return m == Mode::enforce ? "enforce" : "observe"; }
+const char* to_string(Mode m) { return name_of(kModes, m); }
+std::optional<Mode> mode_from_string(std::string_view s) { return value_named(kModes, s); }
 
-const char* to_string(Stack s) {
-    switch (s) {
-        case Stack::none: return "none";
-        case Stack::dm: return "dm";
-        case Stack::md: return "md";
-        case Stack::loop: return "loop";
-    }
-    return "?";
-}
+const char* to_string(Stack s) { return name_of(kStacks, s); }
+std::optional<Stack> stack_from_string(std::string_view s) { return value_named(kStacks, s); }
+std::vector<std::string> stack_names() { return names_of(kStacks); }
 
 }  // namespace blkpolicy::policy

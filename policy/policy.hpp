@@ -32,6 +32,7 @@ enum class MatchKey {
 };
 const char* to_string(MatchKey k);
 std::optional<MatchKey> match_key_from_string(std::string_view s);
+std::vector<std::string> match_key_names();  // in declaration order
 bool match_key_is_flag(MatchKey k);
 
 struct MatchClause {
@@ -61,6 +62,7 @@ struct Rule {
 
 enum class Mode { enforce, observe };
 const char* to_string(Mode m);
+std::optional<Mode> mode_from_string(std::string_view s);
 
 struct DaemonConfig {
     Mode mode = Mode::enforce;

@@ -4,19 +4,23 @@
 #include <fnmatch.h>
 #include <sstream>
 
+#include "policy/names.hpp"
+
 namespace blkpolicy::policy {
 
-const char* to_string(UdevOp op) {
-    switch (op) {
-        case UdevOp::match: return "==";
-        case UdevOp::nomatch: return "!=";
-        case UdevOp::assign: return "=";
-        case UdevOp::add: return "+=";
-        case UdevOp::remove: return "-=";
-        case UdevOp::assign_final: return ":=";
-    }
-    return "?";
-}
+namespace {
+constexpr Named<UdevOp> kUdevOps[] = {
+    {UdevOp::match, "=="},
+    {UdevOp::nomatch, "!="},
+    {UdevOp::assign, "="},
+    {UdevOp::add, "+="},
+    {UdevOp::remove, "-="},
+    {UdevOp::assign_final, ":="},
+};
+static_assert(in_enum_order(kUdevOps));
+}  // namespace
+
+const char* to_string(UdevOp op) { return name_of(kUdevOps, op); }
 
 bool is_assignment(UdevOp op) { return op != UdevOp::match && op != UdevOp::nomatch; }
 
@@ -44,15 +48,17 @@ std::string tokenize(const std::string& line, std::vector<UdevToken>& out) {
             i = close + 1;
         }
         while (i < n && line[i] == ' ') ++i;
-        auto op2 = line.substr(i, 2);
-        if (op2 == "==") t.op = UdevOp::match;
-        else if (op2 == "!=") t.op = UdevOp::nomatch;
-        else if (op2 == "+=") t.op = UdevOp::add;
-        else if (op2 == "-=") t.op = UdevOp::remove;
-        else if (op2 == ":=") t.op = UdevOp::assign_final;
-        else if (i < n && line[i] == '=') t.op = UdevOp::assign;
-        else return "expected an operator after " + t.key;
-        i += t.op == UdevOp::assign ? 1 : 2;
+        // The longest operator the line starts with here ("==" before "=").
+        std::size_t op_len = 0;
+        for (const auto& [op, text] : kUdevOps) {
+            const std::string_view o(text);
+            if (o.size() > op_len && line.compare(i, o.size(), o) == 0) {
+                t.op = op;
+                op_len = o.size();
+            }
+        }
+        if (op_len == 0) return "expected an operator after " + t.key;
+        i += op_len;
         while (i < n && line[i] == ' ') ++i;
         if (i >= n || line[i] != '"') return "expected a quoted value after " + t.key + to_string(t.op);
         ++i;

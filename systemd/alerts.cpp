@@ -1,5 +1,6 @@
 #include "systemd/alerts.hpp"
 
+#include <iterator>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <sys/uio.h>
@@ -8,41 +9,36 @@
 
 namespace blkpolicy::systemd {
 
-const char* to_string(AlertKind k) {
-    switch (k) {
-        case AlertKind::applied: return "applied";
-        case AlertKind::drift: return "drift";
-        case AlertKind::reverted: return "reverted";
-        case AlertKind::failed: return "failed";
-        case AlertKind::conflict: return "conflict";
-        case AlertKind::resolved: return "resolved";
-    }
-    return "?";
+namespace {
+// Everything an alert kind is, in one row: its name in BLKPOLICY_EVENT, its
+// catalog MESSAGE_ID (systemd/blkpolicy.catalog) and its syslog priority.
+struct KindRow {
+    AlertKind kind;
+    const char* name;
+    const char* message_id;
+    int priority;
+};
+constexpr KindRow kKinds[] = {
+    {AlertKind::applied, "applied", "7c0ba1f3a4d94f0e9b6c2d8e51a0f301", LOG_INFO},
+    {AlertKind::drift, "drift", "7c0ba1f3a4d94f0e9b6c2d8e51a0f302", LOG_WARNING},
+    {AlertKind::reverted, "reverted", "7c0ba1f3a4d94f0e9b6c2d8e51a0f303", LOG_WARNING},
+    {AlertKind::failed, "failed", "7c0ba1f3a4d94f0e9b6c2d8e51a0f304", LOG_ERR},
+    {AlertKind::conflict, "conflict", "7c0ba1f3a4d94f0e9b6c2d8e51a0f305", LOG_WARNING},
+    {AlertKind::resolved, "resolved", "7c0ba1f3a4d94f0e9b6c2d8e51a0f306", LOG_NOTICE},
+};
+constexpr bool rows_in_enum_order() {
+    for (std::size_t i = 0; i < std::size(kKinds); ++i)
+        if (static_cast<std::size_t>(kKinds[i].kind) != i) return false;
+    return true;
 }
+static_assert(rows_in_enum_order());
 
-const char* message_id(AlertKind k) {
-    switch (k) {
-        case AlertKind::applied: return "7c0ba1f3a4d94f0e9b6c2d8e51a0f301";
-        case AlertKind::drift: return "7c0ba1f3a4d94f0e9b6c2d8e51a0f302";
-        case AlertKind::reverted: return "7c0ba1f3a4d94f0e9b6c2d8e51a0f303";
-        case AlertKind::failed: return "7c0ba1f3a4d94f0e9b6c2d8e51a0f304";
-        case AlertKind::conflict: return "7c0ba1f3a4d94f0e9b6c2d8e51a0f305";
-        case AlertKind::resolved: return "7c0ba1f3a4d94f0e9b6c2d8e51a0f306";
-    }
-    return "";
-}
+const KindRow& row(AlertKind k) { return kKinds[static_cast<std::size_t>(k)]; }
+}  // namespace
 
-int priority(AlertKind k) {
-    switch (k) {
-        case AlertKind::failed: return LOG_ERR;
-        case AlertKind::drift:
-        case AlertKind::reverted:
-        case AlertKind::conflict: return LOG_WARNING;
-        case AlertKind::resolved: return LOG_NOTICE;
-        case AlertKind::applied: return LOG_INFO;
-    }
-    return LOG_INFO;
-}
+const char* to_string(AlertKind k) { return row(k).name; }
+const char* message_id(AlertKind k) { return row(k).message_id; }
+int priority(AlertKind k) { return row(k).priority; }
 
 std::vector<std::string> journal_fields(const Alert& a) {
     std::vector<std::string> f = {

@@ -8,16 +8,23 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "policy/names.hpp"
 #include "udev/discovery.hpp"
 
 namespace blkpolicy::udev {
 
-const char* to_string(EventSource s) { return s == EventSource::kernel ? "kernel" : "udev"; }
+namespace {
+constexpr policy::Named<EventSource> kSources[] = {{EventSource::kernel, "kernel"}, {EventSource::udev, "udev"}};
+static_assert(policy::in_enum_order(kSources));
+}  // namespace
+
+// Also the netlink group names udev_monitor_new_from_netlink takes.
+const char* to_string(EventSource s) { return policy::name_of(kSources, s); }
 
 Monitor::Monitor(EventSource source, int receive_buffer) : source_(source) {
     udev_ = udev_new();
     if (!udev_) throw std::runtime_error(std::string("udev_new: ") + std::strerror(errno));
-    monitor_ = udev_monitor_new_from_netlink(udev_, source == EventSource::kernel ? "kernel" : "udev");
+    monitor_ = udev_monitor_new_from_netlink(udev_, to_string(source));
     if (!monitor_) {
         udev_unref(udev_);
         throw std::runtime_error(std::string("cannot open the ") + to_string(source) +

@@ -1,0 +1,65 @@
+// Enum <-> text tables (policy/names.hpp): each direction reads one table.
+#include <doctest/doctest.h>
+
+#include "policy/facts.hpp"
+#include "policy/names.hpp"
+#include "policy/policy.hpp"
+#include "policy/udev_rules.hpp"
+
+using namespace blkpolicy::policy;
+
+namespace {
+enum class Colour { red, green, blue };
+constexpr Named<Colour> kGood[] = {{Colour::red, "red"}, {Colour::green, "green"}, {Colour::blue, "blue"}};
+constexpr Named<Colour> kSwapped[] = {{Colour::green, "green"}, {Colour::red, "red"}, {Colour::blue, "blue"}};
+constexpr Named<Colour> kGap[] = {{Colour::red, "red"}, {Colour::blue, "blue"}};
+// The compile-time check a table gets beside its enum can fail.
+static_assert(in_enum_order(kGood));
+static_assert(!in_enum_order(kSwapped));
+static_assert(!in_enum_order(kGap));
+}  // namespace
+
+TEST_CASE("a name table reads both ways, and answers nothing for what it does not list") {
+    CHECK(std::string(name_of(kGood, Colour::green)) == "green");
+    CHECK(value_named(kGood, "blue") == Colour::blue);
+    CHECK_FALSE(value_named(kGood, "Blue"));
+    CHECK_FALSE(value_named(kGood, ""));
+    CHECK(std::string(name_of(kGap, Colour::blue)) == "?");  // index past a short table
+    CHECK(names_of(kGood) == std::vector<std::string>{"red", "green", "blue"});
+}
+
+TEST_CASE("every name the product prints parses back to the same value") {
+    for (const auto& n : stack_names()) {
+        auto s = stack_from_string(n);
+        REQUIRE(s);
+        CHECK(to_string(*s) == n);
+    }
+    CHECK(stack_names() == std::vector<std::string>{"none", "dm", "md", "loop"});
+    for (const auto& n : match_key_names()) {
+        auto k = match_key_from_string(n);
+        REQUIRE(k);
+        CHECK(to_string(*k) == n);
+    }
+    CHECK(match_key_names().size() == 13);
+    for (const auto m : {Mode::enforce, Mode::observe}) CHECK(mode_from_string(to_string(m)) == m);
+    CHECK_FALSE(mode_from_string("enforcing"));
+}
+
+TEST_CASE("udev operators parse by the longest match from the same table they print from") {
+    const std::vector<std::pair<std::string, UdevOp>> ops = {
+        {"==", UdevOp::match}, {"!=", UdevOp::nomatch}, {"=", UdevOp::assign},
+        {"+=", UdevOp::add},   {"-=", UdevOp::remove},  {":=", UdevOp::assign_final}};
+    for (const auto& [text, op] : ops) {
+        CAPTURE(text);
+        CHECK(to_string(op) == text);
+        auto rules = parse_udev_rules_text("t.rules", "KERNEL" + text + "\"sd*\"\n");
+        REQUIRE(rules.size() == 1);
+        CHECK(rules[0].error.empty());
+        REQUIRE(rules[0].tokens.size() == 1);
+        CHECK(rules[0].tokens[0].op == op);
+        CHECK(rules[0].tokens[0].value == "sd*");
+    }
+    auto bad = parse_udev_rules_text("t.rules", "KERNEL~\"sd*\"\n");
+    REQUIRE(bad.size() == 1);
+    CHECK(bad[0].error == "expected an operator after KERNEL");
+}
