@@ -24,6 +24,7 @@
 #include "systemd/notify.hpp"
 #include "udev/discovery.hpp"
 #include "udev/monitor.hpp"
+#include "udev/owned.hpp"
 
 namespace blkpolicy::agent {
 
@@ -46,11 +47,6 @@ public:
           sysfs_(o.sysfs_root),
           state_(o.state_dir),
           reconciler_(sysfs_, state_, *log_, running_kernel_version()) {}
-
-    ~Daemon() {
-        for (auto* s : sources_) sd_event_source_unref(s);
-        if (event_) sd_event_unref(event_);
-    }
 
     int run() {
         auto loaded = load_policy_from(opts_.policies);
@@ -77,7 +73,7 @@ public:
         // Devices found at start were added before: not in a driver's setup.
         full_pass(Trigger::verify);
         systemd::notify_ready(status_line());
-        int r = sd_event_loop(event_);
+        int r = sd_event_loop(event_.get());
         if (report_pending_) write_reports();  // the last results, not those of a gap ago
         systemd::notify_stopping();
         log_->log(LOG_INFO, "blkpolicy stopped");
@@ -98,17 +94,19 @@ private:
     }
 
     int setup() {
-        int r = sd_event_default(&event_);
+        sd_event* event = nullptr;
+        int r = sd_event_default(&event);
         if (r < 0) return r;
+        event_.reset(event);
         sigset_t mask;
         sigemptyset(&mask);
         for (int sig : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&mask, sig);
         if (sigprocmask(SIG_BLOCK, &mask, nullptr) < 0) return -errno;
         // Sources added without a handle float: the loop owns and frees them.
         for (int sig : {SIGTERM, SIGINT}) {
-            if ((r = sd_event_add_signal(event_, nullptr, sig, &Daemon::on_stop, this)) < 0) return r;
+            if ((r = sd_event_add_signal(event, nullptr, sig, &Daemon::on_stop, this)) < 0) return r;
         }
-        if ((r = sd_event_add_signal(event_, nullptr, SIGHUP, &Daemon::on_reload, this)) < 0) return r;
+        if ((r = sd_event_add_signal(event, nullptr, SIGHUP, &Daemon::on_reload, this)) < 0) return r;
 
         try {
             kernel_monitor_ = std::make_unique<udev::Monitor>(udev::EventSource::kernel, opts_.receive_buffer);
@@ -122,26 +120,28 @@ private:
         watches_[1] = {this, udev_monitor_.get()};
         for (auto& w : watches_) {
             if (!w.monitor) continue;
-            if ((r = sd_event_add_io(event_, nullptr, w.monitor->fd(), EPOLLIN, &Daemon::on_uevent, &w)) < 0) return r;
+            if ((r = sd_event_add_io(event, nullptr, w.monitor->fd(), EPOLLIN, &Daemon::on_uevent, &w)) < 0) return r;
         }
         if (!udev_monitor_)
             log_->log(LOG_INFO, "udevd is not running: reacting to kernel uevents only");
 
-        if ((r = sd_event_add_defer(event_, &defer_, &Daemon::on_defer, this)) < 0) return r;
-        sources_.push_back(defer_);
+        // Sources with a handle are owned here (sources_); the handles below
+        // borrow from it.
+        const auto keep = [this](int rc, sd_event_source* s, sd_event_source*& handle) {
+            if (rc >= 0) handle = sources_.emplace_back(s).get();
+            return rc;
+        };
+        sd_event_source* s = nullptr;
+        if ((r = keep(sd_event_add_defer(event, &s, &Daemon::on_defer, this), s, defer_)) < 0) return r;
         sd_event_source_set_enabled(defer_, SD_EVENT_OFF);
 
-        if ((r = sd_event_add_time_relative(event_, &timer_, CLOCK_MONOTONIC, interval_usec(), 0,
-                                            &Daemon::on_timer, this)) < 0)
-            return r;
-        sources_.push_back(timer_);
-        if ((r = sd_event_add_time_relative(event_, &report_timer_, CLOCK_MONOTONIC, 0, 0, &Daemon::on_report_timer,
-                                            this)) < 0)
-            return r;
-        sources_.push_back(report_timer_);
+        r = sd_event_add_time_relative(event, &s, CLOCK_MONOTONIC, interval_usec(), 0, &Daemon::on_timer, this);
+        if ((r = keep(r, s, timer_)) < 0) return r;
+        r = sd_event_add_time_relative(event, &s, CLOCK_MONOTONIC, 0, 0, &Daemon::on_report_timer, this);
+        if ((r = keep(r, s, report_timer_)) < 0) return r;
         sd_event_source_set_enabled(report_timer_, SD_EVENT_OFF);
         // WATCHDOG=1 pings at half of WatchdogSec= when the unit sets it.
-        sd_event_set_watchdog(event_, 1);
+        sd_event_set_watchdog(event, 1);
         return 0;
     }
 
@@ -329,15 +329,13 @@ private:
     StateDir state_;
     Reconciler reconciler_;
     std::chrono::milliseconds interval_{30'000};
-    sd_event* event_ = nullptr;
-    sd_event_source* defer_ = nullptr;
+    sd_event_source* defer_ = nullptr;  // these three borrow from sources_
     sd_event_source* timer_ = nullptr;
     sd_event_source* report_timer_ = nullptr;
     static constexpr std::chrono::milliseconds kReportGap{100};
     std::chrono::steady_clock::time_point last_report_{};
     bool report_pending_ = false;
     double last_pass_unix_ = 0;
-    std::vector<sd_event_source*> sources_;
     std::unique_ptr<udev::Monitor> kernel_monitor_;
     std::unique_ptr<udev::Monitor> udev_monitor_;
     Watch watches_[2];
@@ -346,6 +344,10 @@ private:
     std::string last_state_error_;
     std::string last_status_;
     std::string last_metrics_error_;
+    // Last, so they go first: the loop (and the floating sources it owns)
+    // before the monitors and watches its sources point at.
+    udev::Owned<sd_event, sd_event_unref> event_;
+    std::vector<udev::Owned<sd_event_source, sd_event_source_unref>> sources_;
 };
 
 }  // namespace

@@ -22,37 +22,30 @@ static_assert(policy::in_enum_order(kSources));
 const char* to_string(EventSource s) { return policy::name_of(kSources, s); }
 
 Monitor::Monitor(EventSource source, int receive_buffer) : source_(source) {
-    udev_ = udev_new();
+    udev_.reset(udev_new());
     if (!udev_) throw std::runtime_error(std::string("udev_new: ") + std::strerror(errno));
-    monitor_ = udev_monitor_new_from_netlink(udev_, to_string(source));
-    if (!monitor_) {
-        udev_unref(udev_);
+    monitor_.reset(udev_monitor_new_from_netlink(udev_.get(), to_string(source)));
+    if (!monitor_)
         throw std::runtime_error(std::string("cannot open the ") + to_string(source) +
                                  " uevent socket: " + std::strerror(errno));
-    }
-    int r = udev_monitor_filter_add_match_subsystem_devtype(monitor_, "block", "disk");
-    if (r >= 0 && receive_buffer > 0) r = udev_monitor_set_receive_buffer_size(monitor_, receive_buffer);
-    if (r >= 0) r = udev_monitor_enable_receiving(monitor_);
-    if (r < 0) {
-        udev_monitor_unref(monitor_);
-        udev_unref(udev_);
+    auto* m = monitor_.get();
+    int r = udev_monitor_filter_add_match_subsystem_devtype(m, "block", "disk");
+    if (r >= 0 && receive_buffer > 0) r = udev_monitor_set_receive_buffer_size(m, receive_buffer);
+    if (r >= 0) r = udev_monitor_enable_receiving(m);
+    if (r < 0)
         throw std::runtime_error(std::string("cannot listen for ") + to_string(source) +
                                  " uevents: " + std::strerror(-r));
-    }
 }
 
-Monitor::~Monitor() {
-    udev_monitor_unref(monitor_);
-    udev_unref(udev_);
-}
+Monitor::~Monitor() = default;
 
-int Monitor::fd() const { return udev_monitor_get_fd(monitor_); }
+int Monitor::fd() const { return udev_monitor_get_fd(monitor_.get()); }
 
 std::vector<Uevent> Monitor::drain(bool& overflow) {
     std::vector<Uevent> out;
     for (;;) {
         errno = 0;
-        struct udev_device* d = udev_monitor_receive_device(monitor_);
+        Owned<struct ::udev_device, ::udev_device_unref> d{udev_monitor_receive_device(monitor_.get())};
         if (!d) {
             if (errno == ENOBUFS) {
                 overflow = true;
@@ -60,10 +53,9 @@ std::vector<Uevent> Monitor::drain(bool& overflow) {
             }
             break;  // EAGAIN: drained (or a malformed message was dropped)
         }
-        const char* action = udev_device_get_action(d);
-        const char* name = udev_device_get_sysname(d);
+        const char* action = udev_device_get_action(d.get());
+        const char* name = udev_device_get_sysname(d.get());
         if (action && name && valid_device_name(name)) out.push_back({action, name, source_});
-        udev_device_unref(d);
     }
     return out;
 }

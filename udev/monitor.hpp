@@ -2,12 +2,11 @@
 // (sent after udevd ran its rules).
 #pragma once
 
-#include <memory>
+#include <libudev.h>
 #include <string>
 #include <vector>
 
-struct udev;
-struct udev_monitor;
+#include "udev/owned.hpp"
 
 namespace blkpolicy::udev {
 
@@ -38,8 +37,9 @@ public:
 
 private:
     EventSource source_;
-    struct udev* udev_ = nullptr;
-    struct udev_monitor* monitor_ = nullptr;
+    // Declared in this order so the monitor goes before its context.
+    Owned<struct ::udev, ::udev_unref> udev_;
+    Owned<struct ::udev_monitor, ::udev_monitor_unref> monitor_;
 };
 
 // True when a unix socket of that type accepts a connection at `path`.
