@@ -127,18 +127,18 @@ private:
 
         // Sources with a handle are owned here (sources_); the handles below
         // borrow from it.
-        const auto keep = [this](int rc, sd_event_source* s, sd_event_source*& handle) {
-            if (rc >= 0) handle = sources_.emplace_back(s).get();
-            return rc;
-        };
+        const auto keep = [this](sd_event_source* s) { return sources_.emplace_back(s).get(); };
         sd_event_source* s = nullptr;
-        if ((r = keep(sd_event_add_defer(event, &s, &Daemon::on_defer, this), s, defer_)) < 0) return r;
+        if ((r = sd_event_add_defer(event, &s, &Daemon::on_defer, this)) < 0) return r;
+        defer_ = keep(s);
         sd_event_source_set_enabled(defer_, SD_EVENT_OFF);
 
         r = sd_event_add_time_relative(event, &s, CLOCK_MONOTONIC, interval_usec(), 0, &Daemon::on_timer, this);
-        if ((r = keep(r, s, timer_)) < 0) return r;
+        if (r < 0) return r;
+        timer_ = keep(s);
         r = sd_event_add_time_relative(event, &s, CLOCK_MONOTONIC, 0, 0, &Daemon::on_report_timer, this);
-        if ((r = keep(r, s, report_timer_)) < 0) return r;
+        if (r < 0) return r;
+        report_timer_ = keep(s);
         sd_event_source_set_enabled(report_timer_, SD_EVENT_OFF);
         // WATCHDOG=1 pings at half of WatchdogSec= when the unit sets it.
         sd_event_set_watchdog(event, 1);
