@@ -91,13 +91,18 @@ TEST_CASE("daemon: a device created while it runs gets its values from the ueven
     const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
     CHECK(applied);
     MESSAGE("values in place " << ms << " ms after the loop device was created and bound");
-    REQUIRE(d.wait_journal(alert_is(loop.name(), "applied", "read_ahead_kb"), 5s));
-    auto e = find_alert(d, loop.name(), "applied", "read_ahead_kb");
+    // The scheduler differs at first sight whenever the daemon looks (none
+    // on a new loop device); read_ahead_kb may already be 128 when the add
+    // event is handled before the file is bound (seen in CI under load),
+    // and the bind's limits commit then raises it: re-applied, but not as
+    // a first "applied".
+    REQUIRE(d.wait_journal(alert_is(loop.name(), "applied", "scheduler"), 5s));
+    auto e = find_alert(d, loop.name(), "applied", "scheduler");
     CHECK(e["SYSLOG_IDENTIFIER"] == "blkpolicy");
     CHECK(e["MESSAGE_ID"] == "7c0ba1f3a4d94f0e9b6c2d8e51a0f301");
     CHECK(e["PRIORITY"] == "6");
-    CHECK(e["BLKPOLICY_EXPECTED"] == "128");
-    CHECK(e["BLKPOLICY_ACTUAL"] == "128");
+    CHECK(e["BLKPOLICY_EXPECTED"] == "mq-deadline");
+    CHECK(e["BLKPOLICY_ACTUAL"] == "mq-deadline");
     CHECK(e["BLKPOLICY_RULE"].rfind("test loops (", 0) == 0);
     CHECK(d.alive());
 }
