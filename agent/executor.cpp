@@ -2,7 +2,6 @@
 
 #include <cerrno>
 
-#include "policy/attributes.hpp"
 #include "policy/names.hpp"
 #include "policy/values.hpp"
 #include "udev/discovery.hpp"
@@ -150,7 +149,7 @@ private:
     // read_ahead_kb; a scheduler switch resets nr_requests and iosched/ and
     // can turn a default wbt off.
     void note_write(const Action& a) {
-        if (const auto spec = policy::find_attribute(a.attribute); spec && spec->limits_commit) limits_written_ = true;
+        if (a.limits_commit) limits_written_ = true;
         if (a.attribute == "scheduler") scheduler_written_ = true;
     }
     bool disturbed(const Action& a) const {

@@ -174,6 +174,7 @@ DevicePlan plan_device(const Policy& policy, const DeviceFacts& facts, const Val
         a.attribute = key;
         a.path = spec->path;
         a.phase = spec->phase;
+        a.limits_commit = spec->limits_commit;
         a.rank = write_rank(*spec);
         a.rule = w.rule;
         a.overridden = w.overridden;
@@ -206,8 +207,7 @@ DevicePlan plan_device(const Policy& policy, const DeviceFacts& facts, const Val
     bool scheduler_switch = false;
     std::string final_scheduler = facts.scheduler;
     for (auto& a : plan.actions) {
-        auto spec = find_attribute(a.attribute);
-        if (a.kind == ActionKind::write && spec->limits_commit) limits_written = true;
+        if (a.kind == ActionKind::write && a.limits_commit) limits_written = true;
         if (a.attribute == "scheduler" && a.kind == ActionKind::write) {
             scheduler_switch = true;
             final_scheduler = a.expected;

@@ -27,6 +27,7 @@ struct Action {
     std::string attribute;  // policy key
     std::string path;       // relative to the device's sysfs directory
     Phase phase = Phase::late;
+    bool limits_commit = false;  // from the attribute table: the write recomputes read_ahead_kb
     int rank = 0;            // write order
     std::string current;     // normalised value at plan time; empty when absent
     std::string desired;     // as the policy says it ("bfq", "default", "128")
