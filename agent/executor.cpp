@@ -62,6 +62,7 @@ private:
     // the retained latency is a silent no-op; writing 0 first makes it stick.
     int write(const Action& a, const std::string& value, const std::string& before) {
         if (a.attribute == "wbt_lat_usec" && value != "0" && (before == "0" || a.zero_first)) {
+            policy::kernel_row("wbt-store:retained-value-noop");
             if (int err = sysfs_.write(dir_ + a.path, "0")) return err;
         }
         return sysfs_.write(dir_ + a.path, value);
@@ -152,11 +153,12 @@ private:
         if (a.limits_commit) limits_written_ = true;
         if (a.attribute == "scheduler") scheduler_written_ = true;
     }
+    // The kernel rows say which writes move which attribute; the executor
+    // does not know the kernel's version, so every such row counts.
     bool disturbed(const Action& a) const {
-        if (a.attribute == "read_ahead_kb") return limits_written_;
-        if (a.attribute == "nr_requests" || a.attribute == "wbt_lat_usec" || a.attribute.rfind("iosched.", 0) == 0)
-            return scheduler_written_;
-        return false;
+        using policy::WriteCause;
+        return (limits_written_ && policy::disturbed_by(WriteCause::limits_commit, a.attribute, {})) ||
+               (scheduler_written_ && policy::disturbed_by(WriteCause::scheduler_switch, a.attribute, {}));
     }
 
     // Reads everything back. What differs (undone by a later write, or never

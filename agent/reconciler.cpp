@@ -89,7 +89,9 @@ AlertKind Reconciler::classify(const std::string& device, const Action& a, const
         if (computed && std::to_string(*computed) == a.current) return AlertKind::reverted;
     }
     if (a.attribute == "wbt_lat_usec") {
-        if (a.current == "0" && policy::value_of(values, "scheduler") == "bfq") return AlertKind::reverted;
+        if (a.current == "0" && policy::value_of(values, "scheduler") == "bfq" &&
+            policy::disturbed_by(policy::WriteCause::scheduler_switch, a.attribute, kernel_))
+            return AlertKind::reverted;
         if (a.current == std::to_string(policy::wbt_default_usec(rotational))) return AlertKind::reverted;
     }
     return AlertKind::drift;

@@ -113,6 +113,5 @@ const std::vector<std::string>& known_schedulers() {
 
 int write_rank(const AttributeSpec& spec) { return static_cast<int>(spec.phase) * 100 + spec.order; }
 
-std::int64_t wbt_default_usec(bool rotational) { return rotational ? 75000 : 2000; }
 
 }  // namespace blkpolicy::policy

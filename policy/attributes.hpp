@@ -61,8 +61,4 @@ const std::vector<std::string>& known_schedulers();
 // Rank for sorting actions into write order.
 int write_rank(const AttributeSpec& spec);
 
-// The wbt latency the kernel picks on its own (block/blk-wbt.c
-// wbt_default_latency_nsec): 75 ms for rotational queues, 2 ms otherwise.
-std::int64_t wbt_default_usec(bool rotational);
-
 }  // namespace blkpolicy::policy

@@ -32,28 +32,23 @@ void derive_read_ahead(Explanation& e, const Values& v, const ExplainContext& ct
                 {"queue/max_sectors_kb", value_of(v, "max_sectors_kb")}};
     const auto& k = ctx.kernel;
     const std::string kv = "kernel " + version_text(k) + ": ";
+    const auto& on_commit = kernel_row_for("readahead-on-commit", k);
+    e.kernel_rule = on_commit.id;
     auto computed = kernel_readahead_kb(k, rot, io_opt, max_kb);
     if (!computed) {
-        e.kernel_rule = "readahead-on-commit:untouched";
-        e.kernel_default = std::to_string(std::max<std::int64_t>(2 * (io_opt / 1024), 128));
+        e.kernel_default = std::to_string(registration_readahead_kb(io_opt));
         e.derivation = kv + "max(2 x optimal_io_size, 128 KiB), computed once when the disk is registered";
         e.disturbs = "nothing recomputes it after registration on this kernel";
         return;
     }
     e.kernel_default = std::to_string(*computed);
-    if (k.at_least(6, 17) && rot && io_opt == 0)
+    if (rot && io_opt == 0 && kernel_row_for("readahead-default", k).answer() == "2x-max-sectors")
         e.derivation = kv + "the queue is rotational and has no optimal_io_size, so 2 x max_sectors_kb = 2 x " +
                        std::to_string(max_kb) + " = " + e.kernel_default + " KiB (6.17+)";
     else
         e.derivation = kv + "max(2 x optimal_io_size, 128 KiB) = " + e.kernel_default + " KiB";
     const std::string commits = "every queue-limits commit (writing max_sectors_kb, rotational, discard_max_bytes, "
                                 "write_cache, add_random, iostats; a rescan; a stacked device recomputing)";
-    switch (readahead_on_commit(k)) {
-        case ReadaheadOnCommit::untouched: break;
-        case ReadaheadOnCommit::reset: e.kernel_rule = "readahead-on-commit:reset"; break;
-        case ReadaheadOnCommit::raise: e.kernel_rule = "readahead-on-commit:raise"; break;
-        case ReadaheadOnCommit::unknown: e.kernel_rule = "readahead-on-commit:unknown"; break;
-    }
     switch (readahead_on_commit(k)) {
         case ReadaheadOnCommit::raise:
             e.disturbs = commits + " raises it to at least " + e.kernel_default + "; a larger value is kept (6.15+" +
@@ -78,11 +73,19 @@ struct RotationalDefault {
     std::string why;
 };
 
+// Why the kernel made the queue rotational or not, by the kernel row that
+// decides it for this kind of device.
 RotationalDefault rotational_default(const DeviceFacts& f, const Values& v, const ExplainContext& ctx) {
-    if (f.driver == "virtio_blk")
+    if (f.driver == "virtio_blk") {
+        rotational_row(RotationalSource::virtio_blk);
         return {true, "virtio_blk always reports rotational: the host tells the guest nothing about the medium"};
-    if (f.driver == "nvme") return {false, "NVMe namespaces are non-rotational"};
+    }
+    if (f.driver == "nvme") {
+        rotational_row(RotationalSource::nvme);
+        return {false, "NVMe namespaces are non-rotational"};
+    }
     if (f.driver == "sd") {
+        rotational_row(ctx.rotation_rate ? RotationalSource::sd_vpd_b1 : RotationalSource::sd_no_vpd);
         if (!ctx.rotation_rate)
             return {true, "sd found no Block Device Characteristics VPD page (B1h), so the disk claims to spin"};
         if (*ctx.rotation_rate == 1) return {false, "sd read medium rotation rate 1 (non-rotating) from VPD page B1h"};
@@ -92,6 +95,7 @@ RotationalDefault rotational_default(const DeviceFacts& f, const Values& v, cons
                           " from VPD page B1h, so the disk spins"};
     }
     if (f.stack == Stack::loop) {
+        rotational_row(f.loop_backing_file.empty() ? RotationalSource::loop_unbound : RotationalSource::loop_backing);
         if (f.loop_backing_file.empty()) {
             const bool rot = loop_created_rotational(ctx.kernel);
             return {rot, std::string("an unbound loop device starts ") +
@@ -105,6 +109,7 @@ RotationalDefault rotational_default(const DeviceFacts& f, const Values& v, cons
                                              (*ctx.backing_rotational ? " (rotational)" : " (non-rotational)")};
     }
     if (f.stack == Stack::dm || f.stack == Stack::md) {
+        rotational_row(RotationalSource::stacked);
         if (ctx.lowers_rotational.empty()) return {std::nullopt, "stacked on nothing the kernel shows"};
         bool any = false;
         std::string which;
@@ -114,6 +119,7 @@ RotationalDefault rotational_default(const DeviceFacts& f, const Values& v, cons
         }
         return {any, "rotational when any device below is (" + which + "), combined at each table load or array start"};
     }
+    rotational_row(RotationalSource::driver);
     return {value_of(v, "rotational") == "1", "reported by the driver"};
 }
 
@@ -133,7 +139,7 @@ void derive_wbt(Explanation& e, const DeviceFacts& f, const Values& v, const Exp
                                                              : "non-rotational (6.11+), so it keeps 2000 after attach");
     e.derivation += "; rotational is " + value_of(v, "rotational") + " now, so -1 or \"default\" would give " +
                     std::to_string(wbt_default_usec(rot_now));
-    e.kernel_rule = bfq_off_wbt_reads_zero(ctx.kernel) ? "bfq-off-wbt-reads:0" : "bfq-off-wbt-reads:latency";
+    e.kernel_rule = kernel_row_for("bfq-off-wbt-reads", ctx.kernel).id;
     e.disturbs = std::string("switching to bfq turns a default wbt off (reads 0") +
                  (bfq_off_wbt_reads_zero(ctx.kernel) ? ")" : "; this kernel still shows the old latency, debugfs tells)") +
                  " and leaving bfq turns it back on; a manual value survives scheduler switches; writing the value "
@@ -147,16 +153,20 @@ void derive_scheduler(Explanation& e, const DeviceFacts& f, const Values& v, con
     if (ctx.loadable_schedulers)
         e.inputs.push_back({"loadable as modules", ctx.loadable_schedulers->empty() ? "-" : join(*ctx.loadable_schedulers, " ")});
     if (ctx.hw_queues == 0) {
+        scheduler_default_row(SchedulerDefault::bio_based);
         e.derivation = "bio-based queue: no scheduler here; the devices below schedule the requests";
         return;
     }
     if (f.stack == Stack::loop) {
+        scheduler_default_row(SchedulerDefault::loop_none);
         e.kernel_default = "none";
         e.derivation = "the loop driver asks for no scheduler by default (BLK_MQ_F_NO_SCHED_BY_DEFAULT)";
     } else if (ctx.hw_queues == 1) {
+        scheduler_default_row(SchedulerDefault::one_queue_mq_deadline);
         e.kernel_default = "mq-deadline";
         e.derivation = "one hardware queue: the kernel picks mq-deadline when it is available";
     } else if (ctx.hw_queues > 1) {
+        scheduler_default_row(SchedulerDefault::many_queues_none);
         e.kernel_default = "none";
         e.derivation = std::to_string(ctx.hw_queues) + " hardware queues: the kernel picks none";
     }
@@ -193,7 +203,7 @@ void derive_rotational(Explanation& e, const DeviceFacts& f, const Values& v, co
 
 void derive_write_cache(Explanation& e, const DeviceFacts& f) {
     e.inputs = {{"cache_type (the device's own)", f.cache_type.empty() ? "-" : f.cache_type}};
-    if (!f.cache_type.empty()) e.kernel_default = f.cache_type.rfind("write back", 0) == 0 ? "write back" : "write through";
+    if (!f.cache_type.empty()) e.kernel_default = write_cache_readback(f.cache_type).value_or("write through");
     e.derivation = "follows the device's own cache mode; writing it only tells the kernel whether to send flushes";
     e.disturbs = "\"write through\" on a volatile cache drops every flush: fsync still returns 0";
 }

@@ -1,9 +1,209 @@
 #include "policy/kernel.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <charconv>
+#include <stdexcept>
+
+#include "policy/names.hpp"
 
 namespace blkpolicy::policy {
+
+namespace {
+
+constexpr Named<KnownBy> kKnownBy[] = {
+    {KnownBy::always, "always"},
+    {KnownBy::version, "version"},
+    {KnownBy::version_and_probe, "version+probe"},
+    {KnownBy::probe, "probe"},
+    {KnownBy::read_back, "read-back"},
+};
+static_assert(in_enum_order(kKnownBy));
+
+constexpr VersionRange kEvery{};
+constexpr VersionRange kUnused{{}, {}, false};
+constexpr VersionRange from(int ma, int mi, int pa = 0) { return {{ma, mi, pa}, {}}; }
+constexpr VersionRange before(int ma, int mi) { return {{}, {ma, mi, 0}}; }
+constexpr VersionRange between(KernelVersion a, KernelVersion b) { return {a, b}; }
+
+constexpr std::string_view kAll3 = "6.1.0 (Debian 12), 6.12.117 (Debian 13), 6.18.44 (host)";
+constexpr std::string_view kGuests = "6.1.0 (Debian 12), 6.12.117 (Debian 13)";
+
+// The rows of one question are listed together, most specific first: the
+// first row whose versions hold answers it.
+constexpr KernelRow kRows[] = {
+    // What a queue-limits commit does to read_ahead_kb.
+    {"readahead-on-commit:raise",
+     "a queue-limits commit raises read_ahead_kb to the computed value and keeps a larger one",
+     {from(6, 15), between({6, 12, 117}, {6, 13, 0})}, KnownBy::version,
+     "the release: 6.15 and later, and the 6.12 stable series from the release it was observed on",
+     "6.12.117 (Debian 13, the 6.15 rule carried back), 6.18.44 (host)", WriteCause::none, "",
+     "blk_apply_bdi_limits, block/blk-settings.c"},
+    {"readahead-on-commit:unknown",
+     "a stable series that may or may not carry the 6.15 \"only raise\" rule back",
+     {between({6, 12, 0}, {6, 12, 117}), between({6, 14, 0}, {6, 15, 0})}, KnownBy::read_back,
+     "not known from the release: every write is read back and a changed read_ahead_kb written again", "",
+     WriteCause::none, "", "blk_apply_bdi_limits, block/blk-settings.c"},
+    {"readahead-on-commit:reset", "a queue-limits commit sets read_ahead_kb to the computed value, lowering a larger one",
+     {between({6, 9, 0}, {6, 12, 0}), between({6, 13, 0}, {6, 14, 0})}, KnownBy::version,
+     "the release: 6.9 to 6.13 (the 6.12 and 6.14 series are rows of their own)", "",
+     WriteCause::none, "", "blk_apply_bdi_limits, block/blk-settings.c"},
+    {"readahead-on-commit:untouched", "read_ahead_kb is computed once, when the disk is registered",
+     {before(6, 9), kUnused}, KnownBy::version, "the release: before 6.9", "6.1.0 (Debian 12)", WriteCause::none, "",
+     "blk_register_queue, block/blk-sysfs.c"},
+
+    // The read_ahead_kb the kernel computes.
+    {"readahead-default:2x-max-sectors",
+     "a rotational queue without optimal_io_size gets 2 x max_sectors_kb", {from(6, 17), kUnused}, KnownBy::version,
+     "the release: 6.17 and later", "6.18.44 (host: a bound loop reads 2560 = 2 x 1280)", WriteCause::none, "",
+     "blk_apply_bdi_limits, block/blk-settings.c"},
+    {"readahead-default:2x-io-opt", "max(2 x optimal_io_size, 128 KiB)", {kEvery, kUnused}, KnownBy::always, "", kAll3,
+     WriteCause::none, "", "blk_apply_bdi_limits, block/blk-settings.c"},
+    {"read-ahead:whole-pages", "a written read_ahead_kb reads back rounded down to whole pages", {kEvery, kUnused},
+     KnownBy::always, "the page size, from sysconf", "6.18.44 (host: 99999999 reads 99999996)", WriteCause::none, "",
+     "queue_ra_store, block/blk-sysfs.c"},
+
+    // What a write disturbs.
+    {"limits-commit:recomputes-read-ahead",
+     "writing max_sectors_kb, rotational, discard_max_bytes, add_random, iostats or write_cache commits the queue "
+     "limits, which recomputes read_ahead_kb",
+     {from(6, 9), kUnused}, KnownBy::version_and_probe,
+     "the release, and read_ahead_kb is read again after every such write", "6.12.117 (Debian 13), 6.18.44 (host)",
+     WriteCause::limits_commit, "read_ahead_kb", "queue_limits_commit_update, block/blk-settings.c"},
+    {"scheduler-switch:resets-nr-requests", "a scheduler switch sets nr_requests to the default for the new scheduler",
+     {kEvery, kUnused}, KnownBy::always, "nr_requests is read again after a switch", kAll3,
+     WriteCause::scheduler_switch, "nr_requests", "blk_mq_init_sched, block/blk-mq-sched.c"},
+    {"scheduler-switch:recreates-iosched", "a scheduler switch recreates iosched/ with the new scheduler's defaults",
+     {kEvery, kUnused}, KnownBy::always, "the tunables are read again after a switch", kAll3,
+     WriteCause::scheduler_switch, "iosched.", "elevator_switch, block/elevator.c"},
+    {"bfq-attach:turns-default-wbt-off",
+     "attaching bfq turns a default wbt off (a manual value stays); leaving bfq turns it back on", {kEvery, kUnused},
+     KnownBy::version_and_probe, "debugfs rqos/wbt/enabled, where debugfs is mounted", kAll3,
+     WriteCause::scheduler_switch, "wbt_lat_usec", "bfq_init_queue, block/bfq-iosched.c; wbt_disable_default"},
+
+    // wbt.
+    {"bfq-off-wbt-reads:0", "after bfq turned a default wbt off, queue/wbt_lat_usec reads 0", {from(6, 2), kUnused},
+     KnownBy::version_and_probe, "the release, and debugfs rqos/wbt/enabled = 3 where debugfs is mounted",
+     "6.12.117 (Debian 13), 6.18.44 (host)", WriteCause::none, "", "queue_wb_lat_show, block/blk-sysfs.c"},
+    {"bfq-off-wbt-reads:latency",
+     "after bfq turned a default wbt off, queue/wbt_lat_usec still reads the old latency", {before(6, 2), kUnused},
+     KnownBy::version_and_probe, "the release, and debugfs rqos/wbt/enabled = 3 where debugfs is mounted",
+     "6.1.0 (Debian 12)", WriteCause::none, "", "queue_wb_lat_show, block/blk-sysfs.c"},
+    {"wbt-default:rotational-at-init",
+     "wbt's default latency is 75000 us if the queue was rotational when wbt started (at registration), else 2000",
+     {kEvery, kUnused}, KnownBy::always, "", kAll3, WriteCause::none, "", "wbt_default_latency_nsec, block/blk-wbt.c"},
+    {"wbt-store:retained-value-noop",
+     "writing the latency wbt already keeps does nothing, even when wbt is off: writing 0 first makes it stick",
+     {kEvery, kUnused}, KnownBy::always, "every write is read back", kAll3, WriteCause::none, "",
+     "wbt_set_lat, block/blk-wbt.c"},
+
+    // Loop devices.
+    {"loop-created-rotational:1", "a new loop device starts rotational (before a file is attached)",
+     {before(6, 11), kUnused}, KnownBy::version, "the release: before 6.11", "6.1.0 (Debian 12: unbound loops read 1)",
+     WriteCause::none, "", "blk_mq_alloc_disk, drivers/block/loop.c"},
+    {"loop-created-rotational:0", "a new loop device starts non-rotational: rotational is a feature loop does not ask for",
+     {from(6, 11), kUnused}, KnownBy::version, "the release: 6.11 and later", "6.12.117 (Debian 13), 6.18.44 (host)",
+     WriteCause::none, "", "loop_add, drivers/block/loop.c"},
+
+    // nr_requests.
+    {"nr-requests-default:scheduler", "with a scheduler: 2 x min(hardware tag depth, 128)", {kEvery, kUnused},
+     KnownBy::probe, "mq/0/nr_tags", kAll3, WriteCause::none, "", "blk_mq_init_sched, block/blk-mq-sched.c"},
+    {"nr-requests-default:none", "without a scheduler: the hardware tag depth", {kEvery, kUnused}, KnownBy::probe,
+     "mq/0/nr_tags", kAll3, WriteCause::none, "", "blk_mq_init_sched, block/blk-mq-sched.c"},
+
+    // Read-backs.
+    {"write-cache:two-words",
+     "queue/write_cache takes any value starting with \"write back\", \"write through\" or \"none\" and reads back "
+     "\"write back\" or \"write through\"",
+     {kEvery, kUnused}, KnownBy::read_back, "every write is read back", "6.18.44 (host)", WriteCause::none, "",
+     "queue_wc_store, block/blk-sysfs.c"},
+    {"rq-affinity:3-ignored", "rq_affinity accepts 3 (any value above 2) without an error and changes nothing", {kEvery, kUnused},
+     KnownBy::read_back, "the policy allows 0-2 only; every write is read back", "6.18.44 (host)", WriteCause::none, "",
+     "queue_rq_affinity_store, block/blk-sysfs.c"},
+
+    // rotational, per driver.
+    {"rotational-default:virtio-blk", "virtio_blk always reports rotational", {kEvery, kUnused}, KnownBy::probe,
+     "the driver, from the device's driver chain", kGuests, WriteCause::none, "", "virtblk_probe, drivers/block/virtio_blk.c"},
+    {"rotational-default:nvme", "NVMe namespaces are non-rotational", {kEvery, kUnused}, KnownBy::probe,
+     "the driver, from the device's driver chain", kGuests, WriteCause::none, "", "nvme_alloc_ns, drivers/nvme/host/core.c"},
+    {"rotational-default:sd-vpd-b1", "sd reads the medium rotation rate from VPD page B1h: 1 is non-rotating",
+     {kEvery, kUnused}, KnownBy::probe, "device/vpd_pgb1", kGuests, WriteCause::none, "",
+     "sd_read_block_characteristics, drivers/scsi/sd.c"},
+    {"rotational-default:sd-no-vpd", "sd without VPD page B1h leaves the disk rotational", {kEvery, kUnused},
+     KnownBy::probe, "device/vpd_pgb1 missing", kGuests, WriteCause::none, "",
+     "sd_read_block_characteristics, drivers/scsi/sd.c"},
+    {"rotational-default:loop-backing", "a bound loop device takes rotational from its backing file's block device",
+     {kEvery, kUnused}, KnownBy::probe, "loop/backing_file and the device its file system is on",
+     "6.12.117 (Debian 13), 6.18.44 (host)", WriteCause::none, "", "loop_update_rotational, drivers/block/loop.c"},
+    {"rotational-default:loop-unbound", "an unbound loop device keeps the flag it was created with (see loop-created-rotational)",
+     {kEvery, kUnused}, KnownBy::version, "the release", kAll3, WriteCause::none, "", "loop_add, drivers/block/loop.c"},
+    {"rotational-default:stacked", "dm and md are rotational when any device below is", {kEvery, kUnused},
+     KnownBy::probe, "slaves/*/queue/rotational", kGuests, WriteCause::none, "",
+     "blk_stack_limits, block/blk-settings.c"},
+    {"rotational-default:driver", "any other driver reports it itself", {kEvery, kUnused}, KnownBy::probe,
+     "queue/rotational", "", WriteCause::none, "", "the driver's probe"},
+
+    // The scheduler picked at registration.
+    {"scheduler-default:loop-none", "the loop driver asks for no scheduler", {kEvery, kUnused}, KnownBy::probe,
+     "the stack kind", kAll3, WriteCause::none, "", "BLK_MQ_F_NO_SCHED_BY_DEFAULT, drivers/block/loop.c"},
+    {"scheduler-default:one-queue-mq-deadline", "one hardware queue: mq-deadline when it is available",
+     {kEvery, kUnused}, KnownBy::probe, "mq/ (hardware queues)", kGuests, WriteCause::none, "",
+     "elevator_get_default, block/elevator.c"},
+    {"scheduler-default:many-queues-none", "several hardware queues: none", {kEvery, kUnused}, KnownBy::probe,
+     "mq/ (hardware queues)", kGuests, WriteCause::none, "", "elevator_get_default, block/elevator.c"},
+    {"scheduler-default:bio-based", "a bio-based queue (md, dm linear/crypt) has no scheduler", {kEvery, kUnused},
+     KnownBy::probe, "no mq/ directory", kGuests, WriteCause::none, "", "blk_alloc_disk, block/genhd.c"},
+};
+constexpr std::size_t kRowCount = sizeof(kRows) / sizeof(kRows[0]);
+
+// Rows of one question sit together, and ids are unique.
+constexpr bool rows_well_formed() {
+    for (std::size_t i = 0; i < kRowCount; ++i) {
+        for (std::size_t j = i + 1; j < kRowCount; ++j) {
+            if (kRows[i].id == kRows[j].id) return false;
+            if (j > i + 1 && kRows[i].question() == kRows[j].question() && kRows[j - 1].question() != kRows[i].question())
+                return false;
+        }
+    }
+    return true;
+}
+static_assert(rows_well_formed());
+
+std::atomic<bool> g_consulted[kRowCount];
+
+const KernelRow& consulted(std::size_t i) {
+    g_consulted[i].store(true, std::memory_order_relaxed);
+    return kRows[i];
+}
+
+}  // namespace
+
+const char* to_string(KnownBy k) { return name_of(kKnownBy, k); }
+
+bool KernelRow::holds_on(const KernelVersion& v) const {
+    return std::any_of(versions.begin(), versions.end(), [&](const VersionRange& r) { return r.contains(v); });
+}
+
+std::span<const KernelRow> kernel_rows() { return kRows; }
+
+const KernelRow& kernel_row(std::string_view id) {
+    for (std::size_t i = 0; i < kRowCount; ++i)
+        if (kRows[i].id == id) return consulted(i);
+    throw std::logic_error("no kernel row " + std::string(id));
+}
+
+const KernelRow& kernel_row_for(std::string_view question, const KernelVersion& v) {
+    for (std::size_t i = 0; i < kRowCount; ++i)
+        if (kRows[i].question() == question && kRows[i].holds_on(v)) return consulted(i);
+    throw std::logic_error("no kernel row answers " + std::string(question));
+}
+
+std::vector<std::string_view> kernel_rows_consulted() {
+    std::vector<std::string_view> out;
+    for (std::size_t i = 0; i < kRowCount; ++i)
+        if (g_consulted[i].load(std::memory_order_relaxed)) out.push_back(kRows[i].id);
+    return out;
+}
 
 std::optional<KernelVersion> parse_kernel_release(std::string_view r) {
     KernelVersion v;
@@ -16,29 +216,101 @@ std::optional<KernelVersion> parse_kernel_release(std::string_view r) {
 }
 
 ReadaheadOnCommit readahead_on_commit(const KernelVersion& v) {
-    if (!v.at_least(6, 9)) return ReadaheadOnCommit::untouched;
-    if (v.at_least(6, 15)) return ReadaheadOnCommit::raise;
-    // Stable series of 6.12 and 6.14 took the "only raise" rule back; from
-    // which stable release is known only where it was observed.
-    if (v.series(6, 12) && v.patch >= 117) return ReadaheadOnCommit::raise;
-    if (v.series(6, 12) || v.series(6, 14)) return ReadaheadOnCommit::unknown;
-    return ReadaheadOnCommit::reset;
+    constexpr Named<ReadaheadOnCommit> kAnswers[] = {
+        {ReadaheadOnCommit::untouched, "untouched"},
+        {ReadaheadOnCommit::reset, "reset"},
+        {ReadaheadOnCommit::raise, "raise"},
+        {ReadaheadOnCommit::unknown, "unknown"},
+    };
+    static_assert(in_enum_order(kAnswers));
+    return *value_named(kAnswers, kernel_row_for("readahead-on-commit", v).answer());
 }
 
-bool bfq_off_wbt_reads_zero(const KernelVersion& v) { return v.at_least(6, 2); }
+bool bfq_off_wbt_reads_zero(const KernelVersion& v) { return kernel_row_for("bfq-off-wbt-reads", v).answer() == "0"; }
 
-bool loop_created_rotational(const KernelVersion& v) { return !v.at_least(6, 11); }
+bool loop_created_rotational(const KernelVersion& v) {
+    return kernel_row_for("loop-created-rotational", v).answer() == "1";
+}
 
 std::int64_t nr_requests_default(std::int64_t hw_tags, bool scheduler_none) {
-    return scheduler_none ? hw_tags : 2 * std::min<std::int64_t>(hw_tags, 128);
+    const auto& row = kernel_row(scheduler_none ? "nr-requests-default:none" : "nr-requests-default:scheduler");
+    return row.answer() == "none" ? hw_tags : 2 * std::min<std::int64_t>(hw_tags, 128);
+}
+
+std::int64_t registration_readahead_kb(std::int64_t optimal_io_bytes) {
+    kernel_row("readahead-default:2x-io-opt");
+    return std::max<std::int64_t>(2 * (optimal_io_bytes / 1024), 128);
 }
 
 std::optional<std::int64_t> kernel_readahead_kb(const KernelVersion& v, bool rotational,
                                                 std::int64_t optimal_io_bytes, std::int64_t max_sectors_kb) {
-    if (!v.at_least(6, 9)) return std::nullopt;
+    if (readahead_on_commit(v) == ReadaheadOnCommit::untouched) return std::nullopt;
     const std::int64_t io_opt_kb = optimal_io_bytes / 1024;
-    if (v.at_least(6, 17) && rotational && io_opt_kb == 0) return 2 * max_sectors_kb;
+    const auto& row = rotational && io_opt_kb == 0 ? kernel_row_for("readahead-default", v)
+                                                   : kernel_row("readahead-default:2x-io-opt");
+    if (row.answer() == "2x-max-sectors") return 2 * max_sectors_kb;
     return std::max<std::int64_t>(2 * io_opt_kb, 128);
+}
+
+std::int64_t wbt_default_usec(bool rotational) {
+    kernel_row("wbt-default:rotational-at-init");
+    return rotational ? 75000 : 2000;
+}
+
+std::int64_t readahead_readback(std::int64_t kb, std::int64_t page_size) {
+    kernel_row("read-ahead:whole-pages");
+    if (page_size < 1024) return kb;
+    const std::int64_t page_kb = page_size / 1024;
+    return (kb / page_kb) * page_kb;
+}
+
+std::optional<std::string> write_cache_readback(std::string_view value) {
+    kernel_row("write-cache:two-words");
+    if (value.starts_with("write back")) return "write back";
+    if (value.starts_with("write through") || value.starts_with("none")) return "write through";
+    return std::nullopt;
+}
+
+bool rq_affinity_write_ignored(std::int64_t value) {
+    kernel_row("rq-affinity:3-ignored");
+    return value > 2;
+}
+
+const KernelRow* disturbed_by(WriteCause cause, std::string_view attribute, const KernelVersion& v) {
+    if (cause == WriteCause::none) return nullptr;
+    for (std::size_t i = 0; i < kRowCount; ++i) {
+        const auto& r = kRows[i];
+        if (r.cause != cause || (v.major != 0 && !r.holds_on(v))) continue;
+        const bool prefix = r.disturbs.ends_with('.');
+        if (prefix ? attribute.starts_with(r.disturbs) : attribute == r.disturbs) return &consulted(i);
+    }
+    return nullptr;
+}
+
+const KernelRow& rotational_row(RotationalSource s) {
+    constexpr Named<RotationalSource> kIds[] = {
+        {RotationalSource::virtio_blk, "rotational-default:virtio-blk"},
+        {RotationalSource::nvme, "rotational-default:nvme"},
+        {RotationalSource::sd_vpd_b1, "rotational-default:sd-vpd-b1"},
+        {RotationalSource::sd_no_vpd, "rotational-default:sd-no-vpd"},
+        {RotationalSource::loop_backing, "rotational-default:loop-backing"},
+        {RotationalSource::loop_unbound, "rotational-default:loop-unbound"},
+        {RotationalSource::stacked, "rotational-default:stacked"},
+        {RotationalSource::driver, "rotational-default:driver"},
+    };
+    static_assert(in_enum_order(kIds));
+    return kernel_row(name_of(kIds, s));
+}
+
+const KernelRow& scheduler_default_row(SchedulerDefault s) {
+    constexpr Named<SchedulerDefault> kIds[] = {
+        {SchedulerDefault::loop_none, "scheduler-default:loop-none"},
+        {SchedulerDefault::one_queue_mq_deadline, "scheduler-default:one-queue-mq-deadline"},
+        {SchedulerDefault::many_queues_none, "scheduler-default:many-queues-none"},
+        {SchedulerDefault::bio_based, "scheduler-default:bio-based"},
+    };
+    static_assert(in_enum_order(kIds));
+    return kernel_row(name_of(kIds, s));
 }
 
 }  // namespace blkpolicy::policy

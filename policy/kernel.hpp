@@ -1,11 +1,19 @@
-// What the kernel computes on its own, per version (KERNEL.md "Source
-// facts"). Pure.
+// What the kernel does on its own, as one table of rows (KERNEL.md): what a
+// write recomputes or resets, how each default is derived, what a value
+// reads back as. Each row says for which kernel versions it holds, how
+// blkpolicy knows it holds on the running kernel, and where it was observed.
+// Everything else (the planner, the executor, the reconciler, explain, the
+// test kernel model) asks these rows through the functions below and keeps
+// no copy of its own. Pure.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace blkpolicy::policy {
 
@@ -15,44 +23,117 @@ struct KernelVersion {
     int patch = 0;  // the stable release (6.12.117 -> 117); 0 when not given
     bool at_least(int ma, int mi) const { return major > ma || (major == ma && minor >= mi); }
     bool series(int ma, int mi) const { return major == ma && minor == mi; }
+    friend constexpr auto operator<=>(const KernelVersion&, const KernelVersion&) = default;
 };
 
 // "6.18.44-fc-v782" -> {6, 18, 44}; nullopt when it does not start with N.N.
 std::optional<KernelVersion> parse_kernel_release(std::string_view release);
 
+// [from, until); an `until` of 0.0 is open-ended, so {} is every version.
+// `used` false marks a row's unused second range.
+struct VersionRange {
+    KernelVersion from;
+    KernelVersion until;
+    bool used = true;
+    constexpr bool contains(const KernelVersion& v) const {
+        return used && !(v < from) && (until.major == 0 || v < until);
+    }
+};
+
+// How blkpolicy knows that a row holds on the running kernel.
+enum class KnownBy {
+    always,             // the same on every kernel it supports
+    version,            // from the kernel release alone
+    version_and_probe,  // the release, and a probe of the kernel's own state confirms it
+    probe,              // only from the device or the kernel (driver, VPD page, backing file, debugfs)
+    read_back,          // cannot know in advance: it reads the value back after writing
+};
+const char* to_string(KnownBy k);
+
+// What a write can disturb: a queue-limits commit, or a scheduler switch.
+enum class WriteCause { none, limits_commit, scheduler_switch };
+
+struct KernelRow {
+    std::string_view id;         // "question:answer"; the rows of one question exclude each other
+    std::string_view behaviour;  // what the kernel does, in a sentence
+    std::array<VersionRange, 2> versions;  // where it holds: either range (the second may be unused)
+    KnownBy known_by;
+    std::string_view how;       // the probe, the read-back, or the version rule
+    std::string_view observed;  // kernels it was seen on, on these machines; empty: from the source only
+    WriteCause cause = WriteCause::none;  // for "a write disturbs" rows: which writes
+    std::string_view disturbs;            // ... and the attribute (a trailing '.' is a prefix: iosched.)
+    std::string_view source;              // kernel function and file
+    bool holds_on(const KernelVersion& v) const;
+    constexpr std::string_view question() const { return id.substr(0, id.find(':')); }
+    constexpr std::string_view answer() const { return id.substr(id.find(':') + 1); }
+};
+
+// Every row, in the order the questions are asked.
+std::span<const KernelRow> kernel_rows();
+// The row with this id (it must exist: ids are compile-time constants).
+const KernelRow& kernel_row(std::string_view id);
+// The first row of a question that holds on `v`.
+const KernelRow& kernel_row_for(std::string_view question, const KernelVersion& v);
+// The rows every call above has returned in this process, for the test that
+// checks each row is exercised by some test.
+std::vector<std::string_view> kernel_rows_consulted();
+
 // How read_ahead_kb behaves when a queue-limits commit (a write of
 // max_sectors_kb, rotational, ...) recomputes it (blk_apply_bdi_limits):
 enum class ReadaheadOnCommit {
-    untouched,  // before 6.9: computed once at registration (observed 6.1.0 Debian 12)
+    untouched,  // before 6.9: computed once at registration
     reset,      // 6.9-6.14 as released: set to the computed value, lowering a larger one
     raise,      // 6.15+, and stable kernels that took the fix back: max(current, computed)
-                // (observed 6.12.117 Debian 13, 6.18.44)
     unknown,    // a stable series that may or may not carry the fix: blkpolicy verifies after writing
 };
 ReadaheadOnCommit readahead_on_commit(const KernelVersion& v);
 
-// Whether a new loop device starts rotational: before 6.11 queues were
-// rotational unless the driver said otherwise (observed 6.1.0: unbound
-// loops read 1, wbt 75000); since 6.11 rotational is a feature a driver
-// opts into and loop does not (observed 6.12.117, 6.18.44: 0, wbt 2000).
-// Attaching a file then takes the flag from the backing store.
+// Whether a new loop device starts rotational (before 6.11 it does).
 bool loop_created_rotational(const KernelVersion& v);
 
-// After bfq turned a default wbt off, queue/wbt_lat_usec reads 0 (6.2+;
-// observed 6.12.117, 6.18.44) or still the old latency (observed 6.1.0
-// Debian 12, where only debugfs rqos/wbt/enabled=3 tells).
+// After bfq turned a default wbt off, whether queue/wbt_lat_usec reads 0
+// (6.2+) or still the old latency (only debugfs rqos/wbt/enabled=3 tells).
 bool bfq_off_wbt_reads_zero(const KernelVersion& v);
 
 // nr_requests when a scheduler is attached (blk_mq_init_sched): twice the
-// hardware tag depth capped at 128 (BLKDEV_DEFAULT_RQ); with none, the tag
-// depth itself. Observed on 6.1.0, 6.12.117 and 6.18.44.
+// hardware tag depth capped at 128; with none, the tag depth itself.
 std::int64_t nr_requests_default(std::int64_t hw_tags, bool scheduler_none);
 
-// The read_ahead_kb a queue-limits commit computes (blk_apply_bdi_limits):
-// 2 x optimal_io_size with a 128 KiB floor, and since 6.17 2 x max_sectors_kb
+// The read_ahead_kb the kernel computes (blk_apply_bdi_limits): 2 x
+// optimal_io_size with a 128 KiB floor, and since 6.17 2 x max_sectors_kb
 // for a rotational queue without an optimal I/O size. nullopt before 6.9,
 // where commits do not touch read_ahead_kb.
 std::optional<std::int64_t> kernel_readahead_kb(const KernelVersion& v, bool rotational,
                                                 std::int64_t optimal_io_bytes, std::int64_t max_sectors_kb);
+// The same on a kernel that computes it only at registration (before 6.9).
+std::int64_t registration_readahead_kb(std::int64_t optimal_io_bytes);
+
+// wbt's default latency, fixed when wbt starts on the queue: 75 ms if the
+// queue was rotational then, else 2 ms.
+std::int64_t wbt_default_usec(bool rotational);
+
+// What read_ahead_kb reads back after writing `kb`: whole pages.
+std::int64_t readahead_readback(std::int64_t kb, std::int64_t page_size);
+
+// What queue/write_cache reads back after writing `value` ("write back" or
+// "write through"; the kernel matches prefixes), nullopt when it refuses it.
+std::optional<std::string> write_cache_readback(std::string_view value);
+
+// Whether writing `value` to rq_affinity is accepted but changes nothing (3, any value above 2).
+bool rq_affinity_write_ignored(std::int64_t value);
+
+// The row behind "a write of this cause can move this attribute" on `v`
+// (v.major == 0: the kernel is not known, every such row counts), or null.
+const KernelRow* disturbed_by(WriteCause cause, std::string_view attribute, const KernelVersion& v);
+
+// The row of the question "rotational-default" that explains how the
+// driver decides (virtio-blk, nvme, sd with and without VPD B1h, loop,
+// dm/md, anything else).
+enum class RotationalSource { virtio_blk, nvme, sd_vpd_b1, sd_no_vpd, loop_backing, loop_unbound, stacked, driver };
+const KernelRow& rotational_row(RotationalSource s);
+
+// The row that picks the default scheduler.
+enum class SchedulerDefault { loop_none, one_queue_mq_deadline, many_queues_none, bio_based };
+const KernelRow& scheduler_default_row(SchedulerDefault s);
 
 }  // namespace blkpolicy::policy

@@ -202,7 +202,8 @@ DevicePlan plan_device(const Policy& policy, const DeviceFacts& facts, const Val
     std::stable_sort(plan.actions.begin(), plan.actions.end(),
                      [](const Action& x, const Action& y) { return x.rank < y.rank; });
 
-    // Side effects of earlier writes on later attributes (KERNEL.md).
+    // Side effects of earlier writes on later attributes: the kernel rows
+    // say which writes move which attribute (policy/kernel).
     bool limits_written = false;
     bool scheduler_switch = false;
     std::string final_scheduler = facts.scheduler;
@@ -213,6 +214,9 @@ DevicePlan plan_device(const Policy& policy, const DeviceFacts& facts, const Val
             final_scheduler = a.expected;
         }
         if (a.kind != ActionKind::write && a.kind != ActionKind::unchanged) continue;
+        const auto* by_switch =
+            scheduler_switch ? disturbed_by(WriteCause::scheduler_switch, a.attribute, ctx.kernel) : nullptr;
+        const auto* by_limits = limits_written ? disturbed_by(WriteCause::limits_commit, a.attribute, ctx.kernel) : nullptr;
 
         if (starts_with(a.attribute, "iosched.")) {
             if (final_scheduler == "none") {
@@ -221,24 +225,24 @@ DevicePlan plan_device(const Policy& policy, const DeviceFacts& facts, const Val
             } else if (a.current.empty() && !scheduler_switch) {
                 a.kind = ActionKind::skip;
                 a.note = "scheduler " + final_scheduler + " has no tunable " + a.attribute.substr(8);
-            } else if (scheduler_switch) {
+            } else if (by_switch) {
                 a.kind = ActionKind::write;
                 a.note = "the switch to " + final_scheduler + " recreates iosched/ with defaults";
             }
-        } else if (a.attribute == "nr_requests" && scheduler_switch) {
+        } else if (a.attribute == "nr_requests" && by_switch) {
             a.kind = ActionKind::write;
             a.note = "the scheduler switch resets nr_requests";
         } else if (a.attribute == "wbt_lat_usec" && a.expected != "0") {
-            if (scheduler_switch && final_scheduler == "bfq") {
+            if (by_switch && final_scheduler == "bfq") {
                 a.kind = ActionKind::write;
                 a.zero_first = true;
                 a.note = "switching to bfq turns default wbt off: written as 0, then the value";
             } else if (a.current == "0") {
+                kernel_row("wbt-store:retained-value-noop");
                 a.zero_first = true;
                 a.note = "wbt is off: written as 0, then the value (the value alone can be a no-op)";
             }
-        } else if (a.attribute == "read_ahead_kb" && limits_written && a.kind == ActionKind::unchanged &&
-                   (ctx.kernel.major == 0 || readahead_on_commit(ctx.kernel) != ReadaheadOnCommit::untouched)) {
+        } else if (a.attribute == "read_ahead_kb" && by_limits && a.kind == ActionKind::unchanged) {
             a.kind = ActionKind::write;
             a.note = "checked again after the limits writes: the kernel can raise read_ahead_kb";
         }

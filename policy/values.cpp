@@ -45,12 +45,6 @@ SchedulerLine parse_scheduler_line(std::string_view line) {
     return out;
 }
 
-std::int64_t readahead_readback(std::int64_t kb, std::int64_t page_size) {
-    if (page_size < 1024) return kb;
-    const std::int64_t page_kb = page_size / 1024;
-    return (kb / page_kb) * page_kb;
-}
-
 std::string normalise_readback(std::string_view attribute, std::string_view raw) {
     if (attribute == "scheduler") return parse_scheduler_line(raw).active;
     return trim(raw);

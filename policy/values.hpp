@@ -24,10 +24,6 @@ struct SchedulerLine {
 };
 SchedulerLine parse_scheduler_line(std::string_view line);
 
-// The kernel keeps read_ahead_kb in pages: a written value reads back rounded
-// down to a whole number of pages.
-std::int64_t readahead_readback(std::int64_t kb, std::int64_t page_size);
-
 // The value of an attribute as it reads back, in the form the policy compares:
 // the bracketed scheduler name, trimmed text otherwise.
 std::string normalise_readback(std::string_view attribute, std::string_view raw);

@@ -291,7 +291,7 @@ TEST_CASE("Linux 6.1: bfq turns a default wbt off while sysfs still shows the la
     t.add_loop("loop0", 0, "/img");
     t.file(t.devpath_of("loop0") + "/queue/wbt_lat_usec", "75000");  // a spinning disk's default
     KernelModelSysfs s(t.root());
-    s.bfq_hides_wbt_off = true;
+    s.kernel = {6, 1, 0};
     const auto policy = policy_of("scheduler = \"bfq\"\nwbt_lat_usec = 75000\n");
 
     SUBCASE("the trap: the latency reads as wanted, writing it is a no-op, wbt stays off") {

@@ -39,26 +39,6 @@ const Values kSpinning = {{"rotational", "1"}, {"scheduler", "none"}, {"nr_reque
 
 }  // namespace
 
-TEST_CASE("kernel releases parse with their stable number") {
-    auto k = parse_kernel_release("6.12.117+deb13-amd64");
-    REQUIRE(k);
-    CHECK(k->major == 6);
-    CHECK(k->minor == 12);
-    CHECK(k->patch == 117);
-    CHECK(parse_kernel_release("6.1.0-50-amd64")->patch == 0);
-    CHECK(parse_kernel_release("6.18")->patch == 0);
-    CHECK_FALSE(parse_kernel_release("linux"));
-}
-
-TEST_CASE("read_ahead_kb on a queue-limits commit, per kernel (observed: 6.1.0, 6.12.117, 6.18.44)") {
-    CHECK(readahead_on_commit({6, 1, 0}) == ReadaheadOnCommit::untouched);
-    CHECK(readahead_on_commit({6, 10, 0}) == ReadaheadOnCommit::reset);
-    CHECK(readahead_on_commit({6, 12, 117}) == ReadaheadOnCommit::raise);  // Debian 13: the 6.15 rule taken back
-    CHECK(readahead_on_commit({6, 12, 10}) == ReadaheadOnCommit::unknown);
-    CHECK(readahead_on_commit({6, 15, 0}) == ReadaheadOnCommit::raise);
-    CHECK(readahead_on_commit({6, 18, 44}) == ReadaheadOnCommit::raise);
-}
-
 TEST_CASE("explain: the rotational flag a driver sets at registration") {
     auto ctx = kernel(6, 12, 117);
     CHECK(explain(disk("virtio_blk"), kSpinning, ctx)["rotational"].kernel_default == "1");
@@ -131,4 +111,24 @@ TEST_CASE("explain: nr_requests from the hardware queue depth and the scheduler"
 TEST_CASE("explain: a loop device gets no scheduler by default") {
     auto e = explain(disk("", Stack::loop), {{"scheduler", "none"}}, kernel(6, 12))["scheduler"];
     CHECK(e.kernel_default == "none");
+}
+
+TEST_CASE("explain: the scheduler the kernel picks from the hardware queues") {
+    auto ctx = kernel(6, 12);
+    ctx.hw_queues = 1;  // AHCI
+    auto one = explain(disk("sd"), {{"scheduler", "mq-deadline"}}, ctx)["scheduler"];
+    CHECK(one.kernel_default == "mq-deadline");
+    CHECK(one.derivation == "one hardware queue: the kernel picks mq-deadline when it is available");
+    ctx.hw_queues = 4;
+    CHECK(explain(disk("nvme"), {{"scheduler", "none"}}, ctx)["scheduler"].kernel_default == "none");
+    ctx.hw_queues = 0;  // md, bio-based dm
+    auto bio = explain(disk("", Stack::md), {{"scheduler", "none"}}, ctx)["scheduler"];
+    CHECK(bio.kernel_default.empty());
+    CHECK(bio.derivation == "bio-based queue: no scheduler here; the devices below schedule the requests");
+}
+
+TEST_CASE("explain: a driver blkpolicy knows nothing special about reports rotational itself") {
+    auto e = explain(disk("mmcblk"), {{"rotational", "0"}}, kernel(6, 12))["rotational"];
+    CHECK(e.kernel_default == "0");
+    CHECK(e.derivation == "reported by the driver");
 }

@@ -33,15 +33,6 @@ TEST_CASE("scheduler lines: offered names and the bracketed active one") {
     CHECK(parse_scheduler_line("none").active.empty());
 }
 
-TEST_CASE("read_ahead_kb reads back rounded down to whole pages") {
-    const struct {
-        std::int64_t kb, page, out;
-    } cases[] = {
-        {128, 4096, 128}, {99999999, 4096, 99999996}, {6, 4096, 4}, {3, 4096, 0}, {100, 16384, 96}, {7, 65536, 0},
-    };
-    for (const auto& c : cases) CHECK(readahead_readback(c.kb, c.page) == c.out);
-}
-
 TEST_CASE("normalise_readback") {
     CHECK(normalise_readback("scheduler", "[none] mq-deadline\n") == "none");
     CHECK(normalise_readback("write_cache", "write through\n") == "write through");

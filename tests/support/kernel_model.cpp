@@ -19,8 +19,6 @@ const std::map<std::string, std::map<std::string, std::string>> kIoschedDefaults
     {"bfq", {{"slice_idle", "8"}, {"low_latency", "1"}}},
     {"kyber", {{"read_lat_nsec", "2000000"}, {"write_lat_nsec", "10000000"}}},
 };
-const std::map<std::string, std::string> kNrRequests = {
-    {"none", "128"}, {"mq-deadline", "256"}, {"bfq", "256"}, {"kyber", "256"}};
 }  // namespace
 
 namespace {
@@ -90,7 +88,8 @@ int KernelModelSysfs::simulate(const std::string& dev, const std::string& attr, 
         std::string out;
         for (const auto& s : line.offered) out += (s == want ? "[" + s + "]" : s) + " ";
         put("scheduler", trim(out));
-        put("nr_requests", kNrRequests.at(want));
+        const auto tags = parse_int(trim(udev::Sysfs::read("block/" + dev + "/mq/0/nr_tags").value)).value_or(128);
+        put("nr_requests", std::to_string(policy::nr_requests_default(tags, want == "none")));
         std::filesystem::remove_all(root() / (q + "iosched"));
         if (auto d = kIoschedDefaults.find(want); d != kIoschedDefaults.end()) {
             std::filesystem::create_directories(root() / (q + "iosched"));
@@ -98,7 +97,7 @@ int KernelModelSysfs::simulate(const std::string& dev, const std::string& attr, 
         }
         if (want == "bfq" && wbt.state == 1) {
             wbt.state = 3;
-            if (!bfq_hides_wbt_off) put("wbt_lat_usec", "0");
+            if (policy::bfq_off_wbt_reads_zero(kernel)) put("wbt_lat_usec", "0");
         } else if (line.active == "bfq" && wbt.state == 3) {
             wbt.state = 1;
             put("wbt_lat_usec", std::to_string(wbt.lat));
@@ -110,7 +109,7 @@ int KernelModelSysfs::simulate(const std::string& dev, const std::string& attr, 
         auto v = parse_int(value);
         if (!v || *v < -1) return EINVAL;
         long n = static_cast<long>(*v);
-        if (n == -1) n = get("rotational") == "1" ? 75000 : 2000;
+        if (n == -1) n = policy::wbt_default_usec(get("rotational") == "1");
         if (n == wbt.lat) return 0;  // the retained value: silently nothing
         wbt.lat = n;
         wbt.state = n == 0 ? 4 : 2;
@@ -124,15 +123,15 @@ int KernelModelSysfs::simulate(const std::string& dev, const std::string& attr, 
     }
     std::string written(value);
     if (attr == "queue/write_cache") {  // reads back as one of two words; the write is a limits commit
-        if (written.rfind("write back", 0) == 0) written = "write back";
-        else if (written.rfind("write through", 0) == 0 || written.rfind("none", 0) == 0) written = "write through";
-        else return EINVAL;
+        auto shown = policy::write_cache_readback(written);
+        if (!shown) return EINVAL;
+        written = *shown;
     }
     if (attr == "queue/rq_affinity") {
         auto v = parse_int(value);
-        if (!v) return EINVAL;
-        if (*v >= 0 && *v <= 2) return put("rq_affinity", std::to_string(*v));
-        return 0;  // 3 and friends: accepted, ignored
+        if (!v || *v < 0) return EINVAL;
+        if (policy::rq_affinity_write_ignored(*v)) return 0;
+        return put("rq_affinity", std::to_string(*v));
     }
     if (attr == "queue/max_sectors_kb") {
         auto v = parse_int(value);
@@ -142,9 +141,10 @@ int KernelModelSysfs::simulate(const std::string& dev, const std::string& attr, 
     int err = udev::Sysfs::write("block/" + dev + "/" + attr, written);
     if (err) return err;
     // A limits commit (the attributes the product's table marks) recomputes
-    // read_ahead_kb the way the modelled kernel does.
+    // read_ahead_kb the way the modelled kernel does (the kernel rows).
     const auto spec = attr.rfind("queue/", 0) == 0 ? policy::find_attribute(attr.substr(6)) : std::nullopt;
-    if (spec && spec->path == attr && spec->limits_commit) {
+    if (spec && spec->path == attr && spec->limits_commit &&
+        policy::disturbed_by(policy::WriteCause::limits_commit, "read_ahead_kb", kernel)) {
         const auto computed = policy::kernel_readahead_kb(kernel, get("rotational") == "1",
                                                           parse_int(get("optimal_io_size")).value_or(0),
                                                           parse_int(get("max_sectors_kb")).value_or(0));

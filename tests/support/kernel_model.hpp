@@ -39,12 +39,10 @@ public:
     // device does not list yet loads it (it is listed from then on).
     std::set<std::string> loadable_schedulers;
     // The kernel modelled where behaviour depends on the version: what a
-    // limits commit does to read_ahead_kb (policy::readahead_on_commit and
-    // policy::kernel_readahead_kb, the product's own table).
+    // limits commit does to read_ahead_kb, what a wbt that bfq turned off
+    // reads as (before 6.2 the latency; debugfs shows the state). All from
+    // the product's own kernel rows (policy/kernel).
     policy::KernelVersion kernel{6, 18, 0};
-    // Linux 6.1: a switch to bfq turns a default wbt off, but queue/
-    // wbt_lat_usec keeps showing the latency (debugfs shows the state).
-    bool bfq_hides_wbt_off = false;
     // Keep debugfs rqos/wbt/enabled (kernel/debug/block/NAME/...) up to date.
     bool debugfs = false;
     // 1 on-default, 2 on-manual, 3 off-default, 4 off-manual.
