@@ -77,6 +77,9 @@ Options of explain and audit:
 Options of explain:
       --kernel-release R    derive the kernel's defaults as release R (e.g.
                             6.12.0) would; default: the running kernel
+      --kernel-rules        instead of a device, list what blkpolicy expects
+                            the kernel to do (the rules that hold on this
+                            kernel or on R), how it knows, where each was seen
 
 DEVICE limits plan, apply, status and audit to the named block devices (e.g. sda).
 
@@ -139,6 +142,8 @@ ParseResult parse_command_line(const std::vector<std::string>& args) {
             o.no_policy = true;
         } else if (!only_positional && a == "--all") {
             o.all = true;
+        } else if (!only_positional && a == "--kernel-rules") {
+            o.kernel_rules = true;
         } else if (!only_positional && (a == "-p" || is("--policy"))) {
             auto v = value("--policy");
             if (!v) return r;
@@ -208,6 +213,8 @@ ParseResult parse_command_line(const std::vector<std::string>& args) {
     if (o.no_policy && !o.policies.empty()) r.error = "--no-policy and --policy contradict each other";
     if (o.pid != 0 && o.command != "reload") r.error = "--pid is for reload";
     if (o.all && o.command != "audit") r.error = "--all is for audit";
+    if (o.kernel_rules && o.command != "explain") r.error = "--kernel-rules is for explain";
+    if (o.kernel_rules && !o.devices.empty()) r.error = "explain --kernel-rules takes no device arguments";
     if (o.no_policy && o.command != "explain" && o.command != "audit")
         r.error = "--no-policy is for explain and audit; " + o.command + " needs a policy";
     if (o.udev_rules_dirs.empty()) o.udev_rules_dirs = {"/etc/udev/rules.d", "/run/udev/rules.d",

@@ -22,6 +22,7 @@ struct Options {
     std::vector<std::string> policies;
     bool no_policy = false;  // --no-policy (explain, audit): the kernel side only
     bool all = false;        // --all (audit): also devices without a medium
+    bool kernel_rules = false;  // --kernel-rules (explain): the kernel rows instead of a device
     std::string sysfs_root = "/sys";
     std::string state_dir = "/run/blkpolicy";
     bool json = false;

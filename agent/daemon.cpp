@@ -11,6 +11,8 @@
 #include <set>
 #include <syslog.h>
 #include <systemd/sd-event.h>
+
+#include "util/files.hpp"
 #include <unistd.h>
 
 #include "agent/daemon_report.hpp"
@@ -302,19 +304,20 @@ private:
         report_pending_ = false;
         last_report_ = std::chrono::steady_clock::now();
         const auto text = daemon_json(reconciler_, static_cast<long>(::getpid()), now, reload_).dump(2) + "\n";
-        auto err = write_atomically(opts_.state_dir + "/daemon.json", text);
-        if (!err.empty()) {
+        auto st = util::write_atomically(opts_.state_dir + "/daemon.json", text);
+        if (!st.ok()) {
             // Removed under us (or never made): make it again and retry once.
             std::error_code ec;
             std::filesystem::create_directories(opts_.state_dir, ec);
-            err = write_atomically(opts_.state_dir + "/daemon.json", text);
+            st = util::write_atomically(opts_.state_dir + "/daemon.json", text);
         }
-        if (!err.empty() && err != last_state_error_) log_->log(LOG_WARNING, err);
-        last_state_error_ = err;
+        // Each failure is logged once, not at every pass.
+        if (!st.ok() && st.message() != last_state_error_) log_->log(LOG_WARNING, st.message());
+        last_state_error_ = st.message();
         if (!opts_.metrics_file.empty()) {
-            auto merr = write_atomically(opts_.metrics_file, metrics_text(reconciler_, now));
-            if (!merr.empty() && merr != last_metrics_error_) log_->log(LOG_WARNING, merr);
-            last_metrics_error_ = merr;
+            auto mst = util::write_atomically(opts_.metrics_file, metrics_text(reconciler_, now));
+            if (!mst.ok() && mst.message() != last_metrics_error_) log_->log(LOG_WARNING, mst.message());
+            last_metrics_error_ = mst.message();
         }
     }
 

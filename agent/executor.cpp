@@ -5,6 +5,7 @@
 #include "policy/names.hpp"
 #include "policy/values.hpp"
 #include "udev/discovery.hpp"
+#include "util/files.hpp"
 
 namespace blkpolicy::agent {
 
@@ -54,7 +55,7 @@ private:
     std::string vanished_detail(const Action& a, int err) const {
         if (!sysfs_.exists("block/" + plan_.device)) return "device vanished";
         if (err == ENOENT) return "device has no " + a.path;
-        return "cannot read " + a.path + ": " + udev::errno_text(err);
+        return "cannot read " + a.path + ": " + util::errno_text(err);
     }
 
     // The write itself, with the wbt special case: when wbt reads 0 (off,
@@ -136,7 +137,7 @@ private:
             r.after = r.before;  // a refused write leaves the value as it was
             r.outcome = (werr == ENOENT && !sysfs_.exists("block/" + plan_.device)) ? Outcome::skipped
                                                                                     : Outcome::failed;
-            r.detail = r.outcome == Outcome::skipped ? "device vanished" : "write " + a.value + ": " + udev::errno_text(werr);
+            r.detail = r.outcome == Outcome::skipped ? "device vanished" : "write " + a.value + ": " + util::errno_text(werr);
             if (r.outcome == Outcome::failed && !r.refused.empty()) r.detail = refused_text(r);
             return r;
         }
@@ -182,7 +183,7 @@ private:
             const bool was_unchanged = r.outcome == Outcome::unchanged;
             if (int werr = write(a, value_of(a, r), r.after)) {
                 r.outcome = Outcome::failed;
-                r.detail = "write " + value_of(a, r) + ": " + udev::errno_text(werr);
+                r.detail = "write " + value_of(a, r) + ": " + util::errno_text(werr);
                 continue;
             }
             const std::string undone_to = r.after;

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "policy/udev_import.hpp"
+#include "util/files.hpp"
 
 namespace blkpolicy::agent {
 
@@ -38,12 +39,12 @@ int run_import_udev(const Options& o, std::ostream& out, std::ostream& err) {
     }
     std::vector<policy::UdevRule> rules;
     for (const auto& f : files) {
-        std::string text;
-        if (auto why = read_bounded_file(f, kMaxUdevRulesBytes, "a udev rules file", text); !why.empty()) {
-            err << "blkpolicy: " << f << ": " << why << "\n";
+        auto text = util::read_bounded_file(f, kMaxUdevRulesBytes, "a udev rules file");
+        if (!text.ok()) {
+            err << "blkpolicy: " << f << ": " << text.message() << "\n";
             return kExitRuntime;
         }
-        auto parsed = policy::parse_udev_rules_text(f, text);
+        auto parsed = policy::parse_udev_rules_text(f, *text);
         rules.insert(rules.end(), parsed.begin(), parsed.end());
     }
     auto result = policy::import_udev_rules(rules, files);

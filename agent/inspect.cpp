@@ -183,7 +183,48 @@ void print_explanation(std::ostream& out, const policy::DeviceExplanation& x, co
 
 }  // namespace
 
+namespace {
+
+// explain --kernel-rules: the kernel rows (policy/kernel) that hold on the
+// kernel; --json lists every row with whether it holds.
+int print_kernel_rules(const policy::KernelVersion& k, const std::string& release, bool as_json, std::ostream& out) {
+    if (as_json) {
+        json rows = json::array();
+        for (const auto& r : policy::kernel_rows())
+            rows.push_back({{"id", r.id},
+                            {"holds", r.holds_on(k)},
+                            {"behaviour", r.behaviour},
+                            {"known_by", policy::to_string(r.known_by)},
+                            {"how", r.how},
+                            {"observed", r.observed},
+                            {"source", r.source}});
+        out << json{{"format", kJsonFormatVersion}, {"kernel", release}, {"rules", rows}}.dump(2) << '\n';
+        return kExitOk;
+    }
+    out << "What blkpolicy expects kernel " << release << " to do, and how it knows:\n";
+    for (const auto& r : policy::kernel_rows()) {
+        if (!r.holds_on(k)) continue;
+        out << "\n" << r.id << "\n  " << r.behaviour << "\n  known by: " << policy::to_string(r.known_by);
+        if (!r.how.empty()) out << " (" << r.how << ")";
+        out << "\n  observed: " << (r.observed.empty() ? "not on these machines; from the kernel source" : r.observed);
+        if (!r.source.empty()) out << "\n  source: " << r.source;
+        out << '\n';
+    }
+    return kExitOk;
+}
+
+}  // namespace
+
 int run_explain(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::ostream& err) {
+    if (o.kernel_rules) {
+        std::string release = o.kernel_release.empty() ? running_kernel_release() : o.kernel_release;
+        auto k = policy::parse_kernel_release(release);
+        if (!k) {
+            err << "blkpolicy: --kernel-release wants a release such as 6.12.0, not \"" << release << "\"\n";
+            return kExitUsage;
+        }
+        return print_kernel_rules(*k, release, o.json, out);
+    }
     if (o.devices.empty()) {
         err << "blkpolicy: explain needs a device, e.g. blkpolicy explain sda\nTry 'blkpolicy --help'.\n";
         return kExitUsage;

@@ -1,5 +1,7 @@
 #include "agent/policy_files.hpp"
 
+#include "util/files.hpp"
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -115,44 +117,6 @@ std::string untrusted_reason(const std::string& path, unsigned trusted_uid) {
     return {};
 }
 
-std::string read_bounded_file(const std::string& path, std::size_t limit, const std::string& what, std::string& text) {
-    text.clear();
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) return std::string("cannot read: ") + std::strerror(errno);
-    struct stat st {};
-    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        ::close(fd);
-        return "not a regular file: " + what + " must be one";
-    }
-    auto too_big = [&](std::size_t size) {
-        return "the file is " + std::to_string(size) + " bytes; " + what + " may have at most " +
-               std::to_string(limit >> 20) + " MiB";
-    };
-    if (static_cast<std::size_t>(st.st_size) > limit) {
-        ::close(fd);
-        return too_big(static_cast<std::size_t>(st.st_size));
-    }
-    char buf[65536];
-    std::string err;
-    for (;;) {
-        const ssize_t n = ::read(fd, buf, sizeof buf);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) {
-            err = std::string("cannot read: ") + std::strerror(errno);
-            break;
-        }
-        if (n == 0) break;
-        text.append(buf, static_cast<std::size_t>(n));
-        if (text.size() > limit) {  // grew since fstat
-            err = too_big(text.size()) + " (and growing)";
-            break;
-        }
-    }
-    ::close(fd);
-    if (!err.empty()) text.clear();
-    return err;
-}
-
 policy::LoadResult load_policy_from(const std::vector<std::string>& explicit_paths, const PolicyLocations& defaults) {
     auto list = find_policy_files(explicit_paths, defaults);
     policy::LoadResult result;
@@ -168,12 +132,12 @@ policy::LoadResult load_policy_from(const std::vector<std::string>& explicit_pat
                 continue;
             }
         }
-        std::string text;
-        if (auto err = read_bounded_file(path, policy::kMaxPolicyBytes, "a policy file", text); !err.empty()) {
-            result.errors.push_back(file_error(path, err));
+        auto text = util::read_bounded_file(path, policy::kMaxPolicyBytes, "a policy file");
+        if (!text.ok()) {
+            result.errors.push_back(file_error(path, text.message()));
             continue;
         }
-        sources.push_back({path, std::move(text)});
+        sources.push_back({path, std::move(*text)});
     }
     auto loaded = policy::load_policy(sources);
     result.policy = std::move(loaded.policy);

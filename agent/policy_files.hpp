@@ -37,12 +37,6 @@ PolicyFileList find_policy_files(const std::vector<std::string>& explicit_paths,
 // cannot replace a file they do not own.
 std::string untrusted_reason(const std::string& path, unsigned trusted_uid);
 
-// Reads a whole regular file of at most `limit` bytes into `text`; returns
-// an error message (naming `what`, e.g. "a policy file") otherwise, without
-// reading more than limit + 1 bytes: a huge file, a FIFO or /dev/zero is
-// refused, never read to the end.
-std::string read_bounded_file(const std::string& path, std::size_t limit, const std::string& what, std::string& text);
-
 // Finds, reads and loads; I/O errors are reported like parse errors. As root,
 // files failing untrusted_reason are refused, naming the file and why.
 policy::LoadResult load_policy_from(const std::vector<std::string>& explicit_paths,

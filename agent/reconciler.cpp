@@ -163,7 +163,7 @@ bool Reconciler::reconcile(const std::string& device, Trigger trigger) {
     if (!facts.facts_frozen) {
         // Not frozen, so these are the live facts, read before the writes:
         // what the device said of itself, which later matches keep using.
-        if (auto err = record_facts(state_, facts); !err.empty()) log_.log(LOG_WARNING, err);
+        if (auto st = record_facts(state_, facts); !st.ok()) log_.log(LOG_WARNING, st.message());
     }
 
     for (const auto& planned : plan.actions) {

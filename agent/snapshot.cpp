@@ -23,10 +23,14 @@ policy::PlanContext host_plan_context(const std::string& sysfs_root) {
     return ctx;
 }
 
-policy::KernelVersion running_kernel_version() {
+std::string running_kernel_release() {
     utsname u{};
     ::uname(&u);
-    return policy::parse_kernel_release(u.release).value_or(policy::KernelVersion{});
+    return u.release;
+}
+
+policy::KernelVersion running_kernel_version() {
+    return policy::parse_kernel_release(running_kernel_release()).value_or(policy::KernelVersion{});
 }
 
 std::optional<DeviceView> look_one(const udev::Sysfs& sysfs, const StateDir& state, const policy::Policy& policy,

@@ -44,5 +44,6 @@ std::vector<DeviceView> look(const udev::Sysfs& sysfs, const StateDir& state, co
 policy::PlanContext host_plan_context(const std::string& sysfs_root = "/sys");
 // The running kernel's release as major.minor (0.0 when uname says otherwise).
 policy::KernelVersion running_kernel_version();
+std::string running_kernel_release();  // uname -r
 
 }  // namespace blkpolicy::agent

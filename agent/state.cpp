@@ -1,5 +1,7 @@
 #include "agent/state.hpp"
 
+#include "util/files.hpp"
+
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
@@ -75,51 +77,22 @@ std::optional<StateDir::Frozen> StateDir::load(const policy::DeviceFacts& live, 
     return f;
 }
 
-std::string StateDir::save(const policy::DeviceFacts& live) const {
+util::Status StateDir::save(const policy::DeviceFacts& live) const {
     const json j = {{"device", live.name},
                     {"identity", identity_of(live)},
                     {"rotational", live.rotational},
                     {"removable", live.removable}};
     const auto path = facts_path(live.name).string();
     const auto text = j.dump(2) + "\n";
-    auto err = write_atomically(path, text);
-    if (!err.empty() && !std::filesystem::is_directory(dir_ / "facts")) {
+    auto st = util::write_atomically(path, text);
+    if (!st.ok() && !std::filesystem::is_directory(dir_ / "facts")) {
         // First record: make the directory, once, not on every write.
         std::error_code ec;
         fs::create_directories(dir_ / "facts", ec);
-        if (ec) return "cannot create " + (dir_ / "facts").string() + ": " + ec.message();
-        err = write_atomically(path, text);
+        if (ec) return util::Status::failure("cannot create " + (dir_ / "facts").string() + ": " + ec.message());
+        st = util::write_atomically(path, text);
     }
-    return err;
-}
-
-std::string write_atomically(const std::string& path, const std::string& text) {
-    const std::string tmp = path + ".tmp";
-    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) return "cannot write " + tmp + ": " + std::strerror(errno);
-    std::size_t done = 0;
-    while (done < text.size()) {
-        const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) {
-            const std::string why = n < 0 ? std::strerror(errno) : "short write";
-            ::close(fd);
-            ::unlink(tmp.c_str());
-            return "cannot write " + tmp + ": " + why;
-        }
-        done += static_cast<std::size_t>(n);
-    }
-    // Whatever fails from here on, the temporary file goes: the next write
-    // would truncate it anyway, but a reader of the directory should never
-    // find a half-kept state file beside the real one.
-    const auto fail = [&tmp](const std::string& what) {
-        const std::string why = std::strerror(errno);
-        ::unlink(tmp.c_str());
-        return what + tmp + ": " + why;
-    };
-    if (::close(fd) != 0) return fail("cannot write ");
-    if (::rename(tmp.c_str(), path.c_str()) != 0) return fail("cannot rename ");
-    return {};
+    return st;
 }
 
 void StateDir::forget(const std::string& device) const {
@@ -137,17 +110,17 @@ policy::DeviceFacts freeze_facts(const StateDir& state, policy::DeviceFacts live
     }
     if (!problem.empty() && warning) *warning = problem;
     if (record) {
-        auto err = record_facts(state, live);
-        if (!err.empty() && warning) *warning = err;
+        auto st = record_facts(state, live);
+        if (!st.ok() && warning) *warning = st.message();
     }
     return live;
 }
 
-std::string record_facts(const StateDir& state, const policy::DeviceFacts& live) {
-    auto err = state.save(live);
-    if (err.empty()) return err;
-    return err + "; facts of " + live.name +
-           " are not frozen, so rules matching rotational may stop matching once it is written";
+util::Status record_facts(const StateDir& state, const policy::DeviceFacts& live) {
+    auto st = state.save(live);
+    if (st.ok()) return st;
+    return util::Status::failure(st.message() + "; facts of " + live.name +
+                                 " are not frozen, so rules matching rotational may stop matching once it is written");
 }
 
 }  // namespace blkpolicy::agent

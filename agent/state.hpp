@@ -8,6 +8,7 @@
 #include <string>
 
 #include "policy/facts.hpp"
+#include "util/status.hpp"
 
 namespace blkpolicy::agent {
 
@@ -29,8 +30,8 @@ public:
     // Frozen facts recorded for this device with the same identity. A corrupt
     // record is treated as absent and explained in `problem`.
     std::optional<Frozen> load(const policy::DeviceFacts& live, std::string* problem = nullptr) const;
-    // Records the live facts; returns an error message, empty on success.
-    std::string save(const policy::DeviceFacts& live) const;
+    // Records the live facts.
+    util::Status save(const policy::DeviceFacts& live) const;
     void forget(const std::string& device) const;
 
 private:
@@ -43,12 +44,8 @@ private:
 policy::DeviceFacts freeze_facts(const StateDir& state, policy::DeviceFacts live, bool record,
                                  std::string* warning);
 
-// Writes `text` to `path` through a temporary file and rename(2), so a reader
-// never sees half a file. Returns an error message, empty on success; ENOENT
-// when the directory is missing.
-std::string write_atomically(const std::string& path, const std::string& text);
 
-// Records live facts as frozen; returns a warning for the operator, empty on success.
-std::string record_facts(const StateDir& state, const policy::DeviceFacts& live);
+// Records live facts as frozen; a failure's message is a warning for the operator.
+util::Status record_facts(const StateDir& state, const policy::DeviceFacts& live);
 
 }  // namespace blkpolicy::agent

@@ -7,6 +7,8 @@
 #include <map>
 #include <sstream>
 
+#include "util/files.hpp"
+
 namespace blkpolicy::agent {
 
 namespace fs = std::filesystem;
@@ -23,12 +25,13 @@ std::vector<UdevAssignment> scan_udev_rules(const std::vector<std::string>& dirs
     }
     std::vector<UdevAssignment> out;
     for (const auto& [name, path] : by_name) {
-        std::string text;
-        if (auto err = read_bounded_file(path.string(), kMaxUdevRulesBytes, "a udev rules file", text); !err.empty()) {
-            if (warnings) warnings->push_back(path.string() + ": " + err + "; its rules are not looked at for conflicts");
+        auto text = util::read_bounded_file(path.string(), kMaxUdevRulesBytes, "a udev rules file");
+        if (!text.ok()) {
+            if (warnings)
+                warnings->push_back(path.string() + ": " + text.message() + "; its rules are not looked at for conflicts");
             continue;
         }
-        auto found = policy::parse_udev_rules(path.string(), text);
+        auto found = policy::parse_udev_rules(path.string(), *text);
         out.insert(out.end(), found.begin(), found.end());
     }
     return out;

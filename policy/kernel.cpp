@@ -57,7 +57,7 @@ constexpr KernelRow kRows[] = {
      "a rotational queue without optimal_io_size gets 2 x max_sectors_kb", {from(6, 17), kUnused}, KnownBy::version,
      "the release: 6.17 and later", "6.18.44 (host: a bound loop reads 2560 = 2 x 1280)", WriteCause::none, "",
      "blk_apply_bdi_limits, block/blk-settings.c"},
-    {"readahead-default:2x-io-opt", "max(2 x optimal_io_size, 128 KiB)", {kEvery, kUnused}, KnownBy::always, "", kAll3,
+    {"readahead-default:2x-io-opt", "max(2 x optimal_io_size, 128 KiB), where the 2x-max-sectors rule does not apply", {kEvery, kUnused}, KnownBy::always, "", kAll3,
      WriteCause::none, "", "blk_apply_bdi_limits, block/blk-settings.c"},
     {"read-ahead:whole-pages", "a written read_ahead_kb reads back rounded down to whole pages", {kEvery, kUnused},
      KnownBy::always, "the page size, from sysconf", "6.18.44 (host: 99999999 reads 99999996)", WriteCause::none, "",

@@ -7,6 +7,7 @@
 #include "support/fake_sysfs.hpp"
 #include "support/kernel_model.hpp"
 #include "udev/discovery.hpp"
+#include "util/files.hpp"
 
 using namespace blkpolicy;
 using test::FakeSysfs;
@@ -230,7 +231,7 @@ TEST_CASE("fault injection: every kind of failing write is reported on its attri
         s.fail["queue/nomerges"] = err;
         auto r = by_attr(agent::execute(s, plan_for(s, "loop0", policy_of("nomerges = 1\nrq_affinity = 2\nread_ahead_kb = 64\n"))));
         CHECK(r["nomerges"].outcome == agent::Outcome::failed);
-        CHECK(r["nomerges"].detail == "write 1: " + udev::errno_text(err));
+        CHECK(r["nomerges"].detail == "write 1: " + util::errno_text(err));
         CHECK(r["rq_affinity"].outcome == agent::Outcome::applied);
         CHECK(r["read_ahead_kb"].outcome == agent::Outcome::applied);
     }

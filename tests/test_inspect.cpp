@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "policy/audit.hpp"
+#include "policy/kernel.hpp"
 #include "support/fake_sysfs.hpp"
 #include "support/run_binary.hpp"
 #include "support/temp_dir.hpp"
@@ -145,6 +146,45 @@ TEST_CASE("explain: the readahead formula follows the kernel release") {
     CHECK(bad.exit_code == 2);
     auto none = run_blkpolicy({"explain", "--sysfs-root", t.root().string()});
     CHECK(none.exit_code == 2);
+}
+
+TEST_CASE("explain --kernel-rules: the rows that hold on a release, how each is known, where it was seen") {
+    auto holding = [](const std::string& release) {
+        auto r = run_blkpolicy({"explain", "--kernel-rules", "--json", "--kernel-release", release});
+        REQUIRE(r.exit_code == 0);
+        const auto doc = nlohmann::json::parse(r.out);
+        CHECK(doc["kernel"] == release);
+        CHECK(doc["rules"].size() == policy::kernel_rows().size());
+        std::set<std::string> ids;
+        for (const auto& row : doc["rules"])
+            if (row["holds"].get<bool>()) ids.insert(row["id"].get<std::string>());
+        return ids;
+    };
+    const auto bookworm = holding("6.1.0-44-amd64");
+    CHECK(bookworm.count("readahead-on-commit:untouched"));
+    CHECK(bookworm.count("bfq-off-wbt-reads:latency"));
+    CHECK(bookworm.count("loop-created-rotational:1"));
+    CHECK_FALSE(bookworm.count("limits-commit:recomputes-read-ahead"));
+    const auto trixie = holding("6.12.117+deb13-amd64");
+    CHECK(trixie.count("readahead-on-commit:raise"));
+    CHECK_FALSE(trixie.count("readahead-on-commit:reset"));
+    CHECK(trixie.count("bfq-off-wbt-reads:0"));
+    CHECK(trixie.count("loop-created-rotational:0"));
+    CHECK(holding("6.12.30").count("readahead-on-commit:unknown"));
+
+    auto text = run_blkpolicy({"explain", "--kernel-rules", "--kernel-release", "6.12.30"});
+    CHECK(text.exit_code == 0);
+    CHECK(text.out.find("What blkpolicy expects kernel 6.12.30 to do, and how it knows:") == 0);
+    CHECK(text.out.find("readahead-on-commit:unknown\n  a stable series that may or may not carry the 6.15 \"only raise\" "
+                        "rule back\n  known by: read-back (not known from the release: every write is read back") !=
+          std::string::npos);
+    CHECK(text.out.find("readahead-on-commit:raise") == std::string::npos);
+
+    CHECK(run_blkpolicy({"explain", "--kernel-rules", "sda"}).exit_code == 2);
+    CHECK(run_blkpolicy({"explain", "--kernel-rules", "--kernel-release", "six"}).exit_code == 2);
+    auto misplaced = run_blkpolicy({"audit", "--kernel-rules"});
+    CHECK(misplaced.exit_code == 2);
+    CHECK(misplaced.err.find("--kernel-rules is for explain") != std::string::npos);
 }
 
 TEST_CASE("virtual identities") {

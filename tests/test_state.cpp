@@ -105,23 +105,3 @@ TEST_CASE("facts frozen by an older blkpolicy (long identity) are kept for the s
     CHECK_FALSE(other.facts_frozen);
     CHECK_FALSE(other.rotational);
 }
-
-TEST_CASE("write_atomically keeps the old file and leaves no temporary file when the rename fails") {
-    TempDir dir;
-    // A non-empty directory where the file should go: rename(2) refuses it.
-    const auto target = dir.path() / "daemon.json";
-    std::filesystem::create_directories(target / "inside");
-    const auto err = agent::write_atomically(target.string(), "{}\n");
-    CHECK(err.find("cannot rename " + target.string() + ".tmp: ") == 0);
-    CHECK_FALSE(std::filesystem::exists(target.string() + ".tmp"));
-    CHECK(std::filesystem::is_directory(target / "inside"));
-
-    // And the ordinary case replaces the file whole, temporary file gone.
-    const auto plain = dir.path() / "plain.json";
-    CHECK(agent::write_atomically(plain.string(), "one\n").empty());
-    CHECK(agent::write_atomically(plain.string(), "two\n").empty());
-    std::ifstream in(plain);
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    CHECK(text == "two\n");
-    CHECK_FALSE(std::filesystem::exists(plain.string() + ".tmp"));
-}

@@ -10,6 +10,7 @@
 
 #include "policy/names.hpp"
 #include "udev/discovery.hpp"
+#include "util/files.hpp"
 
 namespace blkpolicy::udev {
 
@@ -60,18 +61,6 @@ std::vector<Uevent> Monitor::drain(bool& overflow) {
     return out;
 }
 
-bool unix_socket_accepts(const char* path, int type) {
-    // A socket file outlives its server: only a successful connect tells.
-    int fd = ::socket(AF_UNIX, type | SOCK_CLOEXEC, 0);
-    if (fd < 0) return false;
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    std::strncpy(addr.sun_path, path, sizeof addr.sun_path - 1);
-    const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
-    ::close(fd);
-    return ok;
-}
-
-bool udevd_running() { return unix_socket_accepts("/run/udev/control", SOCK_SEQPACKET); }
+bool udevd_running() { return util::unix_socket_accepts("/run/udev/control", SOCK_SEQPACKET); }
 
 }  // namespace blkpolicy::udev

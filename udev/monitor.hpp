@@ -42,8 +42,6 @@ private:
     Owned<struct ::udev_monitor, ::udev_monitor_unref> monitor_;
 };
 
-// True when a unix socket of that type accepts a connection at `path`.
-bool unix_socket_accepts(const char* path, int type);
 
 // True when udevd runs (its control socket accepts a connection), i.e. udev
 // events will come.

@@ -115,11 +115,4 @@ std::optional<std::string> Sysfs::resolve(const std::string& rel) const {
     return r == "." ? std::string() : r.string();
 }
 
-std::string errno_text(int err) {
-    const char* name = ::strerrorname_np(err);
-    std::string s = ::strerror(err);
-    if (name) s += std::string(" (") + name + ")";
-    return s;
-}
-
 }  // namespace blkpolicy::udev

@@ -45,7 +45,4 @@ private:
     std::filesystem::path canonical_root_;
 };
 
-// "Invalid argument (EINVAL)"
-std::string errno_text(int err);
-
 }  // namespace blkpolicy::udev

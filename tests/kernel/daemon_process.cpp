@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "udev/monitor.hpp"
+#include "util/files.hpp"
 
 namespace blkpolicy::test {
 
@@ -27,7 +28,7 @@ bool eventually(const std::function<bool()>& cond, std::chrono::milliseconds tim
     }
 }
 
-bool journald_available() { return udev::unix_socket_accepts("/run/systemd/journal/socket", SOCK_DGRAM); }
+bool journald_available() { return util::unix_socket_accepts("/run/systemd/journal/socket", SOCK_DGRAM); }
 
 DaemonProcess::DaemonProcess(const std::vector<std::string>& args, long watchdog_usec,
                              const std::vector<std::string>& wrapper) {

@@ -147,3 +147,22 @@ TEST_CASE("kernel: explain takes a loop device's rotational flag from its backin
     CHECK(e["derivation"].get<std::string>().find("the loop driver takes it from the backing file's device") !=
           std::string::npos);
 }
+
+TEST_CASE("kernel: the kernel rules for this kernel hold here (an unbound loop device; rows that name this kernel)") {
+    auto r = run_blkpolicy({"explain", "--kernel-rules", "--json"});
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    const auto doc = json::parse(r.out);
+    const std::string release = doc["kernel"];
+    const std::string version = release.substr(0, release.find_first_of("-+"));
+    std::map<std::string, bool> holds;
+    for (const auto& row : doc["rules"]) {
+        holds[row["id"]] = row["holds"];
+        // A row that says it was observed on this kernel holds on it.
+        if (row["observed"].get<std::string>().find(version) != std::string::npos) CHECK_MESSAGE(row["holds"], row["id"]);
+    }
+    LoopDevice unbound(false);
+    const auto rotational = unbound.queue("rotational");
+    INFO("unbound " << unbound.name() << " reads rotational " << rotational);
+    CHECK(holds.at("loop-created-rotational:" + rotational));
+}

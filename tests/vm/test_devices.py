@@ -284,6 +284,23 @@ def explain_defaults(ctx):
                                f"{real[attr]!r}")
         expect(not bad, "\n".join(bad))
 
+    with R.step(s, "explain --kernel-rules: the rules for this kernel hold here, and each that names it holds on it"):
+        release = g.sh("uname -r").strip()
+        doc = json.loads(g.sh("blkpolicy explain --kernel-rules --json"))
+        expect_eq(doc["kernel"], release, "the release explain answers for")
+        holds = {r["id"] for r in doc["rules"] if r["holds"]}
+        # A row that says it was observed on this kernel must hold on it.
+        version = release.split("-")[0].split("+")[0]
+        wrong = [r["id"] for r in doc["rules"] if version in r["observed"] and not r["holds"]]
+        expect(not wrong, f"rows observed on {version} that do not hold on it: {wrong}")
+        # An unbound loop device starts the way the loop-created-rotational row says.
+        g.sh("modprobe loop; test -e /dev/loop-control")
+        free = g.sh("losetup -f").strip().replace("/dev/", "")
+        unbound = _q(g, free, "rotational")
+        R.figure(s, f"unbound {free}: queue/rotational", unbound,
+                 "(rows: " + ", ".join(sorted(i for i in holds if i.startswith("loop-created"))) + ")")
+        expect_eq(f"loop-created-rotational:{unbound}" in holds, True, f"unbound {free} reads rotational {unbound}")
+
 
 
 

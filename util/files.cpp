@@ -1,0 +1,98 @@
+#include "util/files.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+namespace blkpolicy::util {
+
+Result<std::string> read_bounded_file(const std::string& path, std::size_t limit, const std::string& what) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) return Status::failure(std::string("cannot read: ") + std::strerror(errno));
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        ::close(fd);
+        return Status::failure("not a regular file: " + what + " must be one");
+    }
+    auto too_big = [&](std::size_t size) {
+        return "the file is " + std::to_string(size) + " bytes; " + what + " may have at most " +
+               std::to_string(limit >> 20) + " MiB";
+    };
+    if (static_cast<std::size_t>(st.st_size) > limit) {
+        ::close(fd);
+        return Status::failure(too_big(static_cast<std::size_t>(st.st_size)));
+    }
+    std::string text;
+    char buf[65536];
+    std::string err;
+    for (;;) {
+        const ssize_t n = ::read(fd, buf, sizeof buf);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+            err = std::string("cannot read: ") + std::strerror(errno);
+            break;
+        }
+        if (n == 0) break;
+        text.append(buf, static_cast<std::size_t>(n));
+        if (text.size() > limit) {  // grew since fstat
+            err = too_big(text.size()) + " (and growing)";
+            break;
+        }
+    }
+    ::close(fd);
+    if (!err.empty()) return Status::failure(err);
+    return text;
+}
+
+Status write_atomically(const std::string& path, const std::string& text) {
+    const std::string tmp = path + ".tmp";
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return Status::failure("cannot write " + tmp + ": " + std::strerror(errno));
+    std::size_t done = 0;
+    while (done < text.size()) {
+        const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            const std::string why = n < 0 ? std::strerror(errno) : "short write";
+            ::close(fd);
+            ::unlink(tmp.c_str());
+            return Status::failure("cannot write " + tmp + ": " + why);
+        }
+        done += static_cast<std::size_t>(n);
+    }
+    // Whatever fails from here on, the temporary file goes: the next write
+    // would truncate it anyway, but a reader of the directory should never
+    // find a half-kept state file beside the real one.
+    const auto fail = [&tmp](const std::string& what) {
+        const std::string why = std::strerror(errno);
+        ::unlink(tmp.c_str());
+        return Status::failure(what + tmp + ": " + why);
+    };
+    if (::close(fd) != 0) return fail("cannot write ");
+    if (::rename(tmp.c_str(), path.c_str()) != 0) return fail("cannot rename ");
+    return {};
+}
+
+std::string errno_text(int err) {
+    const char* name = ::strerrorname_np(err);
+    std::string s = ::strerror(err);
+    if (name) s += std::string(" (") + name + ")";
+    return s;
+}
+
+bool unix_socket_accepts(const char* path, int type) {
+    int fd = ::socket(AF_UNIX, type | SOCK_CLOEXEC, 0);
+    if (fd < 0) return false;
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strncpy(addr.sun_path, path, sizeof addr.sun_path - 1);
+    const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+    ::close(fd);
+    return ok;
+}
+
+}  // namespace blkpolicy::util
