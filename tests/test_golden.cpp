@@ -5,8 +5,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "agent/commands.hpp"
-#include "agent/report.hpp"
+#include "agent/cli/commands.hpp"
+#include "agent/cli/parse.hpp"
+#include "agent/cli/report.hpp"
 #include "support/fake_sysfs.hpp"
 #include "support/kernel_model.hpp"
 #include "support/run_binary.hpp"

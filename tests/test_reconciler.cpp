@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <cerrno>
 
-#include "agent/daemon_report.hpp"
-#include "agent/pending.hpp"
-#include "agent/reconciler.hpp"
+#include "agent/daemon/outputs.hpp"
+#include "agent/daemon/pending.hpp"
+#include "agent/daemon/reconciler.hpp"
 #include "policy/udev_rules.hpp"
 #include "policy/loader.hpp"
 #include "support/fake_sysfs.hpp"

@@ -1,4 +1,4 @@
-#include "agent/daemon_report.hpp"
+#include "agent/daemon/outputs.hpp"
 
 #include <cerrno>
 #include <cstdio>
@@ -9,7 +9,7 @@
 #include <sstream>
 #include <unistd.h>
 
-#include "agent/cli.hpp"
+#include "agent/options.hpp"
 
 namespace blkpolicy::agent {
 

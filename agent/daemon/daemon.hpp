@@ -2,7 +2,7 @@
 // timer and the signals; handlers are short and hand off to the Reconciler.
 #pragma once
 
-#include "agent/cli.hpp"
+#include "agent/options.hpp"
 
 namespace blkpolicy::agent {
 

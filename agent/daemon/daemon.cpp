@@ -1,4 +1,4 @@
-#include "agent/daemon.hpp"
+#include "agent/daemon/daemon.hpp"
 
 #include <cerrno>
 #include <chrono>
@@ -15,13 +15,13 @@
 #include "util/files.hpp"
 #include <unistd.h>
 
-#include "agent/daemon_report.hpp"
-#include "agent/pending.hpp"
+#include "agent/daemon/outputs.hpp"
+#include "agent/daemon/pending.hpp"
 #include "agent/policy_files.hpp"
-#include "agent/reconciler.hpp"
+#include "agent/daemon/reconciler.hpp"
 #include "agent/snapshot.hpp"
 #include "agent/state.hpp"
-#include "agent/udev_scan.hpp"
+#include "udev/rules_files.hpp"
 #include "systemd/alerts.hpp"
 #include "systemd/notify.hpp"
 #include "udev/discovery.hpp"
@@ -85,7 +85,7 @@ public:
 private:
     void load_udev_rules() {
         std::vector<std::string> warnings;
-        reconciler_.set_udev_rules(scan_udev_rules(opts_.udev_rules_dirs, &warnings));
+        reconciler_.set_udev_rules(udev::scan_udev_rules(opts_.udev_rules_dirs, &warnings));
         for (const auto& w : warnings) log_->log(LOG_WARNING, w);
     }
 

@@ -1,7 +1,7 @@
-#include "agent/import_udev.hpp"
+#include "agent/cli/import_udev.hpp"
 
 #include "agent/policy_files.hpp"
-#include "agent/udev_scan.hpp"
+#include "udev/rules_files.hpp"
 
 #include <algorithm>
 #include <filesystem>
@@ -39,7 +39,7 @@ int run_import_udev(const Options& o, std::ostream& out, std::ostream& err) {
     }
     std::vector<policy::UdevRule> rules;
     for (const auto& f : files) {
-        auto text = util::read_bounded_file(f, kMaxUdevRulesBytes, "a udev rules file");
+        auto text = util::read_bounded_file(f, udev::kMaxUdevRulesBytes, "a udev rules file");
         if (!text.ok()) {
             err << "blkpolicy: " << f << ": " << text.message() << "\n";
             return kExitRuntime;

@@ -1,60 +1,22 @@
-#include "agent/inspect.hpp"
+#include "agent/cli/inspect.hpp"
 
 #include <map>
 #include <set>
 
-#include "agent/commands.hpp"
+#include "agent/cli/commands.hpp"
 #include "agent/policy_files.hpp"
-#include "agent/report.hpp"
+#include "agent/cli/report.hpp"
 #include "agent/snapshot.hpp"
-#include "agent/udev_scan.hpp"
+#include "udev/rules_files.hpp"
 #include "policy/audit.hpp"
 #include "policy/explain.hpp"
 #include "policy/values.hpp"
 #include "udev/discovery.hpp"
+#include "udev/probes.hpp"
 
 namespace blkpolicy::agent {
 
 using nlohmann::json;
-
-std::optional<int> read_wbt_state(const udev::Sysfs& sysfs, const std::string& device) {
-    // debugfs is mounted under sysfs (/sys/kernel/debug); readable only when mounted.
-    auto r = sysfs.read("kernel/debug/block/" + device + "/rqos/wbt/enabled");
-    if (!r.ok()) return std::nullopt;
-    auto v = policy::parse_int(r.value);
-    if (!v || *v < 0 || *v > 4) return std::nullopt;
-    return static_cast<int>(*v);
-}
-
-int count_hw_queues(const udev::Sysfs& sysfs, const std::string& device) {
-    return static_cast<int>(sysfs.list("block/" + device + "/mq").size());
-}
-
-std::optional<bool> single_last_level_cache(const udev::Sysfs& sysfs) {
-    const std::string base = "devices/system/cpu";
-    int top_level = 0;
-    std::set<std::string> shared_at_top;
-    int cpus = 0;
-    for (const auto& cpu : sysfs.list(base)) {
-        if (cpu.size() < 4 || cpu.rfind("cpu", 0) != 0 || cpu.find_first_not_of("0123456789", 3) != std::string::npos)
-            continue;
-        ++cpus;
-        for (const auto& idx : sysfs.list(base + "/" + cpu + "/cache")) {
-            if (idx.rfind("index", 0) != 0) continue;
-            const std::string dir = base + "/" + cpu + "/cache/" + idx;
-            auto level = policy::parse_int(sysfs.read(dir + "/level").value);
-            auto shared = policy::trim(sysfs.read(dir + "/shared_cpu_list").value);
-            if (!level || shared.empty()) continue;
-            if (*level > top_level) {
-                top_level = static_cast<int>(*level);
-                shared_at_top.clear();
-            }
-            if (*level == top_level) shared_at_top.insert(shared);
-        }
-    }
-    if (top_level == 0 || cpus == 0) return std::nullopt;
-    return shared_at_top.size() == 1;
-}
 
 namespace {
 
@@ -260,8 +222,8 @@ int run_explain(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::os
         const auto it = views.find(name);
         if (it == views.end()) return device_went_away(name, err);
         const auto& v = it->second;
-        ctx.wbt_state = read_wbt_state(sysfs, name);
-        ctx.hw_queues = count_hw_queues(sysfs, name);
+        ctx.wbt_state = udev::read_wbt_state(sysfs, name);
+        ctx.hw_queues = udev::count_hw_queues(sysfs, name);
         ctx.hw_tags = udev::hw_tags(sysfs, name);
         ctx.rotation_rate = udev::rotation_rate(sysfs, name);
         const auto backing = udev::loop_backing_store(sysfs, v.facts.loop_backing_file);
@@ -290,9 +252,9 @@ int run_audit(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::ostr
     policy::AuditInput in;
     in.with_policy = pol.has_value();
     std::vector<std::string> rule_warnings;
-    in.udev_rules = scan_udev_rules(o.udev_rules_dirs, &rule_warnings);
+    in.udev_rules = udev::scan_udev_rules(o.udev_rules_dirs, &rule_warnings);
     for (const auto& w : rule_warnings) err << "blkpolicy: warning: " << w << '\n';
-    in.single_llc = single_last_level_cache(sysfs);
+    in.single_llc = udev::single_last_level_cache(sysfs);
     in.include_empty = o.all;
     const auto ctx = host_plan_context();
     const auto names = o.devices.empty() ? udev::list_block_devices(sysfs) : o.devices;
@@ -304,7 +266,7 @@ int run_audit(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::ostr
         d.facts = *f;
         d.values = udev::read_values(sysfs, name);
         if (pol) d.plan = policy::plan_device(*pol, d.facts, d.values, ctx);
-        d.wbt_state = read_wbt_state(sysfs, name);
+        d.wbt_state = udev::read_wbt_state(sysfs, name);
         d.has_medium = policy::parse_int(sysfs.read("block/" + name + "/size").value).value_or(1) > 0;
         in.devices.push_back(std::move(d));
     }

@@ -1,4 +1,4 @@
-#include "agent/pending.hpp"
+#include "agent/daemon/pending.hpp"
 
 #include <algorithm>
 

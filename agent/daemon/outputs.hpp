@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/reconciler.hpp"
+#include "agent/daemon/reconciler.hpp"
 
 namespace blkpolicy::agent {
 

@@ -7,7 +7,7 @@
 #include <set>
 #include <string>
 
-#include "agent/reconciler.hpp"
+#include "agent/daemon/reconciler.hpp"
 #include "udev/monitor.hpp"
 
 namespace blkpolicy::agent {

@@ -1,5 +1,5 @@
-// Reads udev rules files from their directories (the parsing is pure, in
-// policy/udev_rules).
+// Reads the host's udev rules files from their directories (the parsing is
+// pure, in policy/udev_rules).
 #pragma once
 
 #include <string>
@@ -7,7 +7,7 @@
 
 #include "policy/udev_rules.hpp"
 
-namespace blkpolicy::agent {
+namespace blkpolicy::udev {
 
 // Every assignment to a queue/, bdi/read_ahead_kb or device/ attribute in the
 // *.rules files of `dirs` (file names deduplicated, earlier dirs win, as udev does).
@@ -20,4 +20,4 @@ std::vector<policy::UdevAssignment> scan_udev_rules(const std::vector<std::strin
 // systemd is some tens of KiB).
 inline constexpr std::size_t kMaxUdevRulesBytes = 1 << 20;
 
-}  // namespace blkpolicy::agent
+}  // namespace blkpolicy::udev

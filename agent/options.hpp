@@ -1,4 +1,5 @@
-// Command-line parsing and the exit codes (documented in the man page).
+// What a command was asked to do (the parsed command line), and the exit
+// codes (documented in the man page). Parsing is agent/cli/parse.
 #pragma once
 
 #include <optional>
@@ -45,14 +46,5 @@ struct Options {
         return sysfs_root == "/sys" ? "/run/udev/data" : std::string();
     }
 };
-
-struct ParseResult {
-    Options options;
-    std::string error;  // non-empty: usage error
-};
-
-ParseResult parse_command_line(const std::vector<std::string>& args);
-
-std::string usage_text();
 
 }  // namespace blkpolicy::agent

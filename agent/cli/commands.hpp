@@ -4,7 +4,7 @@
 #include <ostream>
 #include <string>
 
-#include "agent/cli.hpp"
+#include "agent/options.hpp"
 #include "udev/sysfs.hpp"
 
 namespace blkpolicy::agent {

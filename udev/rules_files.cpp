@@ -1,6 +1,4 @@
-#include "agent/udev_scan.hpp"
-
-#include "agent/policy_files.hpp"
+#include "udev/rules_files.hpp"
 
 #include <filesystem>
 #include <fstream>
@@ -9,7 +7,7 @@
 
 #include "util/files.hpp"
 
-namespace blkpolicy::agent {
+namespace blkpolicy::udev {
 
 namespace fs = std::filesystem;
 using policy::UdevAssignment;
@@ -37,4 +35,4 @@ std::vector<UdevAssignment> scan_udev_rules(const std::vector<std::string>& dirs
     return out;
 }
 
-}  // namespace blkpolicy::agent
+}  // namespace blkpolicy::udev

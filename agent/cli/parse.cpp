@@ -1,4 +1,4 @@
-#include "agent/cli.hpp"
+#include "agent/cli/parse.hpp"
 
 #include <algorithm>
 #include <array>

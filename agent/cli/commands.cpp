@@ -1,12 +1,12 @@
-#include "agent/commands.hpp"
+#include "agent/cli/commands.hpp"
 
-#include "agent/daemon.hpp"
-#include "agent/daemon_report.hpp"
+#include "agent/daemon/daemon.hpp"
+#include "agent/daemon/outputs.hpp"
 #include "agent/executor.hpp"
-#include "agent/import_udev.hpp"
-#include "agent/inspect.hpp"
+#include "agent/cli/import_udev.hpp"
+#include "agent/cli/inspect.hpp"
 #include "agent/policy_files.hpp"
-#include "agent/report.hpp"
+#include "agent/cli/report.hpp"
 #include "agent/snapshot.hpp"
 #include "udev/discovery.hpp"
 

@@ -3,7 +3,7 @@
 
 #include <ostream>
 
-#include "agent/cli.hpp"
+#include "agent/options.hpp"
 
 namespace blkpolicy::agent {
 

@@ -1,4 +1,4 @@
-#include "agent/reconciler.hpp"
+#include "agent/daemon/reconciler.hpp"
 
 #include <syslog.h>
 

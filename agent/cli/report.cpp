@@ -1,4 +1,4 @@
-#include "agent/report.hpp"
+#include "agent/cli/report.hpp"
 
 #include <algorithm>
 

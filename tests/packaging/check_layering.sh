@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# The build enforces the layering of ARCHITECTURE.md: each library compiles
+# against the staging include directories of itself and what it links, so a
+# header of a layer above it cannot be found. Compiles one-line files with
+# exactly those directories and expects the allowed includes to work and
+# the forbidden ones to fail.
+set -euo pipefail
+build_dir=$(realpath "$1")
+# Compile from an empty directory: a quoted include also searches the
+# current one, which must not be the source tree.
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+cd "$scratch"
+cxx=${CXX:-c++}
+# Library -> the include directories its sources really compile with (from
+# compile_commands.json), found through one source file of it.
+declare -A source=(
+  [util]=util/files.cpp [policy]=policy/values.cpp [udev]=udev/sysfs.cpp [systemd]=systemd/alerts.cpp
+  [agent]=agent/state.cpp [daemon]=agent/daemon/pending.cpp
+)
+declare -A dirs
+for lib in "${!source[@]}"; do
+  dirs[$lib]=$(python3 - "$build_dir/compile_commands.json" "${source[$lib]}" <<'PY'
+import json, shlex, sys
+for entry in json.load(open(sys.argv[1])):
+    if entry["file"].endswith("/" + sys.argv[2]):
+        args = shlex.split(entry["command"])
+        out = [args[i + 1] for i, a in enumerate(args) if a in ("-I", "-isystem")]
+        out += [a[2:] for a in args if a.startswith("-I") and len(a) > 2]
+        print(" ".join(out))
+        break
+else:
+    sys.exit("no compile command for " + sys.argv[2])
+PY
+)
+done
+try() {  # library header -> ok, or refused when the header is not found (any other error fails)
+  local flags=() d out
+  for d in ${dirs[$1]}; do flags+=(-I "$d"); done
+  if out=$(echo "#include \"$2\"" | "$cxx" -std=c++20 -fsyntax-only -x c++ "${flags[@]}" - 2>&1); then
+    echo ok
+  elif grep -q -- "$2: No such file or directory" <<<"$out"; then
+    echo refused
+  else
+    echo "error: $out"
+  fi
+}
+fail=0
+expect() {  # ok|refused library header
+  local want=$1 lib=$2 header=$3 got
+  got=$(try "$lib" "$header")
+  if [[ $got != "$want" ]]; then echo "layering: $lib including $header: $got, expected $want"; fail=1; fi
+}
+expect ok policy policy/plan.hpp
+expect refused policy util/files.hpp
+expect refused policy udev/sysfs.hpp
+expect refused policy agent/state.hpp
+expect refused util policy/values.hpp
+expect ok udev policy/facts.hpp
+expect refused udev agent/snapshot.hpp
+expect refused udev systemd/alerts.hpp
+expect refused systemd policy/values.hpp
+expect ok agent udev/discovery.hpp
+expect refused agent agent/daemon/reconciler.hpp
+expect refused agent agent/cli/commands.hpp
+expect ok daemon agent/snapshot.hpp
+expect refused daemon agent/cli/commands.hpp
+[[ $fail == 0 ]] && echo "layering holds: 14 includes checked"
+exit $fail

@@ -1,0 +1,48 @@
+#include "udev/probes.hpp"
+
+#include <set>
+
+#include "policy/values.hpp"
+
+namespace blkpolicy::udev {
+
+std::optional<int> read_wbt_state(const Sysfs& sysfs, const std::string& device) {
+    // debugfs is mounted under sysfs (/sys/kernel/debug); readable only when mounted.
+    auto r = sysfs.read("kernel/debug/block/" + device + "/rqos/wbt/enabled");
+    if (!r.ok()) return std::nullopt;
+    auto v = policy::parse_int(r.value);
+    if (!v || *v < 0 || *v > 4) return std::nullopt;
+    return static_cast<int>(*v);
+}
+
+int count_hw_queues(const Sysfs& sysfs, const std::string& device) {
+    return static_cast<int>(sysfs.list("block/" + device + "/mq").size());
+}
+
+std::optional<bool> single_last_level_cache(const Sysfs& sysfs) {
+    const std::string base = "devices/system/cpu";
+    int top_level = 0;
+    std::set<std::string> shared_at_top;
+    int cpus = 0;
+    for (const auto& cpu : sysfs.list(base)) {
+        if (cpu.size() < 4 || cpu.rfind("cpu", 0) != 0 || cpu.find_first_not_of("0123456789", 3) != std::string::npos)
+            continue;
+        ++cpus;
+        for (const auto& idx : sysfs.list(base + "/" + cpu + "/cache")) {
+            if (idx.rfind("index", 0) != 0) continue;
+            const std::string dir = base + "/" + cpu + "/cache/" + idx;
+            auto level = policy::parse_int(sysfs.read(dir + "/level").value);
+            auto shared = policy::trim(sysfs.read(dir + "/shared_cpu_list").value);
+            if (!level || shared.empty()) continue;
+            if (*level > top_level) {
+                top_level = static_cast<int>(*level);
+                shared_at_top.clear();
+            }
+            if (*level == top_level) shared_at_top.insert(shared);
+        }
+    }
+    if (top_level == 0 || cpus == 0) return std::nullopt;
+    return shared_at_top.size() == 1;
+}
+
+}  // namespace blkpolicy::udev
