@@ -65,7 +65,8 @@ int device_went_away(const std::string& name, std::ostream& err) {
 
 namespace {
 
-int with_devices(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::ostream& err) {
+int with_devices(CommandReport::Kind kind, const Options& o, udev::Sysfs& sysfs, std::ostream& out,
+                 std::ostream& err) {
     auto loaded = load_policy_from(o.policies);
     if (!loaded.ok()) {
         for (const auto& e : loaded.errors) err << e.str() << '\n';
@@ -74,9 +75,6 @@ int with_devices(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::o
     }
     if (int rc = check_sysfs_and_devices(o, sysfs, err)) return rc;
     StateDir state(o.state_dir);
-    const auto kind = o.command == "plan"    ? CommandReport::Kind::plan
-                      : o.command == "apply" ? CommandReport::Kind::apply
-                                             : CommandReport::Kind::status;
     CommandReport report(kind, o.json, out);
     const auto names = o.devices.empty() ? udev::list_block_devices(sysfs) : o.devices;
     LookOptions how;
@@ -121,14 +119,97 @@ int run_command(const Options& o, std::ostream& out, std::ostream& err) {
     return run_command(o, sysfs, out, err);
 }
 
+namespace {
+
+using Kind = CommandReport::Kind;
+
+constexpr Command kCommands[] = {
+    {"check", "", "validate the policy; errors as file:line:col: message", Operands::none,
+     [](const Options& o, udev::Sysfs&, std::ostream& out, std::ostream& err) { return check(o, out, err); }},
+    {"plan", "",
+     "show each device's facts, matching rules and the ordered writes\napply would make; writes nothing",
+     Operands::devices,
+     [](const Options& o, udev::Sysfs& s, std::ostream& out, std::ostream& err) {
+         return with_devices(Kind::plan, o, s, out, err);
+     }},
+    {"apply", "", "apply the plan, read every value back, report per attribute", Operands::devices,
+     [](const Options& o, udev::Sysfs& s, std::ostream& out, std::ostream& err) {
+         return with_devices(Kind::apply, o, s, out, err);
+     }},
+    {"status", "",
+     "compare each managed value with the policy (and show the\nrunning daemon's last results, when one runs)",
+     Operands::devices,
+     [](const Options& o, udev::Sysfs& s, std::ostream& out, std::ostream& err) {
+         return with_devices(Kind::status, o, s, out, err);
+     }},
+    {"explain", "",
+     "for each attribute of DEVICE: the value now, the policy's value\nand rule, the kernel's own default and how it "
+     "derived it",
+     Operands::devices, run_explain},
+    {"audit", "",
+     "read-only findings: devices lying about rotation, readahead\namplification, write cache vs the device's cache, "
+     "udev rules\nthat fight the policy, ... (with or without a policy)",
+     Operands::devices, run_audit},
+    {"import-udev", "FILE|DIR...",
+     "convert udev rules that tune block devices into policy TOML on\nstdout; what cannot be converted exactly is "
+     "reported on stderr\nand left out",
+     Operands::files,
+     [](const Options& o, udev::Sysfs&, std::ostream& out, std::ostream& err) { return run_import_udev(o, out, err); }},
+    {"run", "",
+     "the daemon: apply on every add/change uevent, re-verify every\nverify_interval, alert journald on drift, "
+     "re-apply in enforce mode",
+     Operands::none, [](const Options& o, udev::Sysfs&, std::ostream&, std::ostream&) { return run_daemon(o); }},
+    {"reload", "",
+     "make the running daemon re-read its policy (SIGHUP) and wait\nfor its answer: exit 3 when the new policy is "
+     "invalid (the\ndaemon keeps the old one); systemctl reload runs this",
+     Operands::none,
+     [](const Options& o, udev::Sysfs&, std::ostream& out, std::ostream& err) {
+         return reload_daemon(o.state_dir, o.pid, out, err);
+     }},
+};
+
+constexpr OptionScope kOptionScopes[] = {
+    {"--mode", "run"},
+    {"--metrics-file", "run"},
+    {"--log-target", "run"},
+    {"--receive-buffer", "run"},
+    {"--udev-rules-dir", "run audit"},
+    {"--pid", "reload"},
+    {"--no-policy", "explain audit"},
+    {"--all", "audit"},
+    {"--kernel-release", "explain"},
+    {"--kernel-rules", "explain"},
+};
+
+}  // namespace
+
+std::span<const Command> commands() { return kCommands; }
+
+const Command* find_command(std::string_view name) {
+    for (const auto& c : kCommands)
+        if (c.name == name) return &c;
+    return nullptr;
+}
+
+bool OptionScope::allows(std::string_view command) const {
+    std::string_view rest = commands;
+    while (!rest.empty()) {
+        const auto space = rest.find(' ');
+        if (rest.substr(0, space) == command) return true;
+        rest = space == std::string_view::npos ? std::string_view() : rest.substr(space + 1);
+    }
+    return false;
+}
+
+std::span<const OptionScope> option_scopes() { return kOptionScopes; }
+
 int run_command(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::ostream& err) {
-    if (o.command == "check") return check(o, out, err);
-    if (o.command == "run") return run_daemon(o);
-    if (o.command == "reload") return reload_daemon(o.state_dir, o.pid, out, err);
-    if (o.command == "explain") return run_explain(o, sysfs, out, err);
-    if (o.command == "audit") return run_audit(o, sysfs, out, err);
-    if (o.command == "import-udev") return run_import_udev(o, out, err);
-    return with_devices(o, sysfs, out, err);
+    const auto* c = find_command(o.command);
+    if (!c) {  // parse_command_line admits only names from the table
+        err << "blkpolicy: unknown command " << o.command << '\n';
+        return kExitUsage;
+    }
+    return c->run(o, sysfs, out, err);
 }
 
 }  // namespace blkpolicy::agent

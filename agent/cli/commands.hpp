@@ -1,13 +1,44 @@
-// The commands behind the CLI. Each returns the process exit code.
+// The commands, defined once: the table below gives each its name, what it
+// takes, its line in --help and the function that runs it. Parsing, usage,
+// dispatch and the checks of the bash completion and the man page all read
+// it. Each command returns the process exit code.
 #pragma once
 
 #include <ostream>
+#include <span>
 #include <string>
+#include <string_view>
 
 #include "agent/options.hpp"
 #include "udev/sysfs.hpp"
 
 namespace blkpolicy::agent {
+
+enum class Operands {
+    none,     // nothing after the options
+    devices,  // optional DEVICE names that limit it
+    files,    // FILE|DIR... (import-udev)
+};
+
+struct Command {
+    std::string_view name;
+    std::string_view operands_text;  // after the name in --help ("FILE|DIR..."), or ""
+    std::string_view help;           // its paragraph in --help, lines separated by '\n'
+    Operands operands;
+    int (*run)(const Options& options, udev::Sysfs& sysfs, std::ostream& out, std::ostream& err);
+};
+
+// Every command, in the order --help lists them.
+std::span<const Command> commands();
+const Command* find_command(std::string_view name);
+
+// Options that belong to some commands only: "--pid" -> "reload".
+struct OptionScope {
+    std::string_view option;
+    std::string_view commands;  // space-separated command names
+    bool allows(std::string_view command) const;
+};
+std::span<const OptionScope> option_scopes();
 
 // sysfs is mounted at the root given and every named device exists there;
 // otherwise the error is printed and the exit code returned (0 when fine).

@@ -3,43 +3,67 @@
 #include <algorithm>
 #include <array>
 #include <cstdlib>
+#include <set>
+
+#include "agent/cli/commands.hpp"
 
 namespace blkpolicy::agent {
 
 namespace {
-constexpr std::array<const char*, 9> kCommands = {"check", "plan", "apply", "status", "run", "reload", "explain",
-                                                  "audit", "import-udev"};
+
+// The Commands section of --help, from the command table: the name in a
+// column of 9, its paragraph beside it (on its own line after a long name
+// with operands).
+std::string commands_section() {
+    std::string out = "Commands:\n";
+    for (const auto& c : commands()) {
+        std::string head = "  " + std::string(c.name);
+        if (!c.operands_text.empty()) head += " " + std::string(c.operands_text);
+        const std::string indent(11, ' ');
+        std::string_view help = c.help;
+        bool first = true;
+        if (head.size() > indent.size() - 1) {
+            out += head + "\n";
+            head.clear();
+        }
+        while (!help.empty()) {
+            const auto nl = help.find('\n');
+            const auto line = help.substr(0, nl);
+            if (first && !head.empty()) out += head + std::string(indent.size() - head.size(), ' ');
+            else out += indent;
+            out += std::string(line) + "\n";
+            first = false;
+            help = nl == std::string_view::npos ? std::string_view() : help.substr(nl + 1);
+        }
+    }
+    return out + "\n";
 }
 
+std::string command_names(std::string_view sep) {
+    std::string out;
+    for (const auto& c : commands()) out += (out.empty() ? "" : std::string(sep)) + std::string(c.name);
+    return out;
+}
+
+// "run and audit", "reload"
+std::string command_list_text(std::string_view names) {
+    std::string out(names);
+    const auto last = out.rfind(' ');
+    if (last != std::string::npos) out.replace(last, 1, " and ");
+    for (auto pos = out.find(' '); pos != std::string::npos && pos < out.rfind(" and "); pos = out.find(' ', pos + 2))
+        out.replace(pos, 1, ", ");
+    return out;
+}
+
+}  // namespace
+
 std::string usage_text() {
-    return R"(Usage: blkpolicy COMMAND [OPTIONS] [DEVICE...]
+    std::string text = R"(Usage: blkpolicy COMMAND [OPTIONS] [DEVICE...]
 
 Keeps block-queue settings (scheduler, read_ahead_kb, wbt_lat_usec, ...) the
 way a declarative TOML policy says.
 
-Commands:
-  check    validate the policy; errors as file:line:col: message
-  plan     show each device's facts, matching rules and the ordered writes
-           apply would make; writes nothing
-  apply    apply the plan, read every value back, report per attribute
-  status   compare each managed value with the policy (and show the
-           running daemon's last results, when one runs)
-  explain  for each attribute of DEVICE: the value now, the policy's value
-           and rule, the kernel's own default and how it derived it
-  audit    read-only findings: devices lying about rotation, readahead
-           amplification, write cache vs the device's cache, udev rules
-           that fight the policy, ... (with or without a policy)
-  import-udev FILE|DIR...
-           convert udev rules that tune block devices into policy TOML on
-           stdout; what cannot be converted exactly is reported on stderr
-           and left out
-  run      the daemon: apply on every add/change uevent, re-verify every
-           verify_interval, alert journald on drift, re-apply in enforce mode
-  reload   make the running daemon re-read its policy (SIGHUP) and wait
-           for its answer: exit 3 when the new policy is invalid (the
-           daemon keeps the old one); systemctl reload runs this
-
-Options:
+@COMMANDS@Options:
   -p, --policy PATH     policy file or directory of *.toml files; repeatable
                         (default: /etc/blkpolicy/policy.toml and drop-ins in
                         /usr/lib, /run and /etc/blkpolicy/policy.d)
@@ -88,6 +112,8 @@ something failed, not stuck or refused, status found drift, audit found
 something at warning level or above, or import-udev left a rule out; 2 usage error; 3 invalid policy;
 4 system error.
 )";
+    text.replace(text.find("@COMMANDS@"), 10, commands_section());
+    return text;
 }
 
 namespace {
@@ -116,6 +142,7 @@ ParseResult parse_command_line(const std::vector<std::string>& args) {
     ParseResult r;
     auto& o = r.options;
     bool only_positional = false;
+    std::set<std::string> given;  // long options seen, for the scope checks
     for (std::size_t i = 0; i < args.size(); ++i) {
         const std::string& a = args[i];
         auto value = [&](const std::string& name) -> std::optional<std::string> {
@@ -130,6 +157,8 @@ ParseResult parse_command_line(const std::vector<std::string>& args) {
         auto is = [&](const char* long_name) {
             return a == long_name || a.rfind(std::string(long_name) + "=", 0) == 0;
         };
+        if (!only_positional && a.rfind("--", 0) == 0 && a.size() > 2) given.insert(a.substr(0, a.find('=')));
+        if (!only_positional && a == "-p") given.insert("--policy");
         if (!only_positional && a == "--") {
             only_positional = true;
         } else if (!only_positional && (a == "-h" || a == "--help")) {
@@ -196,10 +225,8 @@ ParseResult parse_command_line(const std::vector<std::string>& args) {
             r.error = "unknown option " + a;
             return r;
         } else if (o.command.empty()) {
-            if (std::find(kCommands.begin(), kCommands.end(), a) == kCommands.end()) {
-                std::string known;
-                for (const char* c : kCommands) known += (known.empty() ? "" : ", ") + std::string(c);
-                r.error = "unknown command " + a + " (commands: " + known + ")";
+            if (!find_command(a)) {
+                r.error = "unknown command " + a + " (commands: " + command_names(", ") + ")";
                 return r;
             }
             o.command = a;
@@ -208,15 +235,17 @@ ParseResult parse_command_line(const std::vector<std::string>& args) {
         }
     }
     if (o.command.empty() && !o.help && !o.version) r.error = "no command given";
-    if ((o.command == "check" || o.command == "run" || o.command == "reload") && !o.devices.empty())
+    const auto* command = find_command(o.command);
+    if (command && command->operands == Operands::none && !o.devices.empty())
         r.error = o.command + " takes no device arguments";
     if (o.no_policy && !o.policies.empty()) r.error = "--no-policy and --policy contradict each other";
-    if (o.pid != 0 && o.command != "reload") r.error = "--pid is for reload";
-    if (o.all && o.command != "audit") r.error = "--all is for audit";
-    if (o.kernel_rules && o.command != "explain") r.error = "--kernel-rules is for explain";
     if (o.kernel_rules && !o.devices.empty()) r.error = "explain --kernel-rules takes no device arguments";
-    if (o.no_policy && o.command != "explain" && o.command != "audit")
-        r.error = "--no-policy is for explain and audit; " + o.command + " needs a policy";
+    // Options of some commands only, as the scope table says.
+    for (const auto& scope : option_scopes()) {
+        if (!command || !given.count(std::string(scope.option)) || scope.allows(o.command)) continue;
+        r.error = std::string(scope.option) + " is for " + command_list_text(scope.commands);
+        if (scope.option == "--no-policy") r.error += "; " + o.command + " needs a policy";
+    }
     if (o.udev_rules_dirs.empty()) o.udev_rules_dirs = {"/etc/udev/rules.d", "/run/udev/rules.d",
                                                         "/usr/lib/udev/rules.d", "/lib/udev/rules.d"};
     return r;
