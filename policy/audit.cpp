@@ -89,116 +89,215 @@ bool policy_keeps(const AuditDevice& d, const std::string& attr) {
     return false;
 }
 
-std::vector<Finding> audit(const AuditInput& in) {
-    std::vector<Finding> out;
+namespace {
+
+// What a check sees: the device, the whole input, every device by name, and
+// the host-wide lists that checks fill for a finding said once at the end.
+struct AuditState {
+    const AuditInput& in;
     std::map<std::string, const AuditDevice*> by_name;
-    for (const auto& d : in.devices) by_name[d.facts.name] = &d;
-
     std::vector<std::string> rq_affinity_inert;
-    for (const auto& d : in.devices) {
-        const auto& f = d.facts;
-        const auto& v = d.values;
-        if (!f.has_queue) continue;
-        if (!d.has_medium && !in.include_empty) continue;
-        const std::string name = f.name;
-        const std::string why_virtual = f.stack == Stack::none ? virtual_identity(f) : std::string();
+};
 
-        if (!why_virtual.empty() && value_of(v, "rotational") == "1") {
-            out.push_back({name, "rotational-claim-virtual", Severity::warning,
-                           name + " claims to spin, but its " + why_virtual +
-                               " says it is virtual: the kernel derives wbt and readahead defaults from that claim",
-                           {{"queue/rotational", "1"}, {"identity", id_text(f)}},
-                           fix_rule("virtual disks do not spin", name, "rotational = 0")});
-        }
-        const auto ra = parse_int(value_of(v, "read_ahead_kb"));
-        if (!why_virtual.empty() && ra && *ra >= 1024 && !policy_keeps(d, "read_ahead_kb")) {
-            out.push_back({name, "readahead-amplification", Severity::warning,
-                           name + " reads ahead " + std::to_string(*ra) + " KiB, " + std::to_string(*ra / 128) +
-                               "x the old 128 KiB floor: random mmap reads drag in that much each",
-                           {{"queue/read_ahead_kb", value_of(v, "read_ahead_kb")},
-                            {"queue/max_sectors_kb", value_of(v, "max_sectors_kb")},
-                            {"queue/rotational", value_of(v, "rotational")}},
-                           fix_rule("virtual disks read ahead like SSDs", name, "read_ahead_kb = 128")});
-        }
-        if (!why_virtual.empty() && value_of(v, "wbt_lat_usec") == "75000" && !policy_keeps(d, "wbt_lat_usec")) {
-            out.push_back({name, "wbt-rotational-default-virtual", Severity::warning,
-                           name + " throttles writeback to a 75 ms target, the default for spinning disks",
-                           {{"queue/wbt_lat_usec", "75000"}, {"identity", id_text(f)}},
-                           fix_rule("virtual disks do not spin", name, "wbt_lat_usec = 2000")});
-        }
+struct Subject {
+    const AuditDevice& d;
+    const DeviceFacts& f;
+    const Values& v;
+    const std::string& name;
+    const std::string& why_virtual;  // why the identity says virtual; empty for a real drive (and for stacks)
+};
 
-        const std::string wc = value_of(v, "write_cache");
-        if (!f.cache_type.empty() && !wc.empty()) {
-            const bool dev_wb = f.cache_type.rfind("write back", 0) == 0;
-            const bool q_wb = wc == "write back";
-            if (dev_wb && !q_wb) {
-                out.push_back({name, "write-through-volatile-cache", Severity::critical,
-                               name + " has a volatile write-back cache, but queue/write_cache says write through: the "
-                                      "kernel sends no flushes, fsync returns 0 and data is lost on power failure",
-                               {{"queue/write_cache", wc}, {"cache_type", f.cache_type}},
-                               fix_rule("keep flushes", name, "write_cache = \"write back\"")});
-            } else if (!dev_wb && q_wb) {
-                out.push_back({name, "write-cache-mismatch", Severity::warning,
-                               name + ": queue/write_cache says write back but the device's own cache mode is " +
-                                   f.cache_type + ": somebody wrote it",
-                               {{"queue/write_cache", wc}, {"cache_type", f.cache_type}},
-                               {}});
-            }
-        }
+// A check adds what it found; code and severity come from its row.
+struct Found {
+    std::string device;
+    std::string message;
+    std::vector<std::pair<std::string, std::string>> evidence;
+    std::string fix;
+};
+using Findings = std::vector<Found>;
 
-        if (value_of(v, "scheduler") == "bfq" && value_of(v, "wbt_lat_usec") == "0" &&
-            (!d.wbt_state || *d.wbt_state == 3)) {
-            std::vector<std::pair<std::string, std::string>> ev = {{"queue/scheduler", "bfq"},
-                                                                   {"queue/wbt_lat_usec", "0"}};
-            if (d.wbt_state) ev.push_back({"debugfs rqos/wbt/enabled", "3 (off-default)"});
-            out.push_back({name, "bfq-disabled-wbt", Severity::warning,
-                           name + " runs bfq, which turned the default writeback throttling off; writing the old "
-                                  "latency back alone does nothing",
-                           ev, fix_rule("keep wbt under bfq", name, "scheduler = \"bfq\"\nwbt_lat_usec = 2000")});
-        }
+void rotational_claim_virtual(const Subject& s, AuditState&, Findings& out) {
+    if (s.why_virtual.empty() || value_of(s.v, "rotational") != "1") return;
+    out.push_back({s.name,
+                   s.name + " claims to spin, but its " + s.why_virtual +
+                       " says it is virtual: the kernel derives wbt and readahead defaults from that claim",
+                   {{"queue/rotational", "1"}, {"identity", id_text(s.f)}},
+                   fix_rule("virtual disks do not spin", s.name, "rotational = 0")});
+}
 
-        if (in.single_llc && *in.single_llc && value_of(v, "rq_affinity") == "1") rq_affinity_inert.push_back(name);
+void readahead_amplification(const Subject& s, AuditState&, Findings& out) {
+    const auto ra = parse_int(value_of(s.v, "read_ahead_kb"));
+    if (s.why_virtual.empty() || !ra || *ra < 1024 || policy_keeps(s.d, "read_ahead_kb")) return;
+    out.push_back({s.name,
+                   s.name + " reads ahead " + std::to_string(*ra) + " KiB, " + std::to_string(*ra / 128) +
+                       "x the old 128 KiB floor: random mmap reads drag in that much each",
+                   {{"queue/read_ahead_kb", value_of(s.v, "read_ahead_kb")},
+                    {"queue/max_sectors_kb", value_of(s.v, "max_sectors_kb")},
+                    {"queue/rotational", value_of(s.v, "rotational")}},
+                   fix_rule("virtual disks read ahead like SSDs", s.name, "read_ahead_kb = 128")});
+}
 
-        if (in.with_policy && !f.holders.empty() && manages_anything(d)) {
-            for (const auto& top : tops_of(by_name, name)) {
-                auto t = by_name.find(top);
-                if (t == by_name.end() || manages_anything(*t->second)) continue;
-                out.push_back({name, "stack-lower-only", Severity::warning,
-                               name + " is tuned by the policy, but filesystems read through " + top +
-                                   ", which no rule tunes: readahead and scheduling of " + top + " decide",
-                               {{"holders", join(f.holders, " ")}, {"top", top}},
-                               fix_rule("tune the device filesystems use", top, "read_ahead_kb = 128")});
-            }
-        }
+void wbt_rotational_default_virtual(const Subject& s, AuditState&, Findings& out) {
+    if (s.why_virtual.empty() || value_of(s.v, "wbt_lat_usec") != "75000" || policy_keeps(s.d, "wbt_lat_usec")) return;
+    out.push_back({s.name, s.name + " throttles writeback to a 75 ms target, the default for spinning disks",
+                   {{"queue/wbt_lat_usec", "75000"}, {"identity", id_text(s.f)}},
+                   fix_rule("virtual disks do not spin", s.name, "wbt_lat_usec = 2000")});
+}
 
-        if (d.plan) {
-            for (const auto& a : d.plan->actions) {
-                if (a.kind == ActionKind::skip) continue;
-                if (const auto* w = find_udev_writer(in.udev_rules, name, a.attribute)) {
-                    out.push_back({name, "udev-rule-conflict", Severity::warning,
-                                   "udev rule " + w->where() + " writes " + a.attribute + "=" + w->value + " on " +
-                                       name + ", which the policy sets to " + a.desired + " (" +
-                                       a.rule.pos.file_line() + ")",
-                                   {{"udev rule", w->where()}, {"policy rule", a.rule.pos.file_line()}},
-                                   {}});
-                }
-            }
-            if (in.with_policy && d.plan->matched.empty()) {
-                out.push_back({name, "no-matching-rule", Severity::info, "no policy rule matches " + name,
-                               {{"identity", id_text(f)}}, {}});
-            }
+// The device's own cache mode against queue/write_cache: nullopt when
+// either is unknown, else {device caches write-back, queue says write back}.
+std::optional<std::pair<bool, bool>> cache_modes(const Subject& s) {
+    const std::string wc = value_of(s.v, "write_cache");
+    if (s.f.cache_type.empty() || wc.empty()) return std::nullopt;
+    return std::pair{s.f.cache_type.rfind("write back", 0) == 0, wc == "write back"};
+}
+
+void write_through_volatile_cache(const Subject& s, AuditState&, Findings& out) {
+    const auto m = cache_modes(s);
+    if (!m || !m->first || m->second) return;
+    out.push_back({s.name,
+                   s.name + " has a volatile write-back cache, but queue/write_cache says write through: the "
+                            "kernel sends no flushes, fsync returns 0 and data is lost on power failure",
+                   {{"queue/write_cache", value_of(s.v, "write_cache")}, {"cache_type", s.f.cache_type}},
+                   fix_rule("keep flushes", s.name, "write_cache = \"write back\"")});
+}
+
+void write_cache_mismatch(const Subject& s, AuditState&, Findings& out) {
+    const auto m = cache_modes(s);
+    if (!m || m->first || !m->second) return;
+    out.push_back({s.name,
+                   s.name + ": queue/write_cache says write back but the device's own cache mode is " +
+                       s.f.cache_type + ": somebody wrote it",
+                   {{"queue/write_cache", value_of(s.v, "write_cache")}, {"cache_type", s.f.cache_type}},
+                   {}});
+}
+
+void bfq_disabled_wbt(const Subject& s, AuditState&, Findings& out) {
+    if (value_of(s.v, "scheduler") != "bfq" || value_of(s.v, "wbt_lat_usec") != "0" ||
+        (s.d.wbt_state && *s.d.wbt_state != 3))
+        return;
+    std::vector<std::pair<std::string, std::string>> ev = {{"queue/scheduler", "bfq"}, {"queue/wbt_lat_usec", "0"}};
+    if (s.d.wbt_state) ev.push_back({"debugfs rqos/wbt/enabled", "3 (off-default)"});
+    out.push_back({s.name,
+                   s.name + " runs bfq, which turned the default writeback throttling off; writing the old "
+                            "latency back alone does nothing",
+                   ev, fix_rule("keep wbt under bfq", s.name, "scheduler = \"bfq\"\nwbt_lat_usec = 2000")});
+}
+
+void stack_lower_only(const Subject& s, AuditState& st, Findings& out) {
+    if (!st.in.with_policy || s.f.holders.empty() || !manages_anything(s.d)) return;
+    for (const auto& top : tops_of(st.by_name, s.name)) {
+        auto t = st.by_name.find(top);
+        if (t == st.by_name.end() || manages_anything(*t->second)) continue;
+        out.push_back({s.name,
+                       s.name + " is tuned by the policy, but filesystems read through " + top +
+                           ", which no rule tunes: readahead and scheduling of " + top + " decide",
+                       {{"holders", join(s.f.holders, " ")}, {"top", top}},
+                       fix_rule("tune the device filesystems use", top, "read_ahead_kb = 128")});
+    }
+}
+
+void udev_rule_conflict(const Subject& s, AuditState& st, Findings& out) {
+    if (!s.d.plan) return;
+    for (const auto& a : s.d.plan->actions) {
+        if (a.kind == ActionKind::skip) continue;
+        if (const auto* w = find_udev_writer(st.in.udev_rules, s.name, a.attribute)) {
+            out.push_back({s.name,
+                           "udev rule " + w->where() + " writes " + a.attribute + "=" + w->value + " on " + s.name +
+                               ", which the policy sets to " + a.desired + " (" + a.rule.pos.file_line() + ")",
+                           {{"udev rule", w->where()}, {"policy rule", a.rule.pos.file_line()}},
+                           {}});
         }
     }
-    // A property of the host, not of a device: said once, for all of them.
-    if (!rq_affinity_inert.empty()) {
-        out.push_back({std::string(kHostDevice), "rq-affinity-inert", Severity::info,
-                       "rq_affinity=1 steers completions to the submitting CPU's cache group, but every CPU shares "
-                       "one last-level cache, so it behaves as 0 on " + std::to_string(rq_affinity_inert.size()) +
-                           " device(s)",
-                       {{"devices", join(rq_affinity_inert, " ")},
-                        {"queue/rq_affinity", "1"},
-                        {"cpu cache", "one last-level cache for all CPUs"}},
-                       "[[rule]]\nname = \"complete on the submitting CPU\"\n[rule.set]\nrq_affinity = 2\n"});
+}
+
+void no_matching_rule(const Subject& s, AuditState& st, Findings& out) {
+    if (!s.d.plan || !st.in.with_policy || !s.d.plan->matched.empty()) return;
+    out.push_back({s.name, "no policy rule matches " + s.name, {{"identity", id_text(s.f)}}, {}});
+}
+
+// A property of the host, not of a device: each device notes itself, and
+// the finding is said once, for all of them, after the devices.
+void rq_affinity_inert_note(const Subject& s, AuditState& st, Findings&) {
+    if (st.in.single_llc && *st.in.single_llc && value_of(s.v, "rq_affinity") == "1")
+        st.rq_affinity_inert.push_back(s.name);
+}
+
+void rq_affinity_inert(AuditState& st, Findings& out) {
+    if (st.rq_affinity_inert.empty()) return;
+    out.push_back({std::string(kHostDevice),
+                   "rq_affinity=1 steers completions to the submitting CPU's cache group, but every CPU shares "
+                   "one last-level cache, so it behaves as 0 on " +
+                       std::to_string(st.rq_affinity_inert.size()) + " device(s)",
+                   {{"devices", join(st.rq_affinity_inert, " ")},
+                    {"queue/rq_affinity", "1"},
+                    {"cpu cache", "one last-level cache for all CPUs"}},
+                   "[[rule]]\nname = \"complete on the submitting CPU\"\n[rule.set]\nrq_affinity = 2\n"});
+}
+
+// Every finding, in the order a device's findings are listed. A check runs
+// per device (`device`), or once after the devices (`host`), or both.
+struct FindingRow {
+    FindingKind kind;
+    void (*device)(const Subject&, AuditState&, Findings&);
+    void (*host)(AuditState&, Findings&);
+};
+
+constexpr FindingRow kFindingRows[] = {
+    {{"rotational-claim-virtual", Severity::warning, "a virtual disk claims to spin"}, rotational_claim_virtual, nullptr},
+    {{"readahead-amplification", Severity::warning, "a virtual disk reads ahead 1 MiB or more"},
+     readahead_amplification, nullptr},
+    {{"wbt-rotational-default-virtual", Severity::warning, "a virtual disk has the spinning-disk wbt target"},
+     wbt_rotational_default_virtual, nullptr},
+    {{"write-through-volatile-cache", Severity::critical, "write through over a volatile cache: no flushes"},
+     write_through_volatile_cache, nullptr},
+    {{"write-cache-mismatch", Severity::warning, "write back over a device that does not cache"}, write_cache_mismatch,
+     nullptr},
+    {{"bfq-disabled-wbt", Severity::warning, "bfq turned the default wbt off"}, bfq_disabled_wbt, nullptr},
+    {{"rq-affinity-inert", Severity::info, "rq_affinity=1 on a host with one last-level cache"},
+     rq_affinity_inert_note, rq_affinity_inert},
+    {{"stack-lower-only", Severity::warning, "the policy tunes a lower device, not the one filesystems use"},
+     stack_lower_only, nullptr},
+    {{"udev-rule-conflict", Severity::warning, "a udev rule writes what the policy manages"}, udev_rule_conflict,
+     nullptr},
+    {{"no-matching-rule", Severity::info, "no policy rule matches the device"}, no_matching_rule, nullptr},
+};
+
+}  // namespace
+
+std::vector<FindingKind> finding_kinds() {
+    std::vector<FindingKind> out;
+    for (const auto& r : kFindingRows) out.push_back(r.kind);
+    return out;
+}
+
+std::vector<Finding> audit(const AuditInput& in) {
+    AuditState st{in, {}, {}};
+    for (const auto& d : in.devices) st.by_name[d.facts.name] = &d;
+
+    std::vector<Finding> out;
+    auto add = [&out](const FindingRow& row, Findings& found) {
+        for (auto& f : found)
+            out.push_back({std::move(f.device), std::string(row.kind.code), row.kind.severity, std::move(f.message),
+                           std::move(f.evidence), std::move(f.fix)});
+        found.clear();
+    };
+    Findings found;
+    for (const auto& d : in.devices) {
+        if (!d.facts.has_queue) continue;
+        if (!d.has_medium && !in.include_empty) continue;
+        const std::string why_virtual = d.facts.stack == Stack::none ? virtual_identity(d.facts) : std::string();
+        const Subject s{d, d.facts, d.values, d.facts.name, why_virtual};
+        for (const auto& row : kFindingRows) {
+            if (!row.device) continue;
+            row.device(s, st, found);
+            add(row, found);
+        }
+    }
+    for (const auto& row : kFindingRows) {
+        if (!row.host) continue;
+        row.host(st, found);
+        add(row, found);
     }
     return out;
 }

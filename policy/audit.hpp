@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -51,7 +52,17 @@ struct AuditInput {
 // HARDDISK"), or empty for what looks like a real drive.
 std::string virtual_identity(const DeviceFacts& f);
 
-// Findings in device order.
+// Every kind of finding audit reports, from its one registry (policy/audit.cpp:
+// each kind is a small check function in a row of that table).
+struct FindingKind {
+    std::string_view code;
+    Severity severity;
+    std::string_view summary;
+};
+std::vector<FindingKind> finding_kinds();
+
+// Findings in device order (a device's in registry order), then the
+// host-wide ones.
 std::vector<Finding> audit(const AuditInput& input);
 
 }  // namespace blkpolicy::policy
