@@ -7,6 +7,7 @@
 
 #include "policy/attributes.hpp"
 #include "policy/facts.hpp"
+#include "policy/match.hpp"
 #include "policy/values.hpp"
 
 namespace blkpolicy::policy {
@@ -263,9 +264,7 @@ private:
             }
             auto mk = match_key_from_string(name);
             if (!mk) {
-                error(pos(k), "unknown match key " + in_quotes(name) +
-                                  " (known: kernel, driver, model, vendor, serial, wwid, rotational, removable, "
-                                  "stack, dm_name, dm_uuid, md_level, env.<udev property>)");
+                error(pos(k), "unknown match key " + in_quotes(name) + " (known: " + known_match_keys_text() + ")");
                 continue;
             }
             MatchClause c;

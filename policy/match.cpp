@@ -2,26 +2,70 @@
 
 #include <fnmatch.h>
 
+#include "policy/names.hpp"
+
 namespace blkpolicy::policy {
 
-std::vector<std::string> fact_values(MatchKey key, const DeviceFacts& f) {
-    switch (key) {
-        case MatchKey::kernel: return {f.name};
-        case MatchKey::driver: return f.drivers;
-        case MatchKey::model: return {f.model};
-        case MatchKey::vendor: return {f.vendor};
-        case MatchKey::serial: return {f.serial};
-        case MatchKey::wwid: return {f.wwid};
-        case MatchKey::stack: return {to_string(f.stack)};
-        case MatchKey::dm_name: return {f.dm_name};
-        case MatchKey::dm_uuid: return {f.dm_uuid};
-        case MatchKey::md_level: return {f.md_level};
-        case MatchKey::rotational: return {f.rotational ? "true" : "false"};
-        case MatchKey::removable: return {f.removable ? "true" : "false"};
-        case MatchKey::env: return {};  // per property: see clause_matches
-    }
-    return {};
+namespace {
+
+// How a key's patterns are compared with the device's values.
+enum class Compare {
+    glob,   // fnmatch patterns against each value
+    flag,   // true or false
+    exact,  // one of a fixed set of words (stack)
+    env,    // env.NAME: a glob against one udev property
+};
+
+using Values = std::vector<std::string>;
+
+// One row per match key: its name in the policy, how it compares, the fact
+// groups discovery must read for it, and the device's values for it.
+struct MatchKeyRow {
+    MatchKey value;
+    const char* name;
+    Compare compare;
+    FactNeeds needs;
+    Values (*read)(const DeviceFacts&);
+};
+
+constexpr MatchKeyRow kMatchKeys[] = {
+    {MatchKey::kernel, "kernel", Compare::glob, 0, [](const DeviceFacts& f) { return Values{f.name}; }},
+    {MatchKey::driver, "driver", Compare::glob, kFactDrivers, [](const DeviceFacts& f) { return f.drivers; }},
+    {MatchKey::model, "model", Compare::glob, kFactModel, [](const DeviceFacts& f) { return Values{f.model}; }},
+    {MatchKey::vendor, "vendor", Compare::glob, kFactModel, [](const DeviceFacts& f) { return Values{f.vendor}; }},
+    {MatchKey::serial, "serial", Compare::glob, kFactSerial, [](const DeviceFacts& f) { return Values{f.serial}; }},
+    {MatchKey::wwid, "wwid", Compare::glob, kFactWwid, [](const DeviceFacts& f) { return Values{f.wwid}; }},
+    {MatchKey::stack, "stack", Compare::exact, kFactStack,
+     [](const DeviceFacts& f) { return Values{to_string(f.stack)}; }},
+    {MatchKey::dm_name, "dm_name", Compare::glob, kFactStack, [](const DeviceFacts& f) { return Values{f.dm_name}; }},
+    {MatchKey::dm_uuid, "dm_uuid", Compare::glob, kFactStack, [](const DeviceFacts& f) { return Values{f.dm_uuid}; }},
+    {MatchKey::md_level, "md_level", Compare::glob, kFactStack,
+     [](const DeviceFacts& f) { return Values{f.md_level}; }},
+    {MatchKey::rotational, "rotational", Compare::flag, 0,
+     [](const DeviceFacts& f) { return Values{f.rotational ? "true" : "false"}; }},
+    {MatchKey::removable, "removable", Compare::flag, 0,
+     [](const DeviceFacts& f) { return Values{f.removable ? "true" : "false"}; }},
+    {MatchKey::env, "env", Compare::env, kFactProperties, [](const DeviceFacts&) { return Values{}; }},
+};
+static_assert(in_enum_order(kMatchKeys));
+
+const MatchKeyRow& row_of(MatchKey k) { return kMatchKeys[static_cast<std::size_t>(k)]; }
+
+}  // namespace
+
+const char* to_string(MatchKey k) { return name_of(kMatchKeys, k); }
+std::optional<MatchKey> match_key_from_string(std::string_view s) { return value_named(kMatchKeys, s); }
+std::vector<std::string> match_key_names() { return names_of(kMatchKeys); }
+bool match_key_is_flag(MatchKey k) { return row_of(k).compare == Compare::flag; }
+
+std::string known_match_keys_text() {
+    std::string out;
+    for (const auto& row : kMatchKeys)
+        out += (out.empty() ? "" : ", ") + std::string(row.name) + (row.compare == Compare::env ? ".<udev property>" : "");
+    return out;
 }
+
+std::vector<std::string> fact_values(MatchKey key, const DeviceFacts& f) { return row_of(key).read(f); }
 
 bool glob_match(const std::string& pattern, const std::string& value) {
     if (value.empty()) return pattern.empty();
@@ -34,8 +78,9 @@ bool clause_matches(const MatchClause& clause, const DeviceFacts& facts) {
         auto it = facts.properties.find(clause.env_name);
         values = {it == facts.properties.end() ? std::string() : it->second};
     }
+    const auto compare = row_of(clause.key).compare;
     for (const auto& pattern : clause.patterns) {
-        if (match_key_is_flag(clause.key) || clause.key == MatchKey::stack) {
+        if (compare == Compare::flag || compare == Compare::exact) {
             if (!values.empty() && values.front() == pattern) return true;
             continue;
         }
@@ -51,24 +96,7 @@ bool rule_matches(const Rule& rule, const DeviceFacts& facts) {
     return true;
 }
 
-FactNeeds fact_needs(MatchKey key) {
-    switch (key) {
-        case MatchKey::kernel:
-        case MatchKey::rotational:
-        case MatchKey::removable: return 0;
-        case MatchKey::driver: return kFactDrivers;
-        case MatchKey::model:
-        case MatchKey::vendor: return kFactModel;
-        case MatchKey::serial: return kFactSerial;
-        case MatchKey::wwid: return kFactWwid;
-        case MatchKey::stack:
-        case MatchKey::dm_name:
-        case MatchKey::dm_uuid:
-        case MatchKey::md_level: return kFactStack;
-        case MatchKey::env: return kFactProperties;
-    }
-    return kAllFacts;
-}
+FactNeeds fact_needs(MatchKey key) { return row_of(key).needs; }
 
 FactNeeds fact_needs(const Policy& policy) {
     FactNeeds needs = 0;

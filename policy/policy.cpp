@@ -20,35 +20,12 @@ std::string SourcePos::file_line() const {
 std::string PolicyError::str() const { return pos.str() + ": " + message; }
 
 namespace {
-constexpr Named<MatchKey> kMatchKeys[] = {
-    {MatchKey::kernel, "kernel"},
-    {MatchKey::driver, "driver"},
-    {MatchKey::model, "model"},
-    {MatchKey::vendor, "vendor"},
-    {MatchKey::serial, "serial"},
-    {MatchKey::wwid, "wwid"},
-    {MatchKey::stack, "stack"},
-    {MatchKey::dm_name, "dm_name"},
-    {MatchKey::dm_uuid, "dm_uuid"},
-    {MatchKey::md_level, "md_level"},
-    {MatchKey::rotational, "rotational"},
-    {MatchKey::removable, "removable"},
-    {MatchKey::env, "env"},
-};
-static_assert(in_enum_order(kMatchKeys));
-
 constexpr Named<Mode> kModes[] = {{Mode::enforce, "enforce"}, {Mode::observe, "observe"}};
 static_assert(in_enum_order(kModes));
 
 constexpr Named<Stack> kStacks[] = {{Stack::none, "none"}, {Stack::dm, "dm"}, {Stack::md, "md"}, {Stack::loop, "loop"}};
 static_assert(in_enum_order(kStacks));
 }  // namespace
-
-const char* to_string(MatchKey k) { return name_of(kMatchKeys, k); }
-std::optional<MatchKey> match_key_from_string(std::string_view s) { return value_named(kMatchKeys, s); }
-std::vector<std::string> match_key_names() { return names_of(kMatchKeys); }
-
-bool match_key_is_flag(MatchKey k) { return k == MatchKey::rotational || k == MatchKey::removable; }
 
 const char* to_string(Mode m) { return name_of(kModes, m); }
 std::optional<Mode> mode_from_string(std::string_view s) { return value_named(kModes, s); }

@@ -141,7 +141,7 @@ TEST_CASE("validation messages - exactly") {
          "rq_affinity, device.timeout, device.queue_depth, read_ahead_kb, iosched.<tunable>)"},
         {"[[rule]]\nname = \"x\"\n[rule.match]\nmodel_name = \"x\"\n[rule.set]\nnomerges = 1\n",
          "p.toml:4:1: unknown match key \"model_name\" (known: kernel, driver, model, vendor, serial, wwid, "
-         "rotational, removable, stack, dm_name, dm_uuid, md_level, env.<udev property>)"},
+         "stack, dm_name, dm_uuid, md_level, rotational, removable, env.<udev property>)"},
         {"[[rule]]\nname = \"x\"\n[rule.match]\nenv = \"ID_BUS\"\n[rule.set]\nnomerges = 1\n",
          "p.toml:4:1: match.env must be a table of udev properties, e.g. env.ID_BUS = \"ata\""},
         {"[[rule]]\nname = \"x\"\n[rule.match]\nenv.\"ID-BUS\" = \"ata\"\n[rule.set]\nnomerges = 1\n",

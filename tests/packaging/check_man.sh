@@ -22,8 +22,20 @@ done
 for opt in $(grep -o -- '--[a-z-]*' <<<"$help" | sort -u); do
     grep -q -- "$opt" <<<"$t8" || { echo "blkpolicy.8 does not mention $opt"; exit 1; }
 done
-for key in rotational max_sectors_kb discard_max_bytes write_cache add_random iostats scheduler nr_requests \
-           iosched wbt_lat_usec nomerges rq_affinity device.timeout device.queue_depth read_ahead_kb; do
+# Every attribute and match key the loader knows (its own lists, from the
+# error for an unknown one) is described in blkpolicy.toml(5).
+known() {  # TOML text -> the names in the error's "(known: ...)" or "(writable: ...)" list
+    local f; f=$(mktemp --suffix=.toml)
+    printf '%s' "$1" >"$f"
+    "$build_dir/blkpolicy" check --policy "$f" 2>&1 | sed -n -E 's/.*\((known|writable): (.*)\)$/\2/p' | tr ',' '\n' |
+        sed -e 's/^ *//' -e 's/\.<.*>$//'
+    rm -f "$f"
+}
+attributes=$(known $'[[rule]]\nname = "x"\n[rule.set]\nno_such_attribute = 1\n')
+match_keys=$(known $'[[rule]]\nname = "x"\n[rule.match]\nno_such_key = "x"\n[rule.set]\nnomerges = 1\n')
+[[ $(wc -l <<<"$attributes") -ge 15 && $(wc -l <<<"$match_keys") -ge 13 ]] || {
+    echo "could not read the known attributes and match keys from blkpolicy check"; exit 1; }
+for key in $attributes $match_keys; do
     grep -q -- "$key" <<<"$t5" || { echo "blkpolicy.toml.5 does not mention $key"; exit 1; }
 done
 man -l "$page8" >/dev/null 2>&1 || { echo "man cannot render blkpolicy.8"; exit 1; }
