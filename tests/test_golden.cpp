@@ -7,7 +7,7 @@
 
 #include "agent/cli/commands.hpp"
 #include "agent/cli/parse.hpp"
-#include "agent/cli/report.hpp"
+#include "agent/cli/render/common.hpp"
 #include "support/fake_sysfs.hpp"
 #include "support/kernel_model.hpp"
 #include "support/run_binary.hpp"

@@ -6,7 +6,8 @@
 #include "agent/cli/import_udev.hpp"
 #include "agent/cli/inspect.hpp"
 #include "agent/policy_files.hpp"
-#include "agent/cli/report.hpp"
+#include "agent/cli/render/common.hpp"
+#include "agent/cli/render/device_report.hpp"
 #include "agent/snapshot.hpp"
 #include "udev/discovery.hpp"
 
@@ -65,8 +66,10 @@ int device_went_away(const std::string& name, std::ostream& err) {
 
 namespace {
 
-int with_devices(CommandReport::Kind kind, const Options& o, udev::Sysfs& sysfs, std::ostream& out,
-                 std::ostream& err) {
+enum class Kind { plan, apply, status };
+
+// plan, apply and status: look at each device, plan, (apply), report.
+int with_devices(Kind kind, const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::ostream& err) {
     auto loaded = load_policy_from(o.policies);
     if (!loaded.ok()) {
         for (const auto& e : loaded.errors) err << e.str() << '\n';
@@ -75,14 +78,18 @@ int with_devices(CommandReport::Kind kind, const Options& o, udev::Sysfs& sysfs,
     }
     if (int rc = check_sysfs_and_devices(o, sysfs, err)) return rc;
     StateDir state(o.state_dir);
-    CommandReport report(kind, o.json, out);
     const auto names = o.devices.empty() ? udev::list_block_devices(sysfs) : o.devices;
     LookOptions how;
-    how.record = kind == CommandReport::Kind::apply;
-    how.shown = report.facts_shown();
+    how.record = kind == Kind::apply;
     how.udev_db = o.udev_db();
     how.context = host_plan_context(o.sysfs_root);
-    report.set_loadable_schedulers(how.context.loadable_schedulers);
+    std::unique_ptr<DeviceReport> report;
+    switch (kind) {
+        case Kind::plan: report = plan_report(o.json, out, how.context.loadable_schedulers); break;
+        case Kind::apply: report = apply_report(o.json, out); break;
+        case Kind::status: report = status_report(o.json, out, read_daemon_json(o.state_dir).value_or(nullptr)); break;
+    }
+    how.shown = report->facts_shown();
     // One device at a time: look, plan, (apply), report. Nothing but
     // counters is kept across devices.
     int gone = kExitOk;
@@ -94,22 +101,16 @@ int with_devices(CommandReport::Kind kind, const Options& o, udev::Sysfs& sysfs,
             if (!o.devices.empty()) gone = device_went_away(name, err);
             continue;
         }
-        if (kind == CommandReport::Kind::apply) {
+        if (kind == Kind::apply) {
             auto result = execute(sysfs, v->plan);
-            report.device(*v, &result);
+            report->device(*v, &result);
         } else {
-            report.device(*v);
+            report->device(*v);
         }
     }
-    if (kind == CommandReport::Kind::status) {
-        auto daemon = read_daemon_json(o.state_dir);
-        report.finish(daemon ? *daemon : nlohmann::json(nullptr));
-        if (gone != kExitOk) return gone;
-        return report.drift() ? kExitPartial : kExitOk;
-    }
-    report.finish();
+    report->finish();
     if (gone != kExitOk) return gone;
-    return report.failed() ? kExitPartial : kExitOk;
+    return report->found_something() ? kExitPartial : kExitOk;
 }
 
 }  // namespace
@@ -120,8 +121,6 @@ int run_command(const Options& o, std::ostream& out, std::ostream& err) {
 }
 
 namespace {
-
-using Kind = CommandReport::Kind;
 
 constexpr Command kCommands[] = {
     {"check", "", "validate the policy; errors as file:line:col: message", Operands::none,

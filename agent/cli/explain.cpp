@@ -1,0 +1,140 @@
+// `blkpolicy explain DEVICE...` and `explain --kernel-rules`.
+#include <map>
+#include <set>
+
+#include "agent/cli/commands.hpp"
+#include "agent/cli/inspect.hpp"
+#include "agent/cli/render/common.hpp"
+#include "agent/cli/render/explain.hpp"
+#include "agent/policy_files.hpp"
+#include "agent/snapshot.hpp"
+#include "policy/explain.hpp"
+#include "udev/discovery.hpp"
+#include "udev/probes.hpp"
+
+namespace blkpolicy::agent {
+
+using nlohmann::json;
+
+std::optional<policy::Policy> optional_policy(const Options& o, std::ostream& err, int& rc) {
+    if (o.no_policy) return std::nullopt;
+    auto files = find_policy_files(o.policies);
+    if (o.policies.empty() && files.files.empty()) return std::nullopt;
+    auto loaded = load_policy_from(o.policies);
+    if (!loaded.ok()) {
+        for (const auto& e : loaded.errors) err << e.str() << '\n';
+        rc = kExitPolicy;
+        return std::nullopt;
+    }
+    return loaded.policy;
+}
+
+namespace {
+
+std::vector<std::string> walk(const std::map<std::string, DeviceView>& views, const std::string& from, bool up) {
+    std::vector<std::string> out;
+    std::set<std::string> seen;
+    std::vector<std::string> todo = {from};
+    while (!todo.empty()) {
+        auto name = todo.back();
+        todo.pop_back();
+        auto it = views.find(name);
+        if (it == views.end()) continue;
+        for (const auto& next : up ? it->second.facts.holders : it->second.facts.slaves) {
+            if (!seen.insert(next).second) continue;
+            out.push_back(next);
+            todo.push_back(next);
+        }
+    }
+    return out;
+}
+
+policy::StackView stack_of(const std::map<std::string, DeviceView>& views, const std::string& name) {
+    policy::StackView s;
+    for (const auto& up : walk(views, name, true)) {
+        auto it = views.find(up);
+        if (it != views.end() && it->second.facts.holders.empty()) s.tops.push_back(up);
+    }
+    auto self = views.find(name);
+    if (s.tops.empty() && self != views.end() && self->second.facts.holders.empty()) s.tops.push_back(name);
+    for (const auto& low : walk(views, name, false)) {
+        s.lowers.push_back(low);
+        auto it = views.find(low);
+        if (it == views.end()) continue;
+        for (const auto& a : it->second.plan.actions)
+            if (a.attribute == "read_ahead_kb" && a.kind != policy::ActionKind::skip) s.lowers_tuned_in_vain.push_back(low);
+    }
+    return s;
+}
+
+}  // namespace
+
+int run_explain(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::ostream& err) {
+    if (o.kernel_rules) {
+        std::string release = o.kernel_release.empty() ? running_kernel_release() : o.kernel_release;
+        auto k = policy::parse_kernel_release(release);
+        if (!k) {
+            err << "blkpolicy: --kernel-release wants a release such as 6.12.0, not \"" << release << "\"\n";
+            return kExitUsage;
+        }
+        print_kernel_rules(out, *k, release, o.json);
+        return kExitOk;
+    }
+    if (o.devices.empty()) {
+        err << "blkpolicy: explain needs a device, e.g. blkpolicy explain sda\nTry 'blkpolicy --help'.\n";
+        return kExitUsage;
+    }
+    int rc = kExitOk;
+    auto pol = optional_policy(o, err, rc);
+    if (rc != kExitOk) return rc;
+    if (int rc2 = check_sysfs_and_devices(o, sysfs, err)) return rc2;
+    StateDir state(o.state_dir);
+    std::vector<std::string> warnings;
+    LookOptions how;
+    how.all_values = true;
+    how.udev_db = o.udev_db();
+    how.context = host_plan_context(o.sysfs_root);
+    auto all = look(sysfs, state, pol ? *pol : policy::Policy{}, {}, how, warnings);
+    std::map<std::string, DeviceView> views;
+    for (auto& v : all) views.emplace(v.facts.name, std::move(v));
+
+    policy::ExplainContext ctx;
+    ctx.kernel = running_kernel_version();
+    ctx.loadable_schedulers = how.context.loadable_schedulers;
+    if (!o.kernel_release.empty()) {
+        auto k = policy::parse_kernel_release(o.kernel_release);
+        if (!k) {
+            err << "blkpolicy: --kernel-release wants a release such as 6.12.0, not \"" << o.kernel_release << "\"\n";
+            return kExitUsage;
+        }
+        ctx.kernel = *k;
+    }
+    json docs = json::array();
+    bool first = true;
+    for (const auto& name : o.devices) {
+        const auto it = views.find(name);
+        if (it == views.end()) return device_went_away(name, err);
+        const auto& v = it->second;
+        ctx.wbt_state = udev::read_wbt_state(sysfs, name);
+        ctx.hw_queues = udev::count_hw_queues(sysfs, name);
+        ctx.hw_tags = udev::hw_tags(sysfs, name);
+        ctx.rotation_rate = udev::rotation_rate(sysfs, name);
+        const auto backing = udev::loop_backing_store(sysfs, v.facts.loop_backing_file);
+        ctx.backing_known = backing.known;
+        ctx.backing_store = backing.what;
+        ctx.backing_rotational = backing.rotational;
+        ctx.lowers_rotational = udev::lowers_rotational(sysfs, name);
+        auto x = policy::explain_device(v.facts, v.values, v.plan, ctx, stack_of(views, name));
+        if (o.json) {
+            docs.push_back(explanation_json(x, v.plan));
+        } else {
+            if (!first) out << "\n";
+            first = false;
+            print_explanation(out, x, v.plan, pol.has_value());
+        }
+    }
+    if (o.json) out << json{{"format", kJsonFormatVersion}, {"devices", docs}}.dump(2) << '\n';
+    return kExitOk;
+}
+
+}  // namespace blkpolicy::agent

@@ -1,0 +1,70 @@
+// The report of `blkpolicy apply`: per attribute, before, after and outcome.
+#include <map>
+
+#include "agent/cli/render/common.hpp"
+#include "agent/cli/render/device_report.hpp"
+
+namespace blkpolicy::agent {
+
+using nlohmann::json;
+
+namespace {
+
+class ApplyReport final : public DeviceReport {
+public:
+    using DeviceReport::DeviceReport;
+    bool found_something() const override {
+        for (const auto& [o, n] : outcomes_)
+            if (is_failure(o) && n > 0) return true;
+        return false;
+    }
+
+private:
+    void add_json(json& d, const DeviceView&, const DeviceResult* result) const override {
+        d["results"] = json::array();
+        for (const auto& r : result->results)
+            d["results"].push_back({{"attribute", r.attribute},
+                                    {"before", r.before},
+                                    {"after", r.after},
+                                    {"expected", r.expected},
+                                    {"outcome", to_string(r.outcome)},
+                                    {"detail", r.detail},
+                                    {"rule", rule_json(r.rule)}});
+    }
+    void count(const DeviceView&, const DeviceResult* result) override {
+        for (const auto& r : result->results) outcomes_[r.outcome]++;
+    }
+    void print_table(const DeviceView&, const DeviceResult* result) const override {
+        Table t({"ATTRIBUTE", "BEFORE", "AFTER", "RESULT", "RULE", "DETAIL"});
+        for (const auto& r : result->results)
+            t.add({r.attribute, or_dash(r.before), or_dash(r.after), to_string(r.outcome), r.rule.pos.file_line(),
+                   r.detail});
+        t.print(out_, "  ");
+    }
+    void add_json_summary(json& doc) const override {
+        json summary = json::object();
+        for (auto o : {Outcome::unchanged, Outcome::applied, Outcome::skipped, Outcome::failed, Outcome::not_stuck,
+                       Outcome::refused})
+            summary[to_string(o)] = n(o);
+        doc["summary"] = summary;
+    }
+    void print_footer() const override {
+        out_ << n(Outcome::applied) << " applied, " << n(Outcome::unchanged) << " unchanged, " << n(Outcome::skipped)
+             << " skipped, " << n(Outcome::failed) << " failed, " << n(Outcome::not_stuck) << " did not stick, "
+             << n(Outcome::refused) << " refused\n";
+    }
+    int n(Outcome o) const {
+        auto it = outcomes_.find(o);
+        return it == outcomes_.end() ? 0 : it->second;
+    }
+
+    std::map<Outcome, int> outcomes_;
+};
+
+}  // namespace
+
+std::unique_ptr<DeviceReport> apply_report(bool as_json, std::ostream& out) {
+    return std::make_unique<ApplyReport>(as_json, out);
+}
+
+}  // namespace blkpolicy::agent

@@ -1,0 +1,52 @@
+#include "agent/cli/render/audit.hpp"
+
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "agent/cli/render/common.hpp"
+
+namespace blkpolicy::agent {
+
+using nlohmann::json;
+
+void print_findings(std::ostream& out, const std::vector<policy::Finding>& findings, bool as_json, bool with_policy) {
+    std::map<policy::Severity, int> count;
+    for (const auto& f : findings) count[f.severity]++;
+    if (as_json) {
+        json arr = json::array();
+        for (const auto& f : findings) {
+            json ev = json::object();
+            for (const auto& [k, v] : f.evidence) ev[k] = v;
+            arr.push_back({{"device", f.device},
+                           {"code", f.code},
+                           {"severity", policy::to_string(f.severity)},
+                           {"message", f.message},
+                           {"evidence", ev},
+                           {"fix", f.fix.empty() ? json(nullptr) : json(f.fix)}});
+        }
+        out << json{{"format", kJsonFormatVersion}, {"policy", with_policy}, {"findings", arr}}.dump(2) << '\n';
+    } else {
+        for (const auto& f : findings) {
+            out << policy::to_string(f.severity) << "  " << f.device << "  " << f.code << "\n  " << f.message << '\n';
+            for (const auto& [k, v] : f.evidence) out << "  evidence: " << k << " = " << v << '\n';
+            if (!f.fix.empty()) {
+                out << "  fix:\n";
+                std::string line;
+                for (char c : f.fix) {
+                    if (c == '\n') {
+                        out << "    " << line << '\n';
+                        line.clear();
+                    } else {
+                        line += c;
+                    }
+                }
+            }
+            out << '\n';
+        }
+        out << findings.size() << " finding(s): " << count[policy::Severity::critical] << " critical, "
+            << count[policy::Severity::warning] << " warning, " << count[policy::Severity::info] << " info"
+            << (with_policy ? "" : " (no policy: policy checks skipped)") << '\n';
+    }
+}
+
+}  // namespace blkpolicy::agent

@@ -1,0 +1,13 @@
+// How `blkpolicy audit` shows its findings.
+#pragma once
+
+#include <ostream>
+#include <vector>
+
+#include "policy/audit.hpp"
+
+namespace blkpolicy::agent {
+
+void print_findings(std::ostream& out, const std::vector<policy::Finding>& findings, bool as_json, bool with_policy);
+
+}  // namespace blkpolicy::agent

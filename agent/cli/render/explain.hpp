@@ -1,0 +1,20 @@
+// How `blkpolicy explain` shows a device's explanation, and --kernel-rules.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <string>
+
+#include "policy/explain.hpp"
+#include "policy/plan.hpp"
+
+namespace blkpolicy::agent {
+
+nlohmann::json explanation_json(const policy::DeviceExplanation& x, const policy::DevicePlan& plan);
+void print_explanation(std::ostream& out, const policy::DeviceExplanation& x, const policy::DevicePlan& plan,
+                       bool have_policy);
+// The kernel rows (policy/kernel) that hold on kernel `k`; --json lists
+// every row with whether it holds.
+void print_kernel_rules(std::ostream& out, const policy::KernelVersion& k, const std::string& release, bool as_json);
+
+}  // namespace blkpolicy::agent
