@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
-BUILD_DIR=build-bench BUILD_TYPE=Release TARGET=blkpolicy-bench scripts/build.sh -DBLKPOLICY_TESTS=OFF -DBLKPOLICY_BENCH=ON >/dev/null
+BUILD_DIR=build-bench BUILD_TYPE=Release TARGET=blkpolicy-bench scripts/build.sh -DBLKPOLICY_BENCH=ON >/dev/null
 journald_pid=
 trap '[[ -n "$journald_pid" ]] && kill "$journald_pid" 2>/dev/null || true' EXIT
 if ! systemd-cat -t blkpolicy-bench true 2>/dev/null; then

@@ -6,6 +6,7 @@
 #include "policy/loader.hpp"
 #include "support/fake_sysfs.hpp"
 #include "support/kernel_model.hpp"
+#include "support/policies.hpp"
 #include "udev/discovery.hpp"
 #include "util/files.hpp"
 
@@ -14,13 +15,6 @@ using test::FakeSysfs;
 using test::KernelModelSysfs;
 
 namespace {
-
-policy::Policy policy_of(const std::string& set) {
-    auto r = policy::load_policy({{"p.toml", "[[rule]]\nname = \"r\"\n[rule.set]\n" + set}});
-    for (const auto& e : r.errors) MESSAGE(e.str());
-    REQUIRE(r.ok());
-    return r.policy;
-}
 
 policy::DevicePlan plan_for(const udev::Sysfs& s, const std::string& dev, const policy::Policy& p) {
     auto facts = udev::read_facts(s, dev);
@@ -100,7 +94,7 @@ TEST_CASE("apply in write order: every trap handled - every value read back") {
     FakeSysfs t;
     t.add_loop("loop0", 0, "/img");
     KernelModelSysfs s(t.root());
-    auto p = policy_of(
+    auto p = test::one_rule_policy(
         "read_ahead_kb = 128\nmax_sectors_kb = 1024\nscheduler = \"bfq\"\nnr_requests = 64\nwbt_lat_usec = 2000\n"
         "iosched.slice_idle = 0\nrotational = 0\n");
     auto result = agent::execute(s, plan_for(s, "loop0", p));
@@ -132,7 +126,7 @@ TEST_CASE("one failing attribute does not stop the rest") {
     t.add_loop("loop0", 0, "/img");
     KernelModelSysfs s(t.root());
     s.fail["queue/nomerges"] = EINVAL;
-    auto result = agent::execute(s, plan_for(s, "loop0", policy_of("nomerges = 2\nrq_affinity = 2\nread_ahead_kb = 64\n")));
+    auto result = agent::execute(s, plan_for(s, "loop0", test::one_rule_policy("nomerges = 2\nrq_affinity = 2\nread_ahead_kb = 64\n")));
     auto r = by_attr(result);
     CHECK(r["nomerges"].outcome == agent::Outcome::failed);
     CHECK(r["nomerges"].detail == "write 2: Invalid argument (EINVAL)");
@@ -177,7 +171,7 @@ TEST_CASE("a write that does not stick is reported with what reads back") {
     FakeSysfs t;
     t.add_loop("loop0", 0, "/img");
     SwallowingSysfs s(t.root());
-    auto r = by_attr(agent::execute(s, plan_for(s, "loop0", policy_of("nomerges = 1\n"))));
+    auto r = by_attr(agent::execute(s, plan_for(s, "loop0", test::one_rule_policy("nomerges = 1\n"))));
     CHECK(r["nomerges"].outcome == agent::Outcome::not_stuck);
     CHECK(r["nomerges"].detail == "wrote 1, reads back 0");
     CHECK(s.writes.size() == 0);  // swallowed before the model saw them
@@ -187,7 +181,7 @@ TEST_CASE("what a later write undid is re-applied once") {
     FakeSysfs t;
     t.add_loop("loop0", 0, "/img");
     UndoingSysfs s(t.root());
-    auto r = by_attr(agent::execute(s, plan_for(s, "loop0", policy_of("nomerges = 1\nread_ahead_kb = 64\n"))));
+    auto r = by_attr(agent::execute(s, plan_for(s, "loop0", test::one_rule_policy("nomerges = 1\nread_ahead_kb = 64\n"))));
     CHECK(r["nomerges"].outcome == agent::Outcome::applied);
     CHECK(r["nomerges"].detail == "re-applied: a later write had changed it to 0");
     CHECK(t.read(t.devpath_of("loop0") + "/queue/nomerges") == "1");
@@ -198,7 +192,7 @@ TEST_CASE("a device vanishing mid-apply: the rest is skipped - not failed") {
     FakeSysfs t;
     t.add_loop("loop0", 0, "/img");
     VanishingSysfs s(t.root());
-    auto result = agent::execute(s, plan_for(s, "loop0", policy_of("nomerges = 1\nrq_affinity = 2\nread_ahead_kb = 64\n")));
+    auto result = agent::execute(s, plan_for(s, "loop0", test::one_rule_policy("nomerges = 1\nrq_affinity = 2\nread_ahead_kb = 64\n")));
     auto r = by_attr(result);
     CHECK(r["rq_affinity"].outcome == agent::Outcome::skipped);
     CHECK(r["rq_affinity"].detail == "device vanished");
@@ -229,7 +223,7 @@ TEST_CASE("fault injection: every kind of failing write is reported on its attri
         t.add_loop("loop0", 0, "/img");
         KernelModelSysfs s(t.root());
         s.fail["queue/nomerges"] = err;
-        auto r = by_attr(agent::execute(s, plan_for(s, "loop0", policy_of("nomerges = 1\nrq_affinity = 2\nread_ahead_kb = 64\n"))));
+        auto r = by_attr(agent::execute(s, plan_for(s, "loop0", test::one_rule_policy("nomerges = 1\nrq_affinity = 2\nread_ahead_kb = 64\n"))));
         CHECK(r["nomerges"].outcome == agent::Outcome::failed);
         CHECK(r["nomerges"].detail == "write 1: " + util::errno_text(err));
         CHECK(r["rq_affinity"].outcome == agent::Outcome::applied);
@@ -241,7 +235,7 @@ TEST_CASE("fault injection: failing reads, short reads and files vanishing betwe
     FakeSysfs t;
     t.add_loop("loop0", 0, "/img");
     KernelModelSysfs s(t.root());
-    const auto policy = policy_of("nomerges = 1\nrq_affinity = 2\nread_ahead_kb = 64\nadd_random = 1\n");
+    const auto policy = test::one_rule_policy("nomerges = 1\nrq_affinity = 2\nread_ahead_kb = 64\nadd_random = 1\n");
     const auto plan = plan_for(s, "loop0", policy);  // planned before the faults start
     s.read_fail["queue/rq_affinity"] = EIO;
     s.short_read.insert("queue/read_ahead_kb");
@@ -264,13 +258,13 @@ TEST_CASE("a scheduler the device does not list yet: the kernel loads it, or the
 
     SUBCASE("bfq is a module: writing the name loads it") {
         s.loadable_schedulers = {"bfq"};
-        auto r = by_attr(agent::execute(s, plan_for(s, "loop0", policy_of("scheduler = \"bfq\"\n"))));
+        auto r = by_attr(agent::execute(s, plan_for(s, "loop0", test::one_rule_policy("scheduler = \"bfq\"\n"))));
         CHECK(r["scheduler"].outcome == agent::Outcome::applied);
         CHECK(r["scheduler"].after == "bfq");
         CHECK(r["scheduler"].refused.empty());
     }
     SUBCASE("no bfq in this kernel: refused, and the next one of the list is written") {
-        auto r = by_attr(agent::execute(s, plan_for(s, "loop0", policy_of("scheduler = [\"bfq\", \"mq-deadline\"]\n"))));
+        auto r = by_attr(agent::execute(s, plan_for(s, "loop0", test::one_rule_policy("scheduler = [\"bfq\", \"mq-deadline\"]\n"))));
         CHECK(writes_of(s) == std::vector<std::string>{"queue/scheduler=bfq", "queue/scheduler=mq-deadline"});
         CHECK(r["scheduler"].outcome == agent::Outcome::applied);
         CHECK(r["scheduler"].expected == "mq-deadline");
@@ -280,7 +274,7 @@ TEST_CASE("a scheduler the device does not list yet: the kernel loads it, or the
               "the kernel refused bfq (no such scheduler, built in or as a module); mq-deadline accepted");
     }
     SUBCASE("none of the list exists: failed, naming every refused name") {
-        auto r = by_attr(agent::execute(s, plan_for(s, "loop0", policy_of("scheduler = [\"bfq\", \"kyber\"]\n"))));
+        auto r = by_attr(agent::execute(s, plan_for(s, "loop0", test::one_rule_policy("scheduler = [\"bfq\", \"kyber\"]\n"))));
         CHECK(r["scheduler"].outcome == agent::Outcome::failed);
         CHECK(r["scheduler"].detail == "the kernel refused bfq, kyber (no such scheduler, built in or as a module)");
         CHECK(r["scheduler"].after == "none");
@@ -293,7 +287,7 @@ TEST_CASE("Linux 6.1: bfq turns a default wbt off while sysfs still shows the la
     t.file(t.devpath_of("loop0") + "/queue/wbt_lat_usec", "75000");  // a spinning disk's default
     KernelModelSysfs s(t.root());
     s.kernel = {6, 1, 0};
-    const auto policy = policy_of("scheduler = \"bfq\"\nwbt_lat_usec = 75000\n");
+    const auto policy = test::one_rule_policy("scheduler = \"bfq\"\nwbt_lat_usec = 75000\n");
 
     SUBCASE("the trap: the latency reads as wanted, writing it is a no-op, wbt stays off") {
         REQUIRE(s.write("block/loop0/queue/scheduler", "bfq") == 0);
@@ -327,7 +321,7 @@ TEST_CASE("a value that reads back otherwise than written keeps the read-back as
     FakeSysfs t;
     t.add_loop("loop0", 0, "/img");
     KernelModelSysfs s(t.root());
-    auto r = by_attr(agent::execute(s, plan_for(s, "loop0", policy_of("read_ahead_kb = 130\n"))));
+    auto r = by_attr(agent::execute(s, plan_for(s, "loop0", test::one_rule_policy("read_ahead_kb = 130\n"))));
     CHECK(r["read_ahead_kb"].outcome == agent::Outcome::applied);
     CHECK(r["read_ahead_kb"].expected == "128");
     CHECK(r["read_ahead_kb"].after == "128");

@@ -59,11 +59,6 @@ struct Scenario {
     std::string q(const std::string& dev, const std::string& attr) { return tree.read(tree.devpath_of(dev) + "/" + attr); }
 };
 
-void check_golden(const std::string& name, const std::string& actual) {
-    std::string hint;
-    const bool same = matches_golden(name, actual, hint);
-    CHECK_MESSAGE(same, hint);
-}
 
 }  // namespace
 

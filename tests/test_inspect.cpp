@@ -16,11 +16,6 @@ namespace policy = blkpolicy::policy;
 
 namespace {
 
-void check_golden(const std::string& name, const std::string& actual) {
-    std::string hint;
-    const bool same = matches_golden(name, actual, hint);
-    CHECK_MESSAGE(same, hint);
-}
 
 // The fleet plus what audit looks for: a real HDD, a SCSI disk whose queue
 // says write back over a write-through cache, sda switched to write through

@@ -2,17 +2,12 @@
 
 #include "policy/loader.hpp"
 #include "policy/plan.hpp"
+#include "support/policies.hpp"
 
 using namespace blkpolicy::policy;
 
 namespace {
 
-Policy policy_of(const std::string& text) {
-    auto r = load_policy({{"p.toml", text}});
-    for (const auto& e : r.errors) MESSAGE(e.str());
-    REQUIRE(r.ok());
-    return r.policy;
-}
 
 DeviceFacts loop_facts() {
     DeviceFacts f;
@@ -50,7 +45,7 @@ const Action& action(const DevicePlan& p, const std::string& attr) {
 }  // namespace
 
 TEST_CASE("write order: limits - scheduler - requests - tunables - wbt - late - read_ahead_kb") {
-    auto p = plan_device(policy_of(R"(
+    auto p = plan_device(blkpolicy::test::policy_from_toml(R"(
 [[rule]]
 name = "all"
 [rule.set]
@@ -71,7 +66,7 @@ rotational = 0
 }
 
 TEST_CASE("a later rule wins per attribute - and the plan names both") {
-    auto p = plan_device(policy_of(R"(
+    auto p = plan_device(blkpolicy::test::policy_from_toml(R"(
 [[rule]]
 name = "first"
 [rule.set]
@@ -96,7 +91,7 @@ read_ahead_kb = 256
 }
 
 TEST_CASE("values already in place are unchanged - nothing else disturbs them") {
-    auto p = plan_device(policy_of("[[rule]]\nname = \"r\"\n[rule.set]\nread_ahead_kb = 2560\nnomerges = 0\n"),
+    auto p = plan_device(blkpolicy::test::policy_from_toml("[[rule]]\nname = \"r\"\n[rule.set]\nread_ahead_kb = 2560\nnomerges = 0\n"),
                          loop_facts(), loop_values(), {});
     CHECK(order(p) == std::vector<std::string>{"nomerges:unchanged", "read_ahead_kb:unchanged"});
 }
@@ -104,21 +99,21 @@ TEST_CASE("values already in place are unchanged - nothing else disturbs them") 
 TEST_CASE("side effects force later writes") {
     SUBCASE("a limits write re-checks read_ahead_kb even when it is in place now") {
         auto p = plan_device(
-            policy_of("[[rule]]\nname = \"r\"\n[rule.set]\nmax_sectors_kb = 1024\nread_ahead_kb = 2560\n"),
+            blkpolicy::test::policy_from_toml("[[rule]]\nname = \"r\"\n[rule.set]\nmax_sectors_kb = 1024\nread_ahead_kb = 2560\n"),
             loop_facts(), loop_values(), {});
         CHECK(action(p, "read_ahead_kb").kind == ActionKind::write);
         CHECK(action(p, "read_ahead_kb").note.find("raise read_ahead_kb") != std::string::npos);
     }
     SUBCASE("a scheduler switch forces nr_requests") {
         auto p = plan_device(
-            policy_of("[[rule]]\nname = \"r\"\n[rule.set]\nscheduler = \"mq-deadline\"\nnr_requests = 128\n"),
+            blkpolicy::test::policy_from_toml("[[rule]]\nname = \"r\"\n[rule.set]\nscheduler = \"mq-deadline\"\nnr_requests = 128\n"),
             loop_facts(), loop_values(), {});
         CHECK(action(p, "nr_requests").kind == ActionKind::write);
         CHECK(action(p, "nr_requests").note == "the scheduler switch resets nr_requests");
     }
     SUBCASE("switching to bfq forces a non-zero wbt") {
         auto p = plan_device(
-            policy_of("[[rule]]\nname = \"r\"\n[rule.set]\nscheduler = \"bfq\"\nwbt_lat_usec = 2000\n"),
+            blkpolicy::test::policy_from_toml("[[rule]]\nname = \"r\"\n[rule.set]\nscheduler = \"bfq\"\nwbt_lat_usec = 2000\n"),
             loop_facts(), loop_values(), {});
         CHECK(action(p, "wbt_lat_usec").kind == ActionKind::write);
         CHECK(action(p, "wbt_lat_usec").note ==
@@ -130,7 +125,7 @@ TEST_CASE("side effects force later writes") {
         auto f = loop_facts();
         f.scheduler = "mq-deadline";
         auto p = plan_device(
-            policy_of("[[rule]]\nname = \"r\"\n[rule.set]\nscheduler = \"mq-deadline\"\nnr_requests = 128\n"), f,
+            blkpolicy::test::policy_from_toml("[[rule]]\nname = \"r\"\n[rule.set]\nscheduler = \"mq-deadline\"\nnr_requests = 128\n"), f,
             v, {});
         CHECK(order(p) == std::vector<std::string>{"scheduler:unchanged", "nr_requests:unchanged"});
     }
@@ -139,7 +134,7 @@ TEST_CASE("side effects force later writes") {
 TEST_CASE("scheduler preference list: a name not loaded yet is tried, one the kernel cannot have is not") {
     auto f = loop_facts();
     f.schedulers = {"none", "mq-deadline"};  // a distribution kernel at boot: bfq and kyber are modules
-    const auto list = policy_of("[[rule]]\nname = \"r\"\n[rule.set]\nscheduler = [\"bfq\", \"mq-deadline\"]\n");
+    const auto list = blkpolicy::test::policy_from_toml("[[rule]]\nname = \"r\"\n[rule.set]\nscheduler = [\"bfq\", \"mq-deadline\"]\n");
 
     SUBCASE("loadable modules unknown (the daemon's unit hides /lib/modules): tried, next ones kept") {
         auto p = plan_device(list, f, loop_values(), {});
@@ -175,14 +170,14 @@ TEST_CASE("scheduler preference list: a name not loaded yet is tried, one the ke
         PlanContext ctx;
         ctx.loadable_schedulers = std::vector<std::string>{"mq-deadline"};
         ctx.refused_schedulers = {"bfq"};
-        auto none = plan_device(policy_of("[[rule]]\nname = \"r\"\n[rule.set]\nscheduler = [\"bfq\", \"kyber\"]\n"),
+        auto none = plan_device(blkpolicy::test::policy_from_toml("[[rule]]\nname = \"r\"\n[rule.set]\nscheduler = [\"bfq\", \"kyber\"]\n"),
                                 f, loop_values(), ctx);
         CHECK(action(none, "scheduler").kind == ActionKind::skip);
         CHECK(action(none, "scheduler").note ==
               "the kernel has none of bfq, kyber (loaded: none mq-deadline; loadable: mq-deadline; refused: bfq)");
         ctx.loadable_schedulers = std::vector<std::string>{};
         ctx.refused_schedulers.clear();
-        none = plan_device(policy_of("[[rule]]\nname = \"r\"\n[rule.set]\nscheduler = \"kyber\"\n"), f, loop_values(), ctx);
+        none = plan_device(blkpolicy::test::policy_from_toml("[[rule]]\nname = \"r\"\n[rule.set]\nscheduler = \"kyber\"\n"), f, loop_values(), ctx);
         CHECK(action(none, "scheduler").note == "the kernel has none of kyber (loaded: none mq-deadline; no scheduler modules)");
     }
 }
@@ -193,7 +188,7 @@ TEST_CASE("bio-based queues and missing attributes are skipped - never failures"
     f.has_queue = true;
     f.request_based = false;
     Values v = {{"read_ahead_kb", "128"}, {"nomerges", "0"}};
-    auto p = plan_device(policy_of("[[rule]]\nname = \"r\"\n[rule.set]\nscheduler = \"none\"\nwbt_lat_usec = "
+    auto p = plan_device(blkpolicy::test::policy_from_toml("[[rule]]\nname = \"r\"\n[rule.set]\nscheduler = \"none\"\nwbt_lat_usec = "
                                    "2000\nread_ahead_kb = 64\ndevice.timeout = 30\n"),
                          f, v, {});
     CHECK(order(p) == std::vector<std::string>{"scheduler:skip", "wbt_lat_usec:skip", "device.timeout:skip",
@@ -205,7 +200,7 @@ TEST_CASE("bio-based queues and missing attributes are skipped - never failures"
 TEST_CASE("a device without queue/ is not tuned at all") {
     DeviceFacts f;
     f.name = "sr0";
-    auto p = plan_device(policy_of("[[rule]]\nname = \"r\"\n[rule.set]\nnomerges = 1\n"), f, {}, {});
+    auto p = plan_device(blkpolicy::test::policy_from_toml("[[rule]]\nname = \"r\"\n[rule.set]\nnomerges = 1\n"), f, {}, {});
     CHECK(p.actions.empty());
     CHECK(p.not_tuned == "no queue/ directory: nothing to tune");
 }
@@ -213,7 +208,7 @@ TEST_CASE("a device without queue/ is not tuned at all") {
 TEST_CASE("read_ahead_kb expects whole pages - wbt default follows the final rotational") {
     PlanContext ctx;
     ctx.page_size = 16384;
-    auto p = plan_device(policy_of("[[rule]]\nname = \"r\"\n[rule.set]\nread_ahead_kb = 100\nrotational = 0\n"
+    auto p = plan_device(blkpolicy::test::policy_from_toml("[[rule]]\nname = \"r\"\n[rule.set]\nread_ahead_kb = 100\nrotational = 0\n"
                                    "wbt_lat_usec = \"default\"\n"),
                          loop_facts(), loop_values(), ctx);
     CHECK(action(p, "read_ahead_kb").value == "100");
@@ -222,7 +217,7 @@ TEST_CASE("read_ahead_kb expects whole pages - wbt default follows the final rot
     CHECK(action(p, "wbt_lat_usec").expected == "2000");
     CHECK(action(p, "wbt_lat_usec").kind == ActionKind::unchanged);
 
-    auto rot = plan_device(policy_of("[[rule]]\nname = \"r\"\n[rule.set]\nwbt_lat_usec = \"default\"\n"),
+    auto rot = plan_device(blkpolicy::test::policy_from_toml("[[rule]]\nname = \"r\"\n[rule.set]\nwbt_lat_usec = \"default\"\n"),
                            loop_facts(), loop_values(), ctx);
     CHECK(action(rot, "wbt_lat_usec").expected == "75000");
     CHECK(action(rot, "wbt_lat_usec").kind == ActionKind::write);
@@ -232,32 +227,32 @@ TEST_CASE("write through is refused on a device whose own cache is write back - 
     auto f = loop_facts();
     f.cache_type = "write back";
     const std::string base = "[[rule]]\nname = \"r\"\nacknowledge = [\"write-through-drops-flushes\"";
-    auto p = plan_device(policy_of(base + "]\n[rule.set]\nwrite_cache = \"write through\"\n"), f, loop_values(), {});
+    auto p = plan_device(blkpolicy::test::policy_from_toml(base + "]\n[rule.set]\nwrite_cache = \"write through\"\n"), f, loop_values(), {});
     CHECK(action(p, "write_cache").kind == ActionKind::refuse);
     CHECK(action(p, "write_cache").note.find("volatile-cache-data-loss") != std::string::npos);
 
     auto ok = plan_device(
-        policy_of(base + ", \"volatile-cache-data-loss\"]\n[rule.set]\nwrite_cache = \"write through\"\n"), f,
+        blkpolicy::test::policy_from_toml(base + ", \"volatile-cache-data-loss\"]\n[rule.set]\nwrite_cache = \"write through\"\n"), f,
         loop_values(), {});
     CHECK(action(ok, "write_cache").kind == ActionKind::write);
 
     f.cache_type = "write through";
-    auto no_cache = plan_device(policy_of(base + "]\n[rule.set]\nwrite_cache = \"write through\"\n"), f,
+    auto no_cache = plan_device(blkpolicy::test::policy_from_toml(base + "]\n[rule.set]\nwrite_cache = \"write through\"\n"), f,
                                 loop_values(), {});
     CHECK(action(no_cache, "write_cache").kind == ActionKind::write);
 }
 
 TEST_CASE("impossible values are refused with the reason") {
     auto v = loop_values();
-    auto p = plan_device(policy_of("[[rule]]\nname = \"r\"\n[rule.set]\nmax_sectors_kb = 4096\n"), loop_facts(), v, {});
+    auto p = plan_device(blkpolicy::test::policy_from_toml("[[rule]]\nname = \"r\"\n[rule.set]\nmax_sectors_kb = 4096\n"), loop_facts(), v, {});
     CHECK(action(p, "max_sectors_kb").kind == ActionKind::refuse);
     CHECK(action(p, "max_sectors_kb").note == "above max_hw_sectors_kb (1280): the kernel rejects it");
 
-    auto d = plan_device(policy_of("[[rule]]\nname = \"r\"\n[rule.set]\ndiscard_max_bytes = 4096\n"), loop_facts(), v, {});
+    auto d = plan_device(blkpolicy::test::policy_from_toml("[[rule]]\nname = \"r\"\n[rule.set]\ndiscard_max_bytes = 4096\n"), loop_facts(), v, {});
     CHECK(action(d, "discard_max_bytes").kind == ActionKind::skip);
     v["discard_granularity"] = "4096";
     v["discard_max_bytes"] = "1073741824";
-    auto g = plan_device(policy_of("[[rule]]\nname = \"r\"\n[rule.set]\ndiscard_max_bytes = 5000\n"), loop_facts(), v, {});
+    auto g = plan_device(blkpolicy::test::policy_from_toml("[[rule]]\nname = \"r\"\n[rule.set]\ndiscard_max_bytes = 5000\n"), loop_facts(), v, {});
     CHECK(action(g, "discard_max_bytes").kind == ActionKind::refuse);
     CHECK(action(g, "discard_max_bytes").note == "not a multiple of discard_granularity (4096)");
 }
@@ -265,7 +260,7 @@ TEST_CASE("impossible values are refused with the reason") {
 TEST_CASE("iosched tunables") {
     auto v = loop_values();
     SUBCASE("under scheduler none there are none") {
-        auto p = plan_device(policy_of("[[rule]]\nname = \"r\"\n[rule.set]\niosched.fifo_batch = 4\n"), loop_facts(), v, {});
+        auto p = plan_device(blkpolicy::test::policy_from_toml("[[rule]]\nname = \"r\"\n[rule.set]\niosched.fifo_batch = 4\n"), loop_facts(), v, {});
         CHECK(action(p, "iosched.fifo_batch").kind == ActionKind::skip);
         CHECK(action(p, "iosched.fifo_batch").note == "scheduler none has no tunables");
     }
@@ -274,7 +269,7 @@ TEST_CASE("iosched tunables") {
         f.scheduler = "mq-deadline";
         v["scheduler"] = "mq-deadline";
         v["iosched.fifo_batch"] = "16";
-        auto p = plan_device(policy_of("[[rule]]\nname = \"r\"\n[rule.set]\niosched.slice_idle = 0\niosched.fifo_batch = 16\n"), f, v, {});
+        auto p = plan_device(blkpolicy::test::policy_from_toml("[[rule]]\nname = \"r\"\n[rule.set]\niosched.slice_idle = 0\niosched.fifo_batch = 16\n"), f, v, {});
         CHECK(action(p, "iosched.slice_idle").kind == ActionKind::skip);
         CHECK(action(p, "iosched.slice_idle").note == "scheduler mq-deadline has no tunable slice_idle");
         CHECK(action(p, "iosched.fifo_batch").kind == ActionKind::unchanged);
@@ -282,7 +277,7 @@ TEST_CASE("iosched tunables") {
 }
 
 TEST_CASE("read_ahead_kb already as wanted is checked again after a limits write only where the kernel moves it") {
-    const auto p = policy_of("[[rule]]\nname = \"r\"\n[rule.set]\nmax_sectors_kb = 1024\nread_ahead_kb = 2560\n");
+    const auto p = blkpolicy::test::policy_from_toml("[[rule]]\nname = \"r\"\n[rule.set]\nmax_sectors_kb = 1024\nread_ahead_kb = 2560\n");
     PlanContext ctx;
     ctx.kernel = {6, 18, 44};
     CHECK(action(plan_device(p, loop_facts(), loop_values(), ctx), "read_ahead_kb").kind == ActionKind::write);

@@ -5,58 +5,20 @@
 #include <algorithm>
 #include <cerrno>
 
-#include "agent/daemon/outputs.hpp"
-#include "agent/daemon/pending.hpp"
 #include "agent/daemon/reconciler.hpp"
-#include "policy/udev_rules.hpp"
 #include "policy/loader.hpp"
 #include "support/fake_sysfs.hpp"
 #include "support/kernel_model.hpp"
+#include "support/policies.hpp"
+#include "support/reconciler_world.hpp"
 
 using namespace blkpolicy;
 using agent::Trigger;
 
 namespace {
-
-struct RecordingLog : systemd::EventLog {
-    std::vector<std::string> alerts;
-    std::vector<systemd::Alert> full;
-    std::vector<std::string> lines;
-    void alert(const systemd::Alert& a) override {
-        alerts.push_back(std::string(systemd::to_string(a.kind)) + " " + a.device + " " + a.attribute + " " +
-                         a.expected + " " + a.actual);
-        full.push_back(a);
-    }
-    void log(int, const std::string& m) override { lines.push_back(m); }
-    std::vector<std::string> take() { return std::exchange(alerts, {}); }
-};
-
-policy::Policy policy_of(const std::string& set) {
-    auto r = policy::load_policy({{"p.toml", "[[rule]]\nname = \"loops\"\n[rule.match]\nkernel = \"loop*\"\n[rule.set]\n" + set}});
-    for (const auto& e : r.errors) MESSAGE(e.str());
-    REQUIRE(r.ok());
-    return r.policy;
-}
-
-struct World {
-    test::FakeSysfs tree;
-    test::KernelModelSysfs sysfs{init()};
-    agent::StateDir state{tree.root() / "state"};
-    RecordingLog log;
-    agent::Reconciler rec{sysfs, state, log, policy::KernelVersion{6, 18}};
-
-    std::filesystem::path init() {
-        tree.add_loop("loop0", 0, "/img");
-        return tree.root();
-    }
-    std::string q(const std::string& attr) { return tree.read(tree.devpath_of("loop0") + "/queue/" + attr); }
-    void poke(const std::string& attr, const std::string& v) {
-        REQUIRE(sysfs.write("block/loop0/queue/" + attr, v) == 0);
-    }
-};
-
 using V = std::vector<std::string>;
-
+using test::loops_policy;
+using test::World;
 }  // namespace
 
 TEST_CASE("a value below the policy's that equals the kernel's computed one: reverted only where the kernel lowers") {
@@ -68,7 +30,7 @@ TEST_CASE("a value below the policy's that equals the kernel's computed one: rev
              {{6, 12, 117}, "drift"}}) {  // Debian 13's 6.12 took the raise rule back
         World w;
         agent::Reconciler rec{w.sysfs, w.state, w.log, kernel};
-        rec.set_policy(policy_of("read_ahead_kb = 4096\n"));
+        rec.set_policy(loops_policy("read_ahead_kb = 4096\n"));
         rec.reconcile("loop0", Trigger::verify);
         REQUIRE(w.log.take() == V{"applied loop0 read_ahead_kb 4096 4096"});
         w.poke("read_ahead_kb", "2560");
@@ -81,7 +43,7 @@ TEST_CASE("a value below the policy's that equals the kernel's computed one: rev
 
 TEST_CASE("daemon scenario: enforce mode") {
     World w;
-    w.rec.set_policy(policy_of("read_ahead_kb = 128\nscheduler = \"mq-deadline\"\nnr_requests = 64\n"));
+    w.rec.set_policy(loops_policy("read_ahead_kb = 128\nscheduler = \"mq-deadline\"\nnr_requests = 64\n"));
 
     w.rec.reconcile("loop0", Trigger::verify);  // found at start
     CHECK(w.log.take() == V{"applied loop0 scheduler mq-deadline mq-deadline",
@@ -146,7 +108,7 @@ TEST_CASE("daemon scenario: enforce mode") {
               "udev rule /etc/udev/rules.d/60-ra.rules:2 set read_ahead_kb of loop0 to 512 (policy says 128); re-applied");
     }
     SUBCASE("a changed policy is applied, not called drift") {
-        w.rec.set_policy(policy_of("read_ahead_kb = 256\nscheduler = \"mq-deadline\"\nnr_requests = 64\n"));
+        w.rec.set_policy(loops_policy("read_ahead_kb = 256\nscheduler = \"mq-deadline\"\nnr_requests = 64\n"));
         w.rec.reconcile("loop0", Trigger::verify);
         CHECK(w.log.take() == V{"applied loop0 read_ahead_kb 256 256"});
     }
@@ -166,7 +128,7 @@ TEST_CASE("daemon scenario: enforce mode") {
 TEST_CASE("daemon scenario: observe mode alerts once per change and writes nothing") {
     World w;
     w.rec.set_mode(policy::Mode::observe);
-    w.rec.set_policy(policy_of("read_ahead_kb = 128\n"));
+    w.rec.set_policy(loops_policy("read_ahead_kb = 128\n"));
     w.rec.reconcile("loop0", Trigger::added);
     CHECK(w.log.take() == V{"drift loop0 read_ahead_kb 128 2560"});
     CHECK(w.log.full.back().message == "read_ahead_kb of loop0 is 2560, policy says 128; observe mode: left as it is");
@@ -185,7 +147,7 @@ TEST_CASE("daemon scenario: observe mode alerts once per change and writes nothi
 TEST_CASE("daemon scenario: a scheduler the kernel refuses is not tried on every pass") {
     World w;
     w.tree.file(w.tree.devpath_of("loop0") + "/queue/scheduler", "[none] mq-deadline");  // no bfq module either
-    w.rec.set_policy(policy_of("scheduler = [\"bfq\", \"mq-deadline\"]\n"));
+    w.rec.set_policy(loops_policy("scheduler = [\"bfq\", \"mq-deadline\"]\n"));
     w.rec.reconcile("loop0", Trigger::added);
     CHECK(w.log.take() == V{"applied loop0 scheduler mq-deadline mq-deadline"});
     CHECK(w.q("scheduler") == "none [mq-deadline]");
@@ -209,7 +171,7 @@ TEST_CASE("daemon scenario: a scheduler the kernel refuses is not tried on every
 
 TEST_CASE("daemon scenario: a driver putting a value back during its setup is part of applying, not a warning") {
     World w;
-    w.rec.set_policy(policy_of("read_ahead_kb = 128\n"));
+    w.rec.set_policy(loops_policy("read_ahead_kb = 128\n"));
     w.rec.reconcile("loop0", Trigger::added);  // the kernel's add uevent
     CHECK(w.log.take() == V{"applied loop0 read_ahead_kb 128 128"});
 
@@ -240,60 +202,11 @@ TEST_CASE("daemon scenario: a driver putting a value back during its setup is pa
     CHECK(w.log.take() == V{"applied loop0 read_ahead_kb 128 128"});
 }
 
-TEST_CASE("journal fields of an alert") {
-    systemd::Alert a;
-    a.kind = systemd::AlertKind::reverted;
-    a.device = "loop240";
-    a.attribute = "read_ahead_kb";
-    a.expected = "128";
-    a.actual = "2560";
-    a.rule = "r (p.toml:1)";
-    a.message = "m";
-    CHECK(systemd::journal_fields(a) ==
-          V{"MESSAGE=m", "MESSAGE_ID=7c0ba1f3a4d94f0e9b6c2d8e51a0f303", "PRIORITY=4", "SYSLOG_IDENTIFIER=blkpolicy",
-            "BLKPOLICY_EVENT=reverted", "BLKPOLICY_DEVICE=loop240", "BLKPOLICY_ATTRIBUTE=read_ahead_kb",
-            "BLKPOLICY_EXPECTED=128", "BLKPOLICY_ACTUAL=2560", "BLKPOLICY_RULE=r (p.toml:1)"});
-}
-
-TEST_CASE("udev rules: which assignments write queue attributes") {
-    auto rules = policy::parse_udev_rules("f.rules",
-                                         "# comment ATTR{queue/scheduler}=\"x\"\n"
-                                         "ACTION==\"add|change\", KERNEL==\"sd[a-z]|vd*\", ATTR{queue/rotational}==\"0\", "
-                                         "ATTR{queue/scheduler}=\"mq-deadline\"\n"
-                                         "\n"
-                                         "SUBSYSTEM==\"block\", ATTR{bdi/read_ahead_kb}:=\"256\", ATTR{device/timeout}=\"60\"\n");
-    REQUIRE(rules.size() == 3);
-    CHECK(rules[0].attribute == "scheduler");
-    CHECK(rules[0].where() == "f.rules:2");
-    CHECK(rules[0].kernel_patterns == V{"sd[a-z]", "vd*"});
-    CHECK(rules[1].attribute == "read_ahead_kb");
-    CHECK(rules[1].value == "256");
-    CHECK(rules[2].attribute == "device.timeout");
-    CHECK(policy::find_udev_writer(rules, "sdb", "scheduler") == &rules[0]);
-    CHECK(policy::find_udev_writer(rules, "nvme0n1", "scheduler") == nullptr);
-    CHECK(policy::find_udev_writer(rules, "nvme0n1", "read_ahead_kb") == &rules[1]);
-    CHECK(policy::find_udev_writer(rules, "sda", "rotational") == nullptr);  // == is a match, not a write
-}
-
-TEST_CASE("metrics text after a pass") {
-    World w;
-    w.rec.set_policy(policy_of("read_ahead_kb = 128\n"));
-    w.rec.reconcile("loop0", Trigger::added);
-    w.poke("read_ahead_kb", "512");
-    w.rec.reconcile("loop0", Trigger::verify);
-    const auto text = agent::metrics_text(w.rec, 1700000000.0);
-    CHECK(text.find("blkpolicy_devices_managed 1\n") != std::string::npos);
-    CHECK(text.find("blkpolicy_last_verify_timestamp_seconds 1700000000\n") != std::string::npos);
-    CHECK(text.find("blkpolicy_attribute_in_policy{device=\"loop0\",attribute=\"read_ahead_kb\"} 1\n") != std::string::npos);
-    CHECK(text.find("blkpolicy_drifts_total{device=\"loop0\",attribute=\"read_ahead_kb\"} 1\n") != std::string::npos);
-    CHECK(text.find("# TYPE blkpolicy_failures_total counter\n") != std::string::npos);
-}
-
 TEST_CASE("fault injection: the daemon keeps going through failing reads and writes") {
     for (int err : {EINVAL, EIO, EBUSY, ENODEV, EACCES, EROFS}) {
         CAPTURE(err);
         World w;
-        w.rec.set_policy(policy_of("read_ahead_kb = 128\nnomerges = 1\n"));
+        w.rec.set_policy(loops_policy("read_ahead_kb = 128\nnomerges = 1\n"));
         w.sysfs.fail["queue/nomerges"] = err;
         CHECK(w.rec.reconcile("loop0", Trigger::added));
         CHECK(w.log.take() == V{"failed loop0 nomerges 1 0", "applied loop0 read_ahead_kb 128 128"});
@@ -308,35 +221,9 @@ TEST_CASE("fault injection: the daemon keeps going through failing reads and wri
     }
 }
 
-TEST_CASE("pending events: bursts coalesce per device, removals win, and the queue is bounded") {
-    using blkpolicy::udev::EventSource;
-    agent::PendingEvents p(3);
-    for (int i = 0; i < 1000; ++i) p.note({"change", "loop0", EventSource::kernel});
-    p.note({"add", "loop0", EventSource::kernel});
-    p.note({"change", "loop1", EventSource::udev});
-    p.note({"add", "loop2", EventSource::kernel});
-    p.note({"remove", "loop2", EventSource::kernel});
-    auto b = p.take();
-    CHECK(b.reconcile.size() == 2);
-    CHECK(b.reconcile.at("loop0") == Trigger::added);  // the strongest trigger of the burst
-    CHECK(b.reconcile.at("loop1") == Trigger::udev_processed);
-    CHECK(b.removed == std::set<std::string>{"loop2"});
-    CHECK_FALSE(b.rescan);
-    CHECK(p.empty());
-
-    // Past the bound: a rescan, said once.
-    CHECK_FALSE(p.note({"change", "a", EventSource::kernel}));
-    CHECK_FALSE(p.note({"change", "b", EventSource::kernel}));
-    CHECK_FALSE(p.note({"change", "c", EventSource::kernel}));
-    CHECK(p.note({"change", "d", EventSource::kernel}));
-    CHECK_FALSE(p.note({"change", "e", EventSource::kernel}));
-    CHECK(p.take().rescan);
-    CHECK(p.empty());
-}
-
 TEST_CASE("the daemon reads only the facts its policy matches on, and records facts after writing") {
     World w;
-    w.rec.set_policy(policy_of("read_ahead_kb = 256\n"));
+    w.rec.set_policy(loops_policy("read_ahead_kb = 256\n"));
     REQUIRE(w.rec.reconcile("loop0", Trigger::added));
     CHECK(w.q("read_ahead_kb") == "256");
     for (const auto& path : w.sysfs.reads) {

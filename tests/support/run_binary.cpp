@@ -1,5 +1,7 @@
 #include "support/run_binary.hpp"
 
+#include <doctest/doctest.h>
+
 #include <cstdlib>
 #include <fcntl.h>
 #include <filesystem>
@@ -88,6 +90,12 @@ bool matches_golden(const std::string& name, const std::string& actual, std::str
         ++line;
     }
     return false;
+}
+
+void check_golden(const std::string& name, const std::string& actual) {
+    std::string hint;
+    const bool same = matches_golden(name, actual, hint);
+    CHECK_MESSAGE(same, hint);
 }
 
 }  // namespace blkpolicy::test

@@ -20,5 +20,7 @@ std::string replace_all(std::string s, const std::string& from, const std::strin
 
 // Compares `actual` with tests/golden/NAME; BLKPOLICY_UPDATE_GOLDEN=1 rewrites it.
 bool matches_golden(const std::string& name, const std::string& actual, std::string& diff_hint);
+// The same as a doctest check, with the hint as its message.
+void check_golden(const std::string& name, const std::string& actual);
 
 }  // namespace blkpolicy::test

@@ -1,0 +1,25 @@
+// systemd/alerts: the journal fields of an alert.
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "systemd/alerts.hpp"
+
+using namespace blkpolicy;
+using V = std::vector<std::string>;
+
+TEST_CASE("journal fields of an alert") {
+    systemd::Alert a;
+    a.kind = systemd::AlertKind::reverted;
+    a.device = "loop240";
+    a.attribute = "read_ahead_kb";
+    a.expected = "128";
+    a.actual = "2560";
+    a.rule = "r (p.toml:1)";
+    a.message = "m";
+    CHECK(systemd::journal_fields(a) ==
+          V{"MESSAGE=m", "MESSAGE_ID=7c0ba1f3a4d94f0e9b6c2d8e51a0f303", "PRIORITY=4", "SYSLOG_IDENTIFIER=blkpolicy",
+            "BLKPOLICY_EVENT=reverted", "BLKPOLICY_DEVICE=loop240", "BLKPOLICY_ATTRIBUTE=read_ahead_kb",
+            "BLKPOLICY_EXPECTED=128", "BLKPOLICY_ACTUAL=2560", "BLKPOLICY_RULE=r (p.toml:1)"});
+}

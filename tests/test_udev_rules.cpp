@@ -1,0 +1,30 @@
+// policy/udev_rules: which udev rule assignments write queue attributes.
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "policy/udev_rules.hpp"
+
+using namespace blkpolicy;
+using V = std::vector<std::string>;
+
+TEST_CASE("udev rules: which assignments write queue attributes") {
+    auto rules = policy::parse_udev_rules("f.rules",
+                                         "# comment ATTR{queue/scheduler}=\"x\"\n"
+                                         "ACTION==\"add|change\", KERNEL==\"sd[a-z]|vd*\", ATTR{queue/rotational}==\"0\", "
+                                         "ATTR{queue/scheduler}=\"mq-deadline\"\n"
+                                         "\n"
+                                         "SUBSYSTEM==\"block\", ATTR{bdi/read_ahead_kb}:=\"256\", ATTR{device/timeout}=\"60\"\n");
+    REQUIRE(rules.size() == 3);
+    CHECK(rules[0].attribute == "scheduler");
+    CHECK(rules[0].where() == "f.rules:2");
+    CHECK(rules[0].kernel_patterns == V{"sd[a-z]", "vd*"});
+    CHECK(rules[1].attribute == "read_ahead_kb");
+    CHECK(rules[1].value == "256");
+    CHECK(rules[2].attribute == "device.timeout");
+    CHECK(policy::find_udev_writer(rules, "sdb", "scheduler") == &rules[0]);
+    CHECK(policy::find_udev_writer(rules, "nvme0n1", "scheduler") == nullptr);
+    CHECK(policy::find_udev_writer(rules, "nvme0n1", "read_ahead_kb") == &rules[1]);
+    CHECK(policy::find_udev_writer(rules, "sda", "rotational") == nullptr);  // == is a match, not a write
+}
