@@ -14,12 +14,8 @@ using policy::ActionKind;
 
 namespace {
 constexpr policy::Named<Outcome> kOutcomes[] = {
-    {Outcome::unchanged, "unchanged"},
-    {Outcome::applied, "applied"},
-    {Outcome::skipped, "skipped"},
-    {Outcome::failed, "failed"},
-    {Outcome::not_stuck, "not-stuck"},
-    {Outcome::refused, "refused"},
+    {Outcome::unchanged, "unchanged"}, {Outcome::applied, "applied"},     {Outcome::skipped, "skipped"},
+    {Outcome::failed, "failed"},       {Outcome::not_stuck, "not-stuck"}, {Outcome::refused, "refused"},
 };
 static_assert(policy::in_enum_order(kOutcomes));
 }  // namespace
@@ -135,9 +131,10 @@ private:
         }
         if (int werr = write_first_accepted(a, r.before, r)) {
             r.after = r.before;  // a refused write leaves the value as it was
-            r.outcome = (werr == ENOENT && !sysfs_.exists("block/" + plan_.device)) ? Outcome::skipped
-                                                                                    : Outcome::failed;
-            r.detail = r.outcome == Outcome::skipped ? "device vanished" : "write " + a.value + ": " + util::errno_text(werr);
+            r.outcome =
+                (werr == ENOENT && !sysfs_.exists("block/" + plan_.device)) ? Outcome::skipped : Outcome::failed;
+            r.detail =
+                r.outcome == Outcome::skipped ? "device vanished" : "write " + a.value + ": " + util::errno_text(werr);
             if (r.outcome == Outcome::failed && !r.refused.empty()) r.detail = refused_text(r);
             return r;
         }
@@ -211,8 +208,6 @@ private:
 
 }  // namespace
 
-DeviceResult execute(udev::Sysfs& sysfs, const policy::DevicePlan& plan) {
-    return DeviceExecutor(sysfs, plan).run();
-}
+DeviceResult execute(udev::Sysfs& sysfs, const policy::DevicePlan& plan) { return DeviceExecutor(sysfs, plan).run(); }
 
 }  // namespace blkpolicy::agent

@@ -23,9 +23,9 @@ bool is_failure(Outcome o);
 
 struct AttributeResult {
     std::string attribute;
-    std::string before;    // read just before writing
-    std::string after;     // read back at the end
-    std::string expected;  // what a correct read-back shows (a scheduler: the name the kernel accepted)
+    std::string before;                // read just before writing
+    std::string after;                 // read back at the end
+    std::string expected;              // what a correct read-back shows (a scheduler: the name the kernel accepted)
     std::vector<std::string> refused;  // scheduler names the kernel refused (EINVAL) before one was accepted
     Outcome outcome = Outcome::unchanged;
     std::string detail;

@@ -11,18 +11,18 @@
 namespace blkpolicy::agent {
 
 enum ExitCode : int {
-    kExitOk = 0,         // success; check: the policy is valid; status: every value in policy
-    kExitPartial = 1,    // apply: some attribute failed, did not stick or was refused; status: drift
-    kExitUsage = 2,      // bad command line, unknown device
-    kExitPolicy = 3,     // the policy is invalid or cannot be read
-    kExitRuntime = 4,    // the system could not be read (no sysfs, ...)
+    kExitOk = 0,       // success; check: the policy is valid; status: every value in policy
+    kExitPartial = 1,  // apply: some attribute failed, did not stick or was refused; status: drift
+    kExitUsage = 2,    // bad command line, unknown device
+    kExitPolicy = 3,   // the policy is invalid or cannot be read
+    kExitRuntime = 4,  // the system could not be read (no sysfs, ...)
 };
 
 struct Options {
     std::string command;
     std::vector<std::string> policies;
-    bool no_policy = false;  // --no-policy (explain, audit): the kernel side only
-    bool all = false;        // --all (audit): also devices without a medium
+    bool no_policy = false;     // --no-policy (explain, audit): the kernel side only
+    bool all = false;           // --all (audit): also devices without a medium
     bool kernel_rules = false;  // --kernel-rules (explain): the kernel rows instead of a device
     std::string sysfs_root = "/sys";
     std::string state_dir = "/run/blkpolicy";
@@ -31,9 +31,9 @@ struct Options {
     bool version = false;
     std::vector<std::string> devices;
     // run only
-    std::optional<policy::Mode> mode;     // --mode overrides the policy's daemon.mode
-    std::string metrics_file;             // --metrics-file
-    std::string log_target = "auto";      // --log-target auto|journal|console
+    std::optional<policy::Mode> mode;          // --mode overrides the policy's daemon.mode
+    std::string metrics_file;                  // --metrics-file
+    std::string log_target = "auto";           // --log-target auto|journal|console
     std::vector<std::string> udev_rules_dirs;  // --udev-rules-dir (default: udev's own)
     int receive_buffer = 128 * 1024 * 1024;    // --receive-buffer BYTES for the uevent sockets
     std::string kernel_release;                // --kernel-release (explain): default the running kernel

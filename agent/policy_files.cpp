@@ -1,6 +1,8 @@
 #include "agent/policy_files.hpp"
 
-#include "util/files.hpp"
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -9,9 +11,8 @@
 #include <fstream>
 #include <map>
 #include <sstream>
-#include <sys/stat.h>
-#include <fcntl.h>
-#include <unistd.h>
+
+#include "util/files.hpp"
 
 namespace blkpolicy::agent {
 
@@ -102,8 +103,8 @@ std::string untrusted_reason(const std::string& path, unsigned trusted_uid) {
         struct stat st {};
         if (::stat(p.c_str(), &st) != 0) break;
         const bool dir = S_ISDIR(st.st_mode);
-        const std::string what = p == real ? std::string(dir ? "the directory" : "it")
-                                           : "the directory " + p.string() + " above it";
+        const std::string what =
+            p == real ? std::string(dir ? "the directory" : "it") : "the directory " + p.string() + " above it";
         const std::string via = real.string() != path ? " (" + path + " leads to " + real.string() + ")" : "";
         if (st.st_uid != 0 && st.st_uid != trusted_uid)
             return what + " is owned by uid " + std::to_string(st.st_uid) + ", not root" + via +

@@ -25,8 +25,7 @@ struct PolicyFileList {
     std::vector<policy::PolicyError> errors;
     bool none_found = false;  // the default locations hold no policy file
 };
-PolicyFileList find_policy_files(const std::vector<std::string>& explicit_paths,
-                                 const PolicyLocations& defaults = {});
+PolicyFileList find_policy_files(const std::vector<std::string>& explicit_paths, const PolicyLocations& defaults = {});
 
 // Why a policy file (or directory) cannot be trusted, or empty when it can:
 // it, or any directory above it, is owned by someone other than root (or

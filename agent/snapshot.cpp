@@ -34,7 +34,8 @@ policy::KernelVersion running_kernel_version() {
 }
 
 std::optional<DeviceView> look_one(const udev::Sysfs& sysfs, const StateDir& state, const policy::Policy& policy,
-                                   const std::string& name, const LookOptions& how, std::vector<std::string>& warnings) {
+                                   const std::string& name, const LookOptions& how,
+                                   std::vector<std::string>& warnings) {
     auto live = udev::read_facts(sysfs, name, how.udev_db, how.shown | policy::fact_needs(policy));
     if (!live) return std::nullopt;  // vanished since listing
     std::string warning;

@@ -24,8 +24,8 @@ struct LookOptions {
     bool record = false;      // write facts of first-seen devices to the state dir
     bool all_values = false;  // read every attribute (explain), not only what the matching rules need
     policy::FactNeeds shown = policy::kAllFacts;  // fact groups wanted beyond what the rules match on
-    std::string udev_db;      // udev's database directory, for env.* matches ("" = none)
-    policy::PlanContext context;  // host-wide inputs of the plan (page size, schedulers)
+    std::string udev_db;                          // udev's database directory, for env.* matches ("" = none)
+    policy::PlanContext context;                  // host-wide inputs of the plan (page size, schedulers)
 };
 
 // One device: facts (frozen where recorded), the values the policy needs, the

@@ -1,13 +1,14 @@
 #include "agent/state.hpp"
 
-#include "util/files.hpp"
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
-#include <fcntl.h>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <unistd.h>
+
+#include "util/files.hpp"
 
 namespace blkpolicy::agent {
 
@@ -33,8 +34,8 @@ const std::string& boot_id() {
 bool same_instance_recorded_before(const json& record, const policy::DeviceFacts& live) {
     if (live.diskseq.empty()) return false;
     const json id = json::parse(record["identity"].get<std::string>(), nullptr, false);
-    return id.is_object() && !id.contains("boot_id") && id.contains("driver") && id.value("devnum", "") == live.devnum &&
-           id.value("diskseq", "") == live.diskseq;
+    return id.is_object() && !id.contains("boot_id") && id.contains("driver") &&
+           id.value("devnum", "") == live.devnum && id.value("diskseq", "") == live.diskseq;
 }
 }  // namespace
 
@@ -43,8 +44,9 @@ std::string identity_of(const policy::DeviceFacts& f) {
     // never used before in this boot: with the device number it names the
     // instance, and nothing more needs reading.
     if (!f.diskseq.empty()) return json({{"devnum", f.devnum}, {"diskseq", f.diskseq}, {"boot_id", boot_id()}}).dump();
-    json id = {{"devnum", f.devnum},   {"diskseq", f.diskseq}, {"driver", f.driver},
-               {"model", f.model},     {"serial", f.serial},   {"wwid", f.wwid},
+    json id = {{"devnum", f.devnum},   {"diskseq", f.diskseq},
+               {"driver", f.driver},   {"model", f.model},
+               {"serial", f.serial},   {"wwid", f.wwid},
                {"dm_uuid", f.dm_uuid}, {"loop_backing_file", f.loop_backing_file}};
     return id.dump();
 }
@@ -61,7 +63,8 @@ std::optional<StateDir::Frozen> StateDir::load(const policy::DeviceFacts& live, 
     std::string text;
     char buf[4096];
     ssize_t n;
-    while ((n = ::read(fd, buf, sizeof buf)) > 0 && text.size() < (1u << 16)) text.append(buf, static_cast<std::size_t>(n));
+    while ((n = ::read(fd, buf, sizeof buf)) > 0 && text.size() < (1u << 16))
+        text.append(buf, static_cast<std::size_t>(n));
     ::close(fd);
     json j = json::parse(text, nullptr, false);
     if (j.is_discarded() || !j.is_object() || !j.contains("identity") || !j.contains("rotational") ||

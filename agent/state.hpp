@@ -41,9 +41,7 @@ private:
 
 // Overlays frozen facts (when recorded for the same identity) on live ones;
 // with `record`, first-seen devices are recorded. Warnings go to `warning`.
-policy::DeviceFacts freeze_facts(const StateDir& state, policy::DeviceFacts live, bool record,
-                                 std::string* warning);
-
+policy::DeviceFacts freeze_facts(const StateDir& state, policy::DeviceFacts live, bool record, std::string* warning);
 
 // Records live facts as frozen; a failure's message is a warning for the operator.
 util::Status record_facts(const StateDir& state, const policy::DeviceFacts& live);

@@ -3,32 +3,33 @@
 //
 //   bench [--quick] [--only reaction|scale|startup|hostile|daemon]
 //   --quick: fewer devices and a 10 s idle window
+#include <fcntl.h>
+#include <linux/loop.h>
+#include <linux/netlink.h>
+#include <sched.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
-#include <fcntl.h>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <linux/loop.h>
-#include <linux/netlink.h>
-#include <sys/socket.h>
 #include <map>
-#include <tuple>
 #include <memory>
 #include <sstream>
 #include <string>
-#include <sys/ioctl.h>
-#include <sys/mount.h>
-#include <sys/prctl.h>
-#include <sched.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
 #include <thread>
-#include <unistd.h>
+#include <tuple>
 #include <vector>
 
 #include "kernel/daemon_process.hpp"
@@ -43,9 +44,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-double ms_since(Clock::time_point t0) {
-    return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
+double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
 double percentile(std::vector<double> v, double p) {
     if (v.empty()) return NAN;
@@ -67,9 +66,11 @@ struct Row {
     std::string name, value, target, verdict;
 };
 std::vector<Row> rows;
-void row(const std::string& name, const std::string& value, const std::string& target = "", const std::string& verdict = "") {
+void row(const std::string& name, const std::string& value, const std::string& target = "",
+         const std::string& verdict = "") {
     rows.push_back({name, value, target, verdict});
-    std::cerr << "  " << name << ": " << value << (target.empty() ? "" : "  (target " + target + ": " + verdict + ")") << "\n";
+    std::cerr << "  " << name << ": " << value << (target.empty() ? "" : "  (target " + target + ": " + verdict + ")")
+              << "\n";
 }
 std::string fmt(double v, int prec = 2) {
     char b[64];
@@ -116,7 +117,8 @@ RunStats run_measured(std::vector<std::string> args, std::string bin = BLKPOLICY
 // wbt here, more for a scheduler switch) whoever writes it, so those are
 // measured separately from the agent's own reaction.
 std::vector<std::pair<std::string, std::string>> reaction_set(bool with_scheduler) {
-    std::vector<std::pair<std::string, std::string>> s = {{"read_ahead_kb", "256"}, {"nomerges", "1"}, {"rq_affinity", "2"}};
+    std::vector<std::pair<std::string, std::string>> s = {
+        {"read_ahead_kb", "256"}, {"nomerges", "1"}, {"rq_affinity", "2"}};
     if (with_scheduler) {
         s.insert(s.begin(), {{"scheduler", "mq-deadline"}, {"nr_requests", "64"}});
         s.push_back({"wbt_lat_usec", "3000"});
@@ -216,8 +218,9 @@ void bench_reaction(int n, const std::string& workdir, bool with_scheduler) {
     for (const auto& [attr, value] : reaction_set(with_scheduler))
         set += attr + " = " + (std::isdigit(static_cast<unsigned char>(value[0])) ? value : "\"" + value + "\"") + "\n";
     const auto policy = workdir + "/reaction.toml";
-    std::ofstream(policy, std::ios::trunc)
-        << "[daemon]\nverify_interval = \"1h\"\n[[rule]]\nname = \"bench\"\n[rule.match]\nkernel = \"loop2[4-9][0-9]\"\n[rule.set]\n" << set;
+    std::ofstream(policy, std::ios::trunc) << "[daemon]\nverify_interval = \"1h\"\n[[rule]]\nname = "
+                                              "\"bench\"\n[rule.match]\nkernel = \"loop2[4-9][0-9]\"\n[rule.set]\n"
+                                           << set;
 
     std::vector<double> ours, theirs;
     {
@@ -229,7 +232,8 @@ void bench_reaction(int n, const std::string& workdir, bool with_scheduler) {
     }
     {
         std::string rule = "ACTION==\"add|change\", SUBSYSTEM==\"block\", KERNEL==\"loop2[4-9][0-9]\"";
-        for (const auto& [attr, value] : reaction_set(with_scheduler)) rule += ", ATTR{queue/" + attr + "}=\"" + value + "\"";
+        for (const auto& [attr, value] : reaction_set(with_scheduler))
+            rule += ", ATTR{queue/" + attr + "}=\"" + value + "\"";
         pin_self(1);
         StandaloneUdevd udevd("99-blkpolicy-bench.rules", rule + "\n");
         pin_self(0);
@@ -253,11 +257,15 @@ void bench_reaction(int n, const std::string& workdir, bool with_scheduler) {
     const double p50 = percentile(ours, 50), p90 = percentile(ours, 90), p99 = percentile(ours, 99);
     const double u50 = percentile(theirs, 50), u90 = percentile(theirs, 90), u99 = percentile(theirs, 99);
     const bool main = !with_scheduler;
-    row(what + " blkpolicy p50/p90/p99 (ms)", fmt(p50, 3) + " / " + fmt(p90, 3) + " / " + fmt(p99, 3) +
-        (lost_ours ? " (" + std::to_string(lost_ours) + " timed out)" : ""), main ? "p99 < 10 ms" : "", main ? (p99 < 10 ? "met" : "MISSED") : "");
-    row(what + " udev rule p50/p90/p99 (ms)", fmt(u50, 3) + " / " + fmt(u90, 3) + " / " + fmt(u99, 3) +
-        (lost_theirs ? " (" + std::to_string(lost_theirs) + " timed out)" : ""));
-    row(what + " p50 ratio blkpolicy/udev", fmt(p50 / u50, 3), main ? "<= 0.1" : "", main ? (p50 <= u50 / 10 ? "met" : "MISSED") : "");
+    row(what + " blkpolicy p50/p90/p99 (ms)",
+        fmt(p50, 3) + " / " + fmt(p90, 3) + " / " + fmt(p99, 3) +
+            (lost_ours ? " (" + std::to_string(lost_ours) + " timed out)" : ""),
+        main ? "p99 < 10 ms" : "", main ? (p99 < 10 ? "met" : "MISSED") : "");
+    row(what + " udev rule p50/p90/p99 (ms)",
+        fmt(u50, 3) + " / " + fmt(u90, 3) + " / " + fmt(u99, 3) +
+            (lost_theirs ? " (" + std::to_string(lost_theirs) + " timed out)" : ""));
+    row(what + " p50 ratio blkpolicy/udev", fmt(p50 / u50, 3), main ? "<= 0.1" : "",
+        main ? (p50 <= u50 / 10 ? "met" : "MISSED") : "");
     const auto lost_bare = drop_nan(bare);
     row(what + " bare uevent listener (floor) p50/p90/p99 (ms)",
         fmt(percentile(bare, 50), 3) + " / " + fmt(percentile(bare, 90), 3) + " / " + fmt(percentile(bare, 99), 3) +
@@ -286,11 +294,20 @@ double syscall_floor(const fs::path& root, int n, const std::vector<std::pair<st
         for (const auto& [attr, value] : set) {
             const auto path = (root / "block" / vd_name(i) / "queue" / attr).string();
             int fd = ::open(path.c_str(), O_RDONLY);
-            if (fd >= 0) { (void)::read(fd, buf, sizeof buf); ::close(fd); }
+            if (fd >= 0) {
+                (void)::read(fd, buf, sizeof buf);
+                ::close(fd);
+            }
             fd = ::open(path.c_str(), O_WRONLY | O_TRUNC);
-            if (fd >= 0) { (void)::write(fd, value.data(), value.size()); ::close(fd); }
+            if (fd >= 0) {
+                (void)::write(fd, value.data(), value.size());
+                ::close(fd);
+            }
             fd = ::open(path.c_str(), O_RDONLY);
-            if (fd >= 0) { (void)::read(fd, buf, sizeof buf); ::close(fd); }
+            if (fd >= 0) {
+                (void)::read(fd, buf, sizeof buf);
+                ::close(fd);
+            }
         }
     }
     return ms_since(t0);
@@ -322,7 +339,8 @@ void bench_scale(const std::vector<int>& sizes, const std::string& workdir) {
                 for (int i = 0; i < n; ++i) {
                     char pci[32];
                     std::snprintf(pci, sizeof pci, "0000:%02x:%02x.0", (i / 32) % 256, i % 32);
-                    t->add_virtio_disk(vd_name(i), 1000 + i, std::string(pci) + (i >= 8192 ? "/x" + std::to_string(i / 8192) : ""), i);
+                    t->add_virtio_disk(vd_name(i), 1000 + i,
+                                       std::string(pci) + (i >= 8192 ? "/x" + std::to_string(i / 8192) : ""), i);
                 }
                 return t;
             };
@@ -350,27 +368,33 @@ void bench_scale(const std::vector<int>& sizes, const std::string& workdir) {
         }
         const double p_ms = percentile(plan_ms, 50), a_ms = percentile(apply_ms, 50), v_ms = percentile(verify_ms, 50);
         const double floor_ms = percentile(floor_prog_ms, 50), loop_ms = percentile(floor_loop_ms, 50);
-        const std::string tag = std::to_string(n) + " devices" + (rounds > 1 ? " (median of " + std::to_string(rounds) + ")" : "");
-        row("scale " + tag + ": floor as a program / as a loop in this process (ms)", fmt(floor_ms, 1) + " / " + fmt(loop_ms, 1));
-        row("scale " + tag + ": plan ms / peak RSS", fmt(p_ms, 1) + " ms / " + fmt(static_cast<double>(plan_rss) / 1024.0, 1) + " MiB");
+        const std::string tag =
+            std::to_string(n) + " devices" + (rounds > 1 ? " (median of " + std::to_string(rounds) + ")" : "");
+        row("scale " + tag + ": floor as a program / as a loop in this process (ms)",
+            fmt(floor_ms, 1) + " / " + fmt(loop_ms, 1));
+        row("scale " + tag + ": plan ms / peak RSS",
+            fmt(p_ms, 1) + " ms / " + fmt(static_cast<double>(plan_rss) / 1024.0, 1) + " MiB");
         row("scale " + tag + ": apply ms (floor ms, ratio)",
             fmt(a_ms, 1) + " (" + fmt(floor_ms, 1) + ", " + fmt(a_ms / floor_ms, 2) + "x)", "<= 3x floor",
             a_ms <= 3 * floor_ms ? "met" : "MISSED");
         row("scale " + tag + ": verify ms (ratio to floor)", fmt(v_ms, 1) + " (" + fmt(v_ms / floor_ms, 2) + "x)",
             "<= 3x floor", v_ms <= 3 * floor_ms ? "met" : "MISSED");
-        row("scale " + tag + ": apply / verify ratio to the in-process loop", fmt(a_ms / loop_ms, 2) + "x / " + fmt(v_ms / loop_ms, 2) + "x");
+        row("scale " + tag + ": apply / verify ratio to the in-process loop",
+            fmt(a_ms / loop_ms, 2) + "x / " + fmt(v_ms / loop_ms, 2) + "x");
         row("scale " + tag + ": apply peak RSS", fmt(static_cast<double>(apply_rss) / 1024.0, 1) + " MiB",
             n >= 10000 ? "< 32 MiB" : "", n >= 10000 ? (apply_rss < 32 * 1024 ? "met" : "MISSED") : "");
         row("scale " + tag + ": apply per device", fmt(a_ms * 1000 / static_cast<double>(n), 1) + " us");
         per_device_apply.push_back(a_ms / static_cast<double>(n));
         if (apply_exit != 0 || verify_exit != 0)
-            row("scale " + tag + ": exit codes apply/status", std::to_string(apply_exit) + "/" + std::to_string(verify_exit), "0/0", "MISSED");
+            row("scale " + tag + ": exit codes apply/status",
+                std::to_string(apply_exit) + "/" + std::to_string(verify_exit), "0/0", "MISSED");
         ::umount2(mnt.c_str(), MNT_DETACH);
         fs::remove_all(mnt);
     }
     if (per_device_apply.size() >= 2) {
         const double growth = per_device_apply.back() / per_device_apply.front();
-        row("scale: per-device apply cost, largest/smallest tree", fmt(growth, 2) + "x", "flat (<= 1.5x)", growth <= 1.5 ? "met" : "MISSED");
+        row("scale: per-device apply cost, largest/smallest tree", fmt(growth, 2) + "x", "flat (<= 1.5x)",
+            growth <= 1.5 ? "met" : "MISSED");
     }
 }
 
@@ -387,14 +411,18 @@ void bench_hostile(const std::string& workdir) {
                       std::string(120, 'a') + "*a*a*a*a*a*a*a*b\"]\n[rule.set]\nnomerges = 1\n";
     std::string rules_lines;
     while (rules_lines.size() < 1000 * 1000)
-        rules_lines += "ACTION==\"add\", KERNEL==\"sd*\", ATTR{queue/read_ahead_kb}=\"" + std::to_string(rules_lines.size()) + "\" \\\n";
+        rules_lines += "ACTION==\"add\", KERNEL==\"sd*\", ATTR{queue/read_ahead_kb}=\"" +
+                       std::to_string(rules_lines.size()) + "\" \\\n";
     const std::vector<std::tuple<std::string, std::string, std::string>> inputs = {
         {"deep array nesting (100,000 '[')", "check", head + "read_ahead_kb = " + std::string(100000, '[') + "\n"},
-        {"deep inline tables (50,000 '{a=')", "check", head + "read_ahead_kb = 1\nx = " + [] {
-             std::string t;
-             for (int i = 0; i < 50000; ++i) t += "{a=";
-             return t;
-         }() + "\n"},
+        {"deep inline tables (50,000 '{a=')", "check",
+         head + "read_ahead_kb = 1\nx = " +
+             [] {
+                 std::string t;
+                 for (int i = 0; i < 50000; ++i) t += "{a=";
+                 return t;
+             }() +
+             "\n"},
         {"a 400-digit number", "check", head + "read_ahead_kb = " + std::string(400, '9') + "\n"},
         {"1 MiB + 1 byte", "check", head + "nomerges = 1\n#" + std::string(1024 * 1024, 'x') + "\n"},
         {"NUL bytes in a string", "check", head + std::string("nomerges = \"\0\0\"\n", 17)},
@@ -415,8 +443,10 @@ void bench_hostile(const std::string& workdir) {
             std::ofstream(path, std::ios::trunc | std::ios::binary) << text;
         }
         std::vector<std::string> args = {command};
-        if (command == "check") args.insert(args.end(), {"--policy", path});
-        else args.push_back(path);
+        if (command == "check")
+            args.insert(args.end(), {"--policy", path});
+        else
+            args.push_back(path);
         // stderr goes to a file so that the first error line can be shown.
         const auto err_path = workdir + "/hostile.err";
         const auto run = run_measured(args, BLKPOLICY_BINARY, err_path);
@@ -426,7 +456,8 @@ void bench_hostile(const std::string& workdir) {
         std::getline(std::ifstream(err_path) >> std::ws, first);
         if (first.rfind(workdir + "/", 0) == 0) first = first.substr(workdir.size() + 1);
         if (first.size() > 90) first = first.substr(0, 87) + "...";
-        row("hostile: " + what, fmt(ms, 1) + " ms, exit " + std::to_string(run.exit_code) + (first.empty() ? "" : ": " + first));
+        row("hostile: " + what,
+            fmt(ms, 1) + " ms, exit " + std::to_string(run.exit_code) + (first.empty() ? "" : ": " + first));
     }
     row("hostile: slowest input", fmt(worst, 1) + " ms", "< 1000 ms", worst < 1000 ? "met" : "MISSED");
 }
@@ -444,13 +475,14 @@ void bench_startup(const std::string& workdir) {
         t.add_virtio_disk(vd_name(i), 1000 + i, pci, i);
     }
     const auto policy = workdir + "/startup.toml";
-    std::ofstream(policy) << "[daemon]\nmode = \"observe\"\n[[rule]]\nname = \"virtio\"\n[rule.match]\ndriver = \"virtio_blk\"\n"
-                             "[rule.set]\nread_ahead_kb = 128\nwbt_lat_usec = 2000\n";
+    std::ofstream(policy)
+        << "[daemon]\nmode = \"observe\"\n[[rule]]\nname = \"virtio\"\n[rule.match]\ndriver = \"virtio_blk\"\n"
+           "[rule.set]\nread_ahead_kb = 128\nwbt_lat_usec = 2000\n";
     std::vector<double> samples;
     for (int i = 0; i < 5; ++i) {
         const auto t0 = Clock::now();
-        DaemonProcess d({"--policy", policy, "--sysfs-root", t.root().string(), "--state-dir", workdir + "/startup-state",
-                         "--log-target", "journal"});
+        DaemonProcess d({"--policy", policy, "--sysfs-root", t.root().string(), "--state-dir",
+                         workdir + "/startup-state", "--log-target", "journal"});
         if (d.wait_notification("READY=1", std::chrono::seconds(10))) samples.push_back(ms_since(t0));
     }
     const double med = percentile(samples, 50);
@@ -471,7 +503,8 @@ void bench_idle_burst_rss(int idle_seconds, int burst, const std::string& workdi
     std::vector<std::unique_ptr<LoopDevice>> loops;
     for (int i = 0; i < 10; ++i) loops.push_back(std::make_unique<LoopDevice>());
     const auto policy = workdir + "/daemon.toml";
-    std::ofstream(policy) << "[daemon]\nverify_interval = \"30s\"\n[[rule]]\nname = \"bench\"\n[rule.match]\nkernel = \"loop2[4-9][0-9]\"\n"
+    std::ofstream(policy) << "[daemon]\nverify_interval = \"30s\"\n[[rule]]\nname = \"bench\"\n[rule.match]\nkernel = "
+                             "\"loop2[4-9][0-9]\"\n"
                              "[rule.set]\nread_ahead_kb = 128\nscheduler = \"mq-deadline\"\nnr_requests = 64\n";
     DaemonProcess d({"--policy", policy, "--state-dir", workdir + "/daemon-state", "--log-target", "journal"});
     d.wait_notification("READY=1", std::chrono::seconds(10));
@@ -487,24 +520,28 @@ void bench_idle_burst_rss(int idle_seconds, int burst, const std::string& workdi
     const long rss_before = d.rss_kib();
     const auto t0 = Clock::now();
     for (int i = 0; i < burst; ++i)
-        std::ofstream("/sys/block/" + loops[static_cast<std::size_t>(i) % loops.size()]->name() + "/uevent") << "change";
+        std::ofstream("/sys/block/" + loops[static_cast<std::size_t>(i) % loops.size()]->name() + "/uevent")
+            << "change";
     // Every device must have been verified after the burst: drift each one
     // now and send one more event per device; a timer cannot help (30 s).
     for (auto& l : loops) {
         l->write_queue("read_ahead_kb", "512");
         std::ofstream("/sys/block/" + l->name() + "/uevent") << "change";
     }
-    bool all = eventually([&] {
-        for (auto& l : loops)
-            if (l->queue("read_ahead_kb") != "128") return false;
-        return true;
-    }, std::chrono::seconds(60));
+    bool all = eventually(
+        [&] {
+            for (auto& l : loops)
+                if (l->queue("read_ahead_kb") != "128") return false;
+            return true;
+        },
+        std::chrono::seconds(60));
     const double secs = ms_since(t0) / 1000.0;
     const long rss_after = d.rss_kib();
-    row("burst: " + std::to_string(burst) + " change uevents, all devices verified", all ? "yes" : "NO", "yes", all ? "met" : "MISSED");
+    row("burst: " + std::to_string(burst) + " change uevents, all devices verified", all ? "yes" : "NO", "yes",
+        all ? "met" : "MISSED");
     row("burst: events per second handled", fmt(burst / secs, 0));
-    row("burst: daemon VmRSS before / after", std::to_string(rss_before) + " / " + std::to_string(rss_after) + " KiB", "flat (< +1 MiB)",
-        rss_after - rss_before < 1024 ? "met" : "MISSED");
+    row("burst: daemon VmRSS before / after", std::to_string(rss_before) + " / " + std::to_string(rss_after) + " KiB",
+        "flat (< +1 MiB)", rss_after - rss_before < 1024 ? "met" : "MISSED");
 
     std::ifstream st("/proc/" + std::to_string(d.pid()) + "/status");
     std::string line;
@@ -512,9 +549,12 @@ void bench_idle_burst_rss(int idle_seconds, int burst, const std::string& workdi
     while (std::getline(st, line))
         if (line.rfind("VmHWM:", 0) == 0) hwm = std::stol(line.substr(6));
     int devices = 0;
-    for (const auto& e : fs::directory_iterator("/sys/block")) { (void)e; ++devices; }
-    row("daemon peak RSS (VmHWM) managing " + std::to_string(devices) + " devices", fmt(static_cast<double>(hwm) / 1024.0, 1) + " MiB", "< 16 MiB",
-        hwm < 16 * 1024 ? "met" : "MISSED");
+    for (const auto& e : fs::directory_iterator("/sys/block")) {
+        (void)e;
+        ++devices;
+    }
+    row("daemon peak RSS (VmHWM) managing " + std::to_string(devices) + " devices",
+        fmt(static_cast<double>(hwm) / 1024.0, 1) + " MiB", "< 16 MiB", hwm < 16 * 1024 ? "met" : "MISSED");
 }
 
 }  // namespace
@@ -524,8 +564,10 @@ int main(int argc, char** argv) {
     std::string only;  // --only reaction|scale|startup|hostile|daemon
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
-        if (a == "--quick") quick = true;
-        else if (a == "--only" && i + 1 < argc) only = argv[++i];
+        if (a == "--quick")
+            quick = true;
+        else if (a == "--only" && i + 1 < argc)
+            only = argv[++i];
         else {
             std::cerr << "usage: blkpolicy-bench [--quick] [--only reaction|scale|startup|hostile|daemon]\n";
             return 2;
@@ -547,7 +589,8 @@ int main(int argc, char** argv) {
         bench_reaction(quick ? 20 : 50, work.path().string(), false);
         bench_reaction(quick ? 10 : 20, work.path().string(), true);
     }
-    if (want("scale")) bench_scale(quick ? std::vector<int>{100, 1000} : std::vector<int>{100, 1000, 10000}, work.path().string());
+    if (want("scale"))
+        bench_scale(quick ? std::vector<int>{100, 1000} : std::vector<int>{100, 1000, 10000}, work.path().string());
     if (want("startup")) bench_startup(work.path().string());
     if (want("hostile")) bench_hostile(work.path().string());
     if (want("daemon")) bench_idle_burst_rss(quick ? 10 : 30, quick ? 2000 : 10000, work.path().string());
@@ -560,11 +603,12 @@ int main(int argc, char** argv) {
         w2 = std::max(w2, r.target.size());
     }
     auto line = [&](const std::string& a, const std::string& b, const std::string& c, const std::string& d) {
-        std::cout << "| " << a << std::string(w0 - a.size(), ' ') << " | " << b << std::string(w1 - b.size(), ' ') << " | " << c
-                  << std::string(w2 - c.size(), ' ') << " | " << d << " |\n";
+        std::cout << "| " << a << std::string(w0 - a.size(), ' ') << " | " << b << std::string(w1 - b.size(), ' ')
+                  << " | " << c << std::string(w2 - c.size(), ' ') << " | " << d << " |\n";
     };
     line("figure", "value", "target", "");
-    std::cout << "|" << std::string(w0 + 2, '-') << "|" << std::string(w1 + 2, '-') << "|" << std::string(w2 + 2, '-') << "|---|\n";
+    std::cout << "|" << std::string(w0 + 2, '-') << "|" << std::string(w1 + 2, '-') << "|" << std::string(w2 + 2, '-')
+              << "|---|\n";
     for (const auto& r : rows) line(r.name, r.value, r.target, r.verdict);
     return 0;
 }

@@ -18,8 +18,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         f.request_based = true;
         f.schedulers = {"none", "mq-deadline", "bfq"};
         f.scheduler = "none";
-        blkpolicy::policy::Values v = {{"rotational", "1"}, {"scheduler", "none"}, {"read_ahead_kb", "128"},
-                                       {"max_hw_sectors_kb", "1280"}, {"discard_granularity", "4096"}};
+        blkpolicy::policy::Values v = {{"rotational", "1"},
+                                       {"scheduler", "none"},
+                                       {"read_ahead_kb", "128"},
+                                       {"max_hw_sectors_kb", "1280"},
+                                       {"discard_granularity", "4096"}};
         (void)blkpolicy::policy::plan_device(r.policy, f, v, {});
     } else {
         for (const auto& e : r.errors)

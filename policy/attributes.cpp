@@ -9,8 +9,8 @@ namespace {
 constexpr std::int64_t kInt32Max = std::numeric_limits<std::int32_t>::max();
 constexpr std::int64_t kInt64Max = std::numeric_limits<std::int64_t>::max();
 
-AttributeSpec make(std::string key, std::string path, Phase phase, int order, ValueKind kind,
-                   std::int64_t min = 0, std::int64_t max = 0, std::string note = {}) {
+AttributeSpec make(std::string key, std::string path, Phase phase, int order, ValueKind kind, std::int64_t min = 0,
+                   std::int64_t max = 0, std::string note = {}) {
     AttributeSpec s;
     s.key = std::move(key);
     s.path = std::move(path);
@@ -28,10 +28,10 @@ std::vector<AttributeSpec> build_table() {
     // Phase 1: queue-limits commits. rotational first: it changes the
     // readahead formula the later commits apply.
     t.push_back(make("rotational", "queue/rotational", Phase::limits, 0, ValueKind::flag, 0, 1));
-    t.push_back(make("max_sectors_kb", "queue/max_sectors_kb", Phase::limits, 1, ValueKind::integer, 4,
-                     kInt32Max, "at least one 4 KiB page; the kernel rejects values above max_hw_sectors_kb"));
-    t.push_back(make("discard_max_bytes", "queue/discard_max_bytes", Phase::limits, 2, ValueKind::integer, 1,
-                     kInt64Max, "0 can disable discard for good on recent kernels; leave the key out instead"));
+    t.push_back(make("max_sectors_kb", "queue/max_sectors_kb", Phase::limits, 1, ValueKind::integer, 4, kInt32Max,
+                     "at least one 4 KiB page; the kernel rejects values above max_hw_sectors_kb"));
+    t.push_back(make("discard_max_bytes", "queue/discard_max_bytes", Phase::limits, 2, ValueKind::integer, 1, kInt64Max,
+                     "0 can disable discard for good on recent kernels; leave the key out instead"));
     auto wc = make("write_cache", "queue/write_cache", Phase::limits, 3, ValueKind::choice);
     wc.choices = {"write back", "write through"};
     t.push_back(wc);
@@ -59,12 +59,11 @@ std::vector<AttributeSpec> build_table() {
                    "the kernel accepts 3 without error and ignores it");
     rq.mq_only = true;
     t.push_back(rq);
-    t.push_back(make("device.timeout", "device/timeout", Phase::late, 2, ValueKind::integer, 1, 86400,
-                     "seconds"));
+    t.push_back(make("device.timeout", "device/timeout", Phase::late, 2, ValueKind::integer, 1, 86400, "seconds"));
     t.push_back(make("device.queue_depth", "device/queue_depth", Phase::late, 3, ValueKind::integer, 1, 65535));
 
-    t.push_back(make("read_ahead_kb", "queue/read_ahead_kb", Phase::readahead, 0, ValueKind::integer, 0,
-                     1'048'576, "KiB, at most 1 GiB"));
+    t.push_back(make("read_ahead_kb", "queue/read_ahead_kb", Phase::readahead, 0, ValueKind::integer, 0, 1'048'576,
+                     "KiB, at most 1 GiB"));
     return t;
 }
 
@@ -88,8 +87,8 @@ std::optional<AttributeSpec> find_attribute(std::string_view key) {
     if (key.substr(0, iosched.size()) == iosched) {
         auto name = key.substr(iosched.size());
         if (!valid_tunable_name(name)) return std::nullopt;
-        auto s = make(std::string(key), "queue/iosched/" + std::string(name), Phase::requests, 1,
-                      ValueKind::integer, 0, kInt64Max);
+        auto s = make(std::string(key), "queue/iosched/" + std::string(name), Phase::requests, 1, ValueKind::integer, 0,
+                      kInt64Max);
         s.mq_only = true;
         return s;
     }
@@ -112,6 +111,5 @@ const std::vector<std::string>& known_schedulers() {
 }
 
 int write_rank(const AttributeSpec& spec) { return static_cast<int>(spec.phase) * 100 + spec.order; }
-
 
 }  // namespace blkpolicy::policy

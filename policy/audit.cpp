@@ -1,7 +1,8 @@
 #include "policy/audit.hpp"
 
-#include <algorithm>
 #include <fnmatch.h>
+
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -72,9 +73,9 @@ std::string virtual_identity(const DeviceFacts& f) {
         if (d == "virtio_blk" || d == "virtio_scsi" || d == "xen-blkfront" || d == "vmw_pvscsi" || d == "hv_storvsc")
             return "driver " + d;
     const std::string id = f.vendor + " " + f.model;
-    static const char* patterns[] = {"*QEMU*", "*VMware*", "*VMW*", "Msft*Virtual Disk*", "*Virtual disk*",
-                                     "*Virtual HD*", "*VBOX*", "Amazon Elastic Block Store*", "*PersistentDisk*",
-                                     "*Google*"};
+    static const char* patterns[] = {"*QEMU*",           "*VMware*",     "*VMW*",  "Msft*Virtual Disk*",
+                                     "*Virtual disk*",   "*Virtual HD*", "*VBOX*", "Amazon Elastic Block Store*",
+                                     "*PersistentDisk*", "*Google*"};
     for (const char* p : patterns)
         if (glob(p, id) || glob(p, f.model)) return "model " + trim(id);
     return {};
@@ -139,7 +140,8 @@ void readahead_amplification(const Subject& s, AuditState&, Findings& out) {
 
 void wbt_rotational_default_virtual(const Subject& s, AuditState&, Findings& out) {
     if (s.why_virtual.empty() || value_of(s.v, "wbt_lat_usec") != "75000" || policy_keeps(s.d, "wbt_lat_usec")) return;
-    out.push_back({s.name, s.name + " throttles writeback to a 75 ms target, the default for spinning disks",
+    out.push_back({s.name,
+                   s.name + " throttles writeback to a 75 ms target, the default for spinning disks",
                    {{"queue/wbt_lat_usec", "75000"}, {"identity", id_text(s.f)}},
                    fix_rule("virtual disks do not spin", s.name, "wbt_lat_usec = 2000")});
 }
@@ -166,8 +168,8 @@ void write_cache_mismatch(const Subject& s, AuditState&, Findings& out) {
     const auto m = cache_modes(s);
     if (!m || m->first || !m->second) return;
     out.push_back({s.name,
-                   s.name + ": queue/write_cache says write back but the device's own cache mode is " +
-                       s.f.cache_type + ": somebody wrote it",
+                   s.name + ": queue/write_cache says write back but the device's own cache mode is " + s.f.cache_type +
+                       ": somebody wrote it",
                    {{"queue/write_cache", value_of(s.v, "write_cache")}, {"cache_type", s.f.cache_type}},
                    {}});
 }
@@ -244,21 +246,30 @@ struct FindingRow {
 };
 
 constexpr FindingRow kFindingRows[] = {
-    {{"rotational-claim-virtual", Severity::warning, "a virtual disk claims to spin"}, rotational_claim_virtual, nullptr},
+    {{"rotational-claim-virtual", Severity::warning, "a virtual disk claims to spin"},
+     rotational_claim_virtual,
+     nullptr},
     {{"readahead-amplification", Severity::warning, "a virtual disk reads ahead 1 MiB or more"},
-     readahead_amplification, nullptr},
+     readahead_amplification,
+     nullptr},
     {{"wbt-rotational-default-virtual", Severity::warning, "a virtual disk has the spinning-disk wbt target"},
-     wbt_rotational_default_virtual, nullptr},
+     wbt_rotational_default_virtual,
+     nullptr},
     {{"write-through-volatile-cache", Severity::critical, "write through over a volatile cache: no flushes"},
-     write_through_volatile_cache, nullptr},
-    {{"write-cache-mismatch", Severity::warning, "write back over a device that does not cache"}, write_cache_mismatch,
+     write_through_volatile_cache,
+     nullptr},
+    {{"write-cache-mismatch", Severity::warning, "write back over a device that does not cache"},
+     write_cache_mismatch,
      nullptr},
     {{"bfq-disabled-wbt", Severity::warning, "bfq turned the default wbt off"}, bfq_disabled_wbt, nullptr},
     {{"rq-affinity-inert", Severity::info, "rq_affinity=1 on a host with one last-level cache"},
-     rq_affinity_inert_note, rq_affinity_inert},
+     rq_affinity_inert_note,
+     rq_affinity_inert},
     {{"stack-lower-only", Severity::warning, "the policy tunes a lower device, not the one filesystems use"},
-     stack_lower_only, nullptr},
-    {{"udev-rule-conflict", Severity::warning, "a udev rule writes what the policy manages"}, udev_rule_conflict,
+     stack_lower_only,
+     nullptr},
+    {{"udev-rule-conflict", Severity::warning, "a udev rule writes what the policy manages"},
+     udev_rule_conflict,
      nullptr},
     {{"no-matching-rule", Severity::info, "no policy rule matches the device"}, no_matching_rule, nullptr},
 };

@@ -23,11 +23,11 @@ struct Finding {
     Severity severity = Severity::info;
     std::string message;
     std::vector<std::pair<std::string, std::string>> evidence;  // path or fact -> value
-    std::string fix;  // a policy snippet that fixes it, when one does
+    std::string fix;                                            // a policy snippet that fixes it, when one does
 };
 
 struct AuditDevice {
-    DeviceFacts facts;   // live facts, as the kernel reports them now
+    DeviceFacts facts;  // live facts, as the kernel reports them now
     Values values;
     std::optional<DevicePlan> plan;  // with a policy
     std::optional<int> wbt_state;    // debugfs rqos/wbt/enabled

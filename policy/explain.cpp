@@ -9,19 +9,21 @@ namespace blkpolicy::policy {
 
 std::string wbt_state_name(int state) {
     switch (state) {
-        case 1: return "on-default";
-        case 2: return "on-manual";
-        case 3: return "off-default";
-        case 4: return "off-manual";
+        case 1:
+            return "on-default";
+        case 2:
+            return "on-manual";
+        case 3:
+            return "off-default";
+        case 4:
+            return "off-manual";
     }
     return "unknown (" + std::to_string(state) + ")";
 }
 
 namespace {
 
-std::string version_text(const KernelVersion& k) {
-    return std::to_string(k.major) + "." + std::to_string(k.minor);
-}
+std::string version_text(const KernelVersion& k) { return std::to_string(k.major) + "." + std::to_string(k.minor); }
 
 void derive_read_ahead(Explanation& e, const Values& v, const ExplainContext& ctx) {
     const bool rot = value_of(v, "rotational") == "1";
@@ -47,8 +49,9 @@ void derive_read_ahead(Explanation& e, const Values& v, const ExplainContext& ct
                        std::to_string(max_kb) + " = " + e.kernel_default + " KiB (6.17+)";
     else
         e.derivation = kv + "max(2 x optimal_io_size, 128 KiB) = " + e.kernel_default + " KiB";
-    const std::string commits = "every queue-limits commit (writing max_sectors_kb, rotational, discard_max_bytes, "
-                                "write_cache, add_random, iostats; a rescan; a stacked device recomputing)";
+    const std::string commits =
+        "every queue-limits commit (writing max_sectors_kb, rotational, discard_max_bytes, "
+        "write_cache, add_random, iostats; a rescan; a stacked device recomputing)";
     switch (readahead_on_commit(k)) {
         case ReadaheadOnCommit::raise:
             e.disturbs = commits + " raises it to at least " + e.kernel_default + "; a larger value is kept (6.15+" +
@@ -103,7 +106,8 @@ RotationalDefault rotational_default(const DeviceFacts& f, const Values& v, cons
         }
         if (!ctx.backing_known) return {std::nullopt, "the loop driver takes it from the backing file's device"};
         if (!ctx.backing_rotational)
-            return {false, "the backing file is on " + ctx.backing_store + ", which has no block device: non-rotational"};
+            return {false,
+                    "the backing file is on " + ctx.backing_store + ", which has no block device: non-rotational"};
         return {*ctx.backing_rotational, "the loop driver takes it from the backing file's device, " +
                                              ctx.backing_store +
                                              (*ctx.backing_rotational ? " (rotational)" : " (non-rotational)")};
@@ -129,8 +133,9 @@ void derive_wbt(Explanation& e, const DeviceFacts& f, const Values& v, const Exp
     // Fixed when wbt started on the queue, at registration: from the
     // rotational flag the driver set then (a loop device's creation flag,
     // before any file was attached).
-    const std::optional<bool> at_init = f.stack == Stack::loop ? std::optional<bool>(loop_created_rotational(ctx.kernel))
-                                                               : rotational_default(f, v, ctx).rotational;
+    const std::optional<bool> at_init = f.stack == Stack::loop
+                                            ? std::optional<bool>(loop_created_rotational(ctx.kernel))
+                                            : rotational_default(f, v, ctx).rotational;
     if (at_init) e.kernel_default = std::to_string(wbt_default_usec(*at_init));
     e.derivation = "75000 if the queue was rotational when wbt was initialised (at registration), else 2000";
     if (f.stack == Stack::loop)
@@ -140,18 +145,21 @@ void derive_wbt(Explanation& e, const DeviceFacts& f, const Values& v, const Exp
     e.derivation += "; rotational is " + value_of(v, "rotational") + " now, so -1 or \"default\" would give " +
                     std::to_string(wbt_default_usec(rot_now));
     e.kernel_rule = kernel_row_for("bfq-off-wbt-reads", ctx.kernel).id;
-    e.disturbs = std::string("switching to bfq turns a default wbt off (reads 0") +
-                 (bfq_off_wbt_reads_zero(ctx.kernel) ? ")" : "; this kernel still shows the old latency, debugfs tells)") +
-                 " and leaving bfq turns it back on; a manual value survives scheduler switches; writing the value "
-                 "wbt already keeps is a silent no-op";
+    e.disturbs =
+        std::string("switching to bfq turns a default wbt off (reads 0") +
+        (bfq_off_wbt_reads_zero(ctx.kernel) ? ")" : "; this kernel still shows the old latency, debugfs tells)") +
+        " and leaving bfq turns it back on; a manual value survives scheduler switches; writing the value "
+        "wbt already keeps is a silent no-op";
     if (ctx.wbt_state) e.inputs.push_back({"debugfs rqos/wbt/enabled", std::to_string(*ctx.wbt_state)});
 }
 
 void derive_scheduler(Explanation& e, const DeviceFacts& f, const Values& v, const ExplainContext& ctx) {
-    e.inputs = {{"queue/scheduler", value_of(v, "scheduler")}, {"mq/ (hardware queues)", std::to_string(ctx.hw_queues)}};
+    e.inputs = {{"queue/scheduler", value_of(v, "scheduler")},
+                {"mq/ (hardware queues)", std::to_string(ctx.hw_queues)}};
     if (!f.schedulers.empty()) e.inputs.push_back({"loaded schedulers", join(f.schedulers, " ")});
     if (ctx.loadable_schedulers)
-        e.inputs.push_back({"loadable as modules", ctx.loadable_schedulers->empty() ? "-" : join(*ctx.loadable_schedulers, " ")});
+        e.inputs.push_back(
+            {"loadable as modules", ctx.loadable_schedulers->empty() ? "-" : join(*ctx.loadable_schedulers, " ")});
     if (ctx.hw_queues == 0) {
         scheduler_default_row(SchedulerDefault::bio_based);
         e.derivation = "bio-based queue: no scheduler here; the devices below schedule the requests";
@@ -191,9 +199,12 @@ void derive_nr_requests(Explanation& e, const Values& v, const ExplainContext& c
 void derive_rotational(Explanation& e, const DeviceFacts& f, const Values& v, const ExplainContext& ctx) {
     e.inputs = {{"driver", f.driver.empty() ? "-" : f.driver}};
     if (f.driver == "sd")
-        e.inputs.push_back({"device/vpd_pgb1 rotation rate", ctx.rotation_rate ? std::to_string(*ctx.rotation_rate) : "-"});
-    if (f.stack == Stack::loop && !f.loop_backing_file.empty()) e.inputs.push_back({"loop/backing_file", f.loop_backing_file});
-    for (const auto& [name, rot] : ctx.lowers_rotational) e.inputs.push_back({name + "/queue/rotational", rot ? "1" : "0"});
+        e.inputs.push_back(
+            {"device/vpd_pgb1 rotation rate", ctx.rotation_rate ? std::to_string(*ctx.rotation_rate) : "-"});
+    if (f.stack == Stack::loop && !f.loop_backing_file.empty())
+        e.inputs.push_back({"loop/backing_file", f.loop_backing_file});
+    for (const auto& [name, rot] : ctx.lowers_rotational)
+        e.inputs.push_back({name + "/queue/rotational", rot ? "1" : "0"});
     const auto d = rotational_default(f, v, ctx);
     if (d.rotational) e.kernel_default = *d.rotational ? "1" : "0";
     e.derivation = d.why;
@@ -218,8 +229,8 @@ DeviceExplanation explain_device(const DeviceFacts& facts, const Values& values,
 
     std::vector<std::string> order;
     for (const auto& a : plan.actions) order.push_back(a.attribute);
-    for (const char* notable : {"rotational", "scheduler", "nr_requests", "wbt_lat_usec", "write_cache",
-                                "max_sectors_kb", "read_ahead_kb"})
+    for (const char* notable :
+         {"rotational", "scheduler", "nr_requests", "wbt_lat_usec", "write_cache", "max_sectors_kb", "read_ahead_kb"})
         if (std::find(order.begin(), order.end(), notable) == order.end() && values.count(notable))
             order.push_back(notable);
 
@@ -235,12 +246,18 @@ DeviceExplanation explain_device(const DeviceFacts& facts, const Values& values,
             e.overridden = a.overridden;
             e.plan_note = a.note;
         }
-        if (attr == "read_ahead_kb") derive_read_ahead(e, values, ctx);
-        else if (attr == "wbt_lat_usec") derive_wbt(e, facts, values, ctx);
-        else if (attr == "scheduler") derive_scheduler(e, facts, values, ctx);
-        else if (attr == "nr_requests") derive_nr_requests(e, values, ctx);
-        else if (attr == "rotational") derive_rotational(e, facts, values, ctx);
-        else if (attr == "write_cache") derive_write_cache(e, facts);
+        if (attr == "read_ahead_kb")
+            derive_read_ahead(e, values, ctx);
+        else if (attr == "wbt_lat_usec")
+            derive_wbt(e, facts, values, ctx);
+        else if (attr == "scheduler")
+            derive_scheduler(e, facts, values, ctx);
+        else if (attr == "nr_requests")
+            derive_nr_requests(e, values, ctx);
+        else if (attr == "rotational")
+            derive_rotational(e, facts, values, ctx);
+        else if (attr == "write_cache")
+            derive_write_cache(e, facts);
         else if (attr == "max_sectors_kb") {
             e.inputs = {{"queue/max_hw_sectors_kb", value_of(values, "max_hw_sectors_kb")}};
             e.derivation = "the driver's limit, capped by the hardware maximum";
@@ -252,13 +269,20 @@ DeviceExplanation explain_device(const DeviceFacts& facts, const Values& values,
     if (ctx.wbt_state) {
         out.wbt_state = wbt_state_name(*ctx.wbt_state);
         switch (*ctx.wbt_state) {
-            case 1: out.wbt_consequence = "the kernel's default latency is in force; bfq would turn it off"; break;
-            case 2: out.wbt_consequence = "a written latency is in force and survives scheduler switches"; break;
-            case 3:
-                out.wbt_consequence = "bfq turned the default off; writing the retained latency alone is a no-op: "
-                                      "write 0, then the value";
+            case 1:
+                out.wbt_consequence = "the kernel's default latency is in force; bfq would turn it off";
                 break;
-            case 4: out.wbt_consequence = "someone wrote 0: throttling is off until a value is written"; break;
+            case 2:
+                out.wbt_consequence = "a written latency is in force and survives scheduler switches";
+                break;
+            case 3:
+                out.wbt_consequence =
+                    "bfq turned the default off; writing the retained latency alone is a no-op: "
+                    "write 0, then the value";
+                break;
+            case 4:
+                out.wbt_consequence = "someone wrote 0: throttling is off until a value is written";
+                break;
         }
     }
     return out;

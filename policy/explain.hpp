@@ -20,10 +20,10 @@ std::string wbt_state_name(int state);
 
 struct ExplainContext {
     KernelVersion kernel;
-    std::optional<int> wbt_state;   // from debugfs, when readable
-    int hw_queues = 0;              // entries in mq/
+    std::optional<int> wbt_state;                                 // from debugfs, when readable
+    int hw_queues = 0;                                            // entries in mq/
     std::optional<std::vector<std::string>> loadable_schedulers;  // modules of this kernel; nullopt: unknown
-    std::int64_t hw_tags = 0;       // mq/0/nr_tags: the hardware queue depth
+    std::int64_t hw_tags = 0;                                     // mq/0/nr_tags: the hardware queue depth
     // sd: the Block Device Characteristics VPD page (B1h) medium rotation
     // rate (0 not reported, 1 solid state, else rpm); nullopt: no such page.
     std::optional<int> rotation_rate;
@@ -39,15 +39,15 @@ struct ExplainContext {
 struct Explanation {
     std::string attribute;
     std::string current;
-    bool managed = false;            // the policy sets it on this device
-    std::string desired;             // expected read-back
+    bool managed = false;  // the policy sets it on this device
+    std::string desired;   // expected read-back
     RuleRef rule;
     std::vector<RuleRef> overridden;
     std::string plan_note;
-    std::string kernel_default;      // empty when the kernel's choice cannot be known from sysfs
-    std::string derivation;          // how the kernel arrives at it
+    std::string kernel_default;  // empty when the kernel's choice cannot be known from sysfs
+    std::string derivation;      // how the kernel arrives at it
     std::vector<std::pair<std::string, std::string>> inputs;  // sysfs attribute -> value read
-    std::string disturbs;            // what else moves this value
+    std::string disturbs;                                     // what else moves this value
     // Which kernel behaviour applies here, as a stable id for machines:
     // "readahead-on-commit:untouched|reset|raise|unknown" (read_ahead_kb),
     // "bfq-off-wbt-reads:0|latency" (wbt_lat_usec). Empty otherwise.

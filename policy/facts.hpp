@@ -33,14 +33,14 @@ inline constexpr FactNeeds kAllFacts = (1u << 8) - 1;
 inline constexpr FactNeeds kIdentityFacts = kFactDrivers | kFactModel | kFactSerial | kFactWwid | kFactStack;
 
 struct DeviceFacts {
-    std::string name;     // kernel name, e.g. "vda"
-    std::string devnum;   // "major:minor"
-    std::string diskseq;  // changes whenever the medium or the loop binding changes
-    std::string syspath;  // resolved directory, relative to the sysfs root ("devices/...")
+    std::string name;                  // kernel name, e.g. "vda"
+    std::string devnum;                // "major:minor"
+    std::string diskseq;               // changes whenever the medium or the loop binding changes
+    std::string syspath;               // resolved directory, relative to the sysfs root ("devices/...")
     std::string driver;                // first driver found walking up the parents
     std::vector<std::string> drivers;  // every driver on the way up (udev DRIVERS== semantics)
-    std::string vendor;   // trimmed of SCSI padding
-    std::string model;    // trimmed of SCSI padding
+    std::string vendor;                // trimmed of SCSI padding
+    std::string model;                 // trimmed of SCSI padding
     std::string serial;
     std::string wwid;
     bool rotational = false;  // as matched: frozen at first sight (see agent/state)

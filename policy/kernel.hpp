@@ -54,12 +54,12 @@ const char* to_string(KnownBy k);
 enum class WriteCause { none, limits_commit, scheduler_switch };
 
 struct KernelRow {
-    std::string_view id;         // "question:answer"; the rows of one question exclude each other
-    std::string_view behaviour;  // what the kernel does, in a sentence
+    std::string_view id;                   // "question:answer"; the rows of one question exclude each other
+    std::string_view behaviour;            // what the kernel does, in a sentence
     std::array<VersionRange, 2> versions;  // where it holds: either range (the second may be unused)
     KnownBy known_by;
-    std::string_view how;       // the probe, the read-back, or the version rule
-    std::string_view observed;  // kernels it was seen on, on these machines; empty: from the source only
+    std::string_view how;                 // the probe, the read-back, or the version rule
+    std::string_view observed;            // kernels it was seen on, on these machines; empty: from the source only
     WriteCause cause = WriteCause::none;  // for "a write disturbs" rows: which writes
     std::string_view disturbs;            // ... and the attribute (a trailing '.' is a prefix: iosched.)
     std::string_view source;              // kernel function and file
@@ -103,8 +103,8 @@ std::int64_t nr_requests_default(std::int64_t hw_tags, bool scheduler_none);
 // optimal_io_size with a 128 KiB floor, and since 6.17 2 x max_sectors_kb
 // for a rotational queue without an optimal I/O size. nullopt before 6.9,
 // where commits do not touch read_ahead_kb.
-std::optional<std::int64_t> kernel_readahead_kb(const KernelVersion& v, bool rotational,
-                                                std::int64_t optimal_io_bytes, std::int64_t max_sectors_kb);
+std::optional<std::int64_t> kernel_readahead_kb(const KernelVersion& v, bool rotational, std::int64_t optimal_io_bytes,
+                                                std::int64_t max_sectors_kb);
 // The same on a kernel that computes it only at registration (before 6.9).
 std::int64_t registration_readahead_kb(std::int64_t optimal_io_bytes);
 

@@ -1,9 +1,10 @@
 #include "policy/loader.hpp"
 
+#include <toml++/toml.h>
+
 #include <algorithm>
 #include <map>
 #include <tuple>
-#include <toml++/toml.h>
 
 #include "policy/attributes.hpp"
 #include "policy/facts.hpp"
@@ -19,20 +20,21 @@ std::string plain_parse_error(std::string_view description) {
         std::string_view tell;
     };
     static constexpr Plain kPlain[] = {
-        {"parsing string: unescaped control characters",
-         "unterminated string: the closing \" is missing on this line"},
+        {"parsing string: unescaped control characters", "unterminated string: the closing \" is missing on this line"},
         {"parsing literal string: control characters", "unterminated string: the closing ' is missing on this line"},
         {"parsing array: encountered end-of-file", "unterminated array: the closing ] is missing"},
         {"parsing array: expected", "malformed array: items are separated by commas and the array ends with ]"},
         {"parsing table header: expected ']'", "missing ] at the end of the table header"},
         {"parsing inline table: expected key or closing '}'", "unterminated inline table: the closing } is missing"},
         {"parsing key-value pair: expected value", "no value after = (a string needs quotes)"},
-        {"parsing key-value pair: expected a comment or whitespace", "more text after the value: one key = value per line"},
+        {"parsing key-value pair: expected a comment or whitespace",
+         "more text after the value: one key = value per line"},
         {"parsing boolean", "not a value: a string needs quotes, a boolean is true or false"},
         {"could not determine value type", "not a value: a string needs quotes, a boolean is true or false"},
         {"cannot redefine existing", "this key is set twice in the same table"},
-        {"unknown escape sequence", "unknown escape sequence in a string: write \\\\ for a backslash, or use a 'literal "
-                                    "string'"},
+        {"unknown escape sequence",
+         "unknown escape sequence in a string: write \\\\ for a backslash, or use a 'literal "
+         "string'"},
     };
     for (const auto& p : kPlain)
         if (description.find(p.said) != std::string_view::npos) return std::string(p.tell);
@@ -57,13 +59,20 @@ std::string in_quotes(std::string_view s) { return "\"" + std::string(s) + "\"";
 
 std::string type_name(const toml::node& n) {
     switch (n.type()) {
-        case toml::node_type::string: return "a string";
-        case toml::node_type::integer: return "an integer";
-        case toml::node_type::floating_point: return "a float";
-        case toml::node_type::boolean: return "a boolean";
-        case toml::node_type::array: return "an array";
-        case toml::node_type::table: return "a table";
-        default: return "a date or time";
+        case toml::node_type::string:
+            return "a string";
+        case toml::node_type::integer:
+            return "an integer";
+        case toml::node_type::floating_point:
+            return "a float";
+        case toml::node_type::boolean:
+            return "a boolean";
+        case toml::node_type::array:
+            return "an array";
+        case toml::node_type::table:
+            return "a table";
+        default:
+            return "a date or time";
     }
 }
 
@@ -140,7 +149,8 @@ private:
                     policy_.daemon.verify_interval = *d;
                 }
             } else {
-                error(pos(k), "unknown key " + in_quotes(name) + " in [daemon] (expected \"mode\" or \"verify_interval\")");
+                error(pos(k),
+                      "unknown key " + in_quotes(name) + " in [daemon] (expected \"mode\" or \"verify_interval\")");
             }
         }
     }
@@ -193,10 +203,11 @@ private:
         if (!rule.name.empty()) {
             auto [it, inserted] = rule_names_.emplace(rule.name, rule.pos);
             if (!inserted)
-                error(rule.pos, "duplicate rule name " + in_quotes(rule.name) + " (first defined at " +
-                                    it->second.str() + ")");
+                error(rule.pos,
+                      "duplicate rule name " + in_quotes(rule.name) + " (first defined at " + it->second.str() + ")");
         }
-        if (!have_set) error(rule.pos, "rule " + in_quotes(rule.name) + " has no [rule.set] table: it would do nothing");
+        if (!have_set)
+            error(rule.pos, "rule " + in_quotes(rule.name) + " has no [rule.set] table: it would do nothing");
         check_write_through(rule);
         if (errors_.size() == errors_before) policy_.rules.push_back(std::move(rule));
     }
@@ -219,7 +230,8 @@ private:
             const auto stars = static_cast<std::size_t>(std::count(p.begin(), p.end(), '*'));
             if (stars > kMaxPatternStars) {
                 error(pos(v), what + ": a pattern with " + std::to_string(stars) + " '*'; the limit is " +
-                                  std::to_string(kMaxPatternStars) + " (patterns like a*a*a*b take very long to match)");
+                                  std::to_string(kMaxPatternStars) +
+                                  " (patterns like a*a*a*b take very long to match)");
                 return std::nullopt;
             }
         }
@@ -284,7 +296,8 @@ private:
                     bool bad = false;
                     for (const auto& s : *list) {
                         if (!stack_from_string(s)) {
-                            error(pos(v), "match.stack " + in_quotes(s) + " is not one of " + known_list(stack_names()));
+                            error(pos(v),
+                                  "match.stack " + in_quotes(s) + " is not one of " + known_list(stack_names()));
                             bad = true;
                         }
                     }
@@ -346,8 +359,9 @@ private:
     void set_one(const std::string& name, const toml::key& k, const toml::node& v, Rule& rule) {
         auto spec = find_attribute(name);
         if (!spec && (name == "acknowledge" || name == "name")) {
-            error(pos(k), in_quotes(name) + " belongs to the rule itself: put it under [[rule]], before [rule.match] "
-                                         "and [rule.set]");
+            error(pos(k), in_quotes(name) +
+                              " belongs to the rule itself: put it under [[rule]], before [rule.match] "
+                              "and [rule.set]");
             return;
         }
         if (!spec) {
@@ -401,10 +415,13 @@ private:
                 const auto* s = v.as_string();
                 if (!s || std::find(spec.choices.begin(), spec.choices.end(), s->get()) == spec.choices.end()) {
                     std::string msg = spec.key + " must be exactly one of " + known_list(spec.choices);
-                    if (s) msg = spec.key + " = " + in_quotes(s->get()) + " is not exactly one of " + known_list(spec.choices);
+                    if (s)
+                        msg = spec.key + " = " + in_quotes(s->get()) + " is not exactly one of " +
+                              known_list(spec.choices);
                     if (spec.key == "write_cache")
-                        msg += " (the kernel matches only the start of the text, so a typo would silently "
-                               "apply another mode)";
+                        msg +=
+                            " (the kernel matches only the start of the text, so a typo would silently "
+                            "apply another mode)";
                     error(pos(v), msg);
                     return false;
                 }
@@ -455,8 +472,8 @@ private:
         if (!list) return;
         for (const auto& a : *list) {
             if (a != kAckWriteThrough && a != kAckVolatileCache) {
-                error(pos(v), "unknown acknowledgement " + in_quotes(a) + " (known: \"" + kAckWriteThrough +
-                                  "\", \"" + kAckVolatileCache + "\")");
+                error(pos(v), "unknown acknowledgement " + in_quotes(a) + " (known: \"" + kAckWriteThrough + "\", \"" +
+                                  kAckVolatileCache + "\")");
                 continue;
             }
             rule.acknowledge.insert(a);
@@ -495,11 +512,16 @@ std::optional<std::chrono::milliseconds> parse_duration(std::string_view text) {
         while (k < text.size() && text[k] >= 'a' && text[k] <= 'z') ++k;
         const auto unit = text.substr(j, k - j);
         std::int64_t scale = 0;
-        if (unit == "ms") scale = 1;
-        else if (unit == "s") scale = 1000;
-        else if (unit == "m" || unit == "min") scale = 60'000;
-        else if (unit == "h") scale = 3'600'000;
-        else return std::nullopt;
+        if (unit == "ms")
+            scale = 1;
+        else if (unit == "s")
+            scale = 1000;
+        else if (unit == "m" || unit == "min")
+            scale = 60'000;
+        else if (unit == "h")
+            scale = 3'600'000;
+        else
+            return std::nullopt;
         total += n * scale;
         i = k;
     }
@@ -513,7 +535,7 @@ LoadResult load_policy(const std::vector<PolicySource>& sources) {
         result.policy.files.push_back(src.name);
         if (src.text.size() > kMaxPolicyBytes) {
             result.errors.push_back({SourcePos{src.name, 0, 0}, "the file is " + std::to_string(src.text.size()) +
-                                                                   " bytes; a policy file may have at most 1 MiB"});
+                                                                    " bytes; a policy file may have at most 1 MiB"});
             continue;
         }
         FileLoader(src, result.policy, result.errors, rule_names).load();

@@ -14,7 +14,7 @@ namespace blkpolicy::policy {
 inline constexpr std::size_t kMaxPolicyBytes = 1 << 20;  // per file
 inline constexpr std::size_t kMaxRules = 4096;           // across all files
 inline constexpr std::size_t kMaxPatternLength = 256;
-inline constexpr std::size_t kMaxPatternStars = 8;      // a*a*a*...b backtracks
+inline constexpr std::size_t kMaxPatternStars = 8;  // a*a*a*...b backtracks
 inline constexpr std::size_t kMaxPatternsPerKey = 256;
 
 struct PolicySource {

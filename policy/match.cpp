@@ -61,7 +61,8 @@ bool match_key_is_flag(MatchKey k) { return row_of(k).compare == Compare::flag; 
 std::string known_match_keys_text() {
     std::string out;
     for (const auto& row : kMatchKeys)
-        out += (out.empty() ? "" : ", ") + std::string(row.name) + (row.compare == Compare::env ? ".<udev property>" : "");
+        out +=
+            (out.empty() ? "" : ", ") + std::string(row.name) + (row.compare == Compare::env ? ".<udev property>" : "");
     return out;
 }
 

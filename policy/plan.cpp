@@ -78,8 +78,7 @@ void resolve(Action& a, const AttributeSpec& spec, const Winner& w, const Device
     } else if (spec.kind == ValueKind::wbt && a.value == "default") {
         a.value = "-1";
         a.expected = std::to_string(wbt_default_usec(final_rotational));
-        a.note = std::string("kernel default for a ") + (final_rotational ? "rotational" : "non-rotational") +
-                 " queue";
+        a.note = std::string("kernel default for a ") + (final_rotational ? "rotational" : "non-rotational") + " queue";
     } else if (spec.key == "read_ahead_kb") {
         auto n = parse_int(a.value).value_or(0);
         a.expected = std::to_string(readahead_readback(n, ctx.page_size));
@@ -89,8 +88,9 @@ void resolve(Action& a, const AttributeSpec& spec, const Winner& w, const Device
     if (spec.key == "write_cache" && a.value == "write through" && starts_with(facts.cache_type, "write back") &&
         !w.rule_ptr->acknowledge.count(kAckVolatileCache)) {
         a.kind = ActionKind::refuse;
-        a.note = std::string("the device's own cache is write back: write through would drop the flushes that "
-                             "make its volatile cache durable; add \"") +
+        a.note = std::string(
+                     "the device's own cache is write back: write through would drop the flushes that "
+                     "make its volatile cache durable; add \"") +
                  kAckVolatileCache + "\" to the rule's acknowledge list to allow it";
         return;
     }
@@ -140,8 +140,7 @@ std::vector<std::string> value_keys_for(const Policy& policy, const DeviceFacts&
     return {keys.begin(), keys.end()};
 }
 
-DevicePlan plan_device(const Policy& policy, const DeviceFacts& facts, const Values& current,
-                       const PlanContext& ctx) {
+DevicePlan plan_device(const Policy& policy, const DeviceFacts& facts, const Values& current, const PlanContext& ctx) {
     DevicePlan plan;
     plan.device = facts.name;
 
@@ -165,7 +164,8 @@ DevicePlan plan_device(const Policy& policy, const DeviceFacts& facts, const Val
 
     // What rotational will read once the plan has run (wbt "default" depends on it).
     bool final_rotational = current.count("rotational") ? current.at("rotational") == "1" : facts.rotational;
-    if (auto it = winners.find("rotational"); it != winners.end()) final_rotational = it->second.setting->values.front() == "1";
+    if (auto it = winners.find("rotational"); it != winners.end())
+        final_rotational = it->second.setting->values.front() == "1";
 
     for (const auto& [key, w] : winners) {
         auto spec = find_attribute(key);
@@ -216,7 +216,8 @@ DevicePlan plan_device(const Policy& policy, const DeviceFacts& facts, const Val
         if (a.kind != ActionKind::write && a.kind != ActionKind::unchanged) continue;
         const auto* by_switch =
             scheduler_switch ? disturbed_by(WriteCause::scheduler_switch, a.attribute, ctx.kernel) : nullptr;
-        const auto* by_limits = limits_written ? disturbed_by(WriteCause::limits_commit, a.attribute, ctx.kernel) : nullptr;
+        const auto* by_limits =
+            limits_written ? disturbed_by(WriteCause::limits_commit, a.attribute, ctx.kernel) : nullptr;
 
         if (starts_with(a.attribute, "iosched.")) {
             if (final_scheduler == "none") {

@@ -28,19 +28,19 @@ struct Action {
     std::string path;       // relative to the device's sysfs directory
     Phase phase = Phase::late;
     bool limits_commit = false;  // from the attribute table: the write recomputes read_ahead_kb
-    int rank = 0;            // write order
-    std::string current;     // normalised value at plan time; empty when absent
-    std::string desired;     // as the policy says it ("bfq", "default", "128")
-    std::string value;       // what is written ("-1" for wbt "default")
-    std::string expected;    // what a correct read-back shows
+    int rank = 0;                // write order
+    std::string current;         // normalised value at plan time; empty when absent
+    std::string desired;         // as the policy says it ("bfq", "default", "128")
+    std::string value;           // what is written ("-1" for wbt "default")
+    std::string expected;        // what a correct read-back shows
     ActionKind kind = ActionKind::write;
     std::vector<std::string> alternatives;  // scheduler: the next names to try, in order, if the kernel refuses `value`
     // wbt_lat_usec: write 0, then the value, even when the value reads as
     // wanted already: wbt is (or is about to be) off, and writing the
     // latency it retained is a silent no-op (6.1 even shows it in sysfs).
     bool zero_first = false;
-    std::string note;        // why this kind, or what the write disturbs
-    RuleRef rule;            // the winning rule
+    std::string note;                 // why this kind, or what the write disturbs
+    RuleRef rule;                     // the winning rule
     std::vector<RuleRef> overridden;  // earlier matching rules that set the same attribute
 };
 
@@ -72,7 +72,6 @@ struct PlanContext {
 // read_ahead_kb are read only when a verdict needs them.)
 std::vector<std::string> value_keys_for(const Policy& policy, const DeviceFacts& facts);
 
-DevicePlan plan_device(const Policy& policy, const DeviceFacts& facts, const Values& current,
-                       const PlanContext& ctx);
+DevicePlan plan_device(const Policy& policy, const DeviceFacts& facts, const Values& current, const PlanContext& ctx);
 
 }  // namespace blkpolicy::policy

@@ -27,14 +27,25 @@ struct PolicyError {
 };
 
 enum class MatchKey {
-    kernel, driver, model, vendor, serial, wwid, stack, dm_name, dm_uuid, md_level, rotational, removable,
+    kernel,
+    driver,
+    model,
+    vendor,
+    serial,
+    wwid,
+    stack,
+    dm_name,
+    dm_uuid,
+    md_level,
+    rotational,
+    removable,
     env,  // a udev property (env.NAME), from udev's database when udevd runs
 };
 // Names, how each key matches and what it reads: one table, policy/match.cpp.
 const char* to_string(MatchKey k);
 std::optional<MatchKey> match_key_from_string(std::string_view s);
 std::vector<std::string> match_key_names();  // in declaration order
-bool match_key_is_flag(MatchKey k);           // true/false, not globs (rotational, removable)
+bool match_key_is_flag(MatchKey k);          // true/false, not globs (rotational, removable)
 
 struct MatchClause {
     MatchKey key = MatchKey::kernel;

@@ -17,10 +17,18 @@ std::string toml_quote(const std::string& s) {
     std::string out = "\"";
     for (char c : s) {
         switch (c) {
-            case '"': out += "\\\""; break;
-            case '\\': out += "\\\\"; break;
-            case '\n': out += "\\n"; break;
-            case '\t': out += "\\t"; break;
+            case '"':
+                out += "\\\"";
+                break;
+            case '\\':
+                out += "\\\\";
+                break;
+            case '\n':
+                out += "\\n";
+                break;
+            case '\t':
+                out += "\\t";
+                break;
             default:
                 if (static_cast<unsigned char>(c) < 0x20) {
                     char buf[8];
@@ -48,15 +56,24 @@ bool valid_utf8(const std::string& s) {
         }
         std::size_t n = 0;
         unsigned char lo = 0x80, hi = 0xBF;  // allowed range of the second byte
-        if (c >= 0xC2 && c <= 0xDF) n = 2;
-        else if (c == 0xE0) n = 3, lo = 0xA0;
-        else if (c >= 0xE1 && c <= 0xEC) n = 3;
-        else if (c == 0xED) n = 3, hi = 0x9F;
-        else if (c >= 0xEE && c <= 0xEF) n = 3;
-        else if (c == 0xF0) n = 4, lo = 0x90;
-        else if (c >= 0xF1 && c <= 0xF3) n = 4;
-        else if (c == 0xF4) n = 4, hi = 0x8F;
-        else return false;
+        if (c >= 0xC2 && c <= 0xDF)
+            n = 2;
+        else if (c == 0xE0)
+            n = 3, lo = 0xA0;
+        else if (c >= 0xE1 && c <= 0xEC)
+            n = 3;
+        else if (c == 0xED)
+            n = 3, hi = 0x9F;
+        else if (c >= 0xEE && c <= 0xEF)
+            n = 3;
+        else if (c == 0xF0)
+            n = 4, lo = 0x90;
+        else if (c >= 0xF1 && c <= 0xF3)
+            n = 4;
+        else if (c == 0xF4)
+            n = 4, hi = 0x8F;
+        else
+            return false;
         if (i + n > s.size()) return false;
         const auto second = static_cast<unsigned char>(s[i + 1]);
         if (second < lo || second > hi) return false;
@@ -73,8 +90,10 @@ std::string comment_text(const std::string& s) {
     const bool utf8 = valid_utf8(s);
     for (char c : s) {
         const auto u = static_cast<unsigned char>(c);
-        if (u < 0x20 || u == 0x7f || (!utf8 && u >= 0x80)) out += '?';
-        else out += c;
+        if (u < 0x20 || u == 0x7f || (!utf8 && u >= 0x80))
+            out += '?';
+        else
+            out += c;
     }
     return out;
 }
@@ -96,32 +115,47 @@ std::string token_text(const UdevToken& t) {
 // stops matching when it fails; IMPORT{...}= stops it when the import finds
 // nothing. Keys missing here are unknown, and a rule with one is left out.
 enum class UdevKeyRole {
-    condition,   // converted where a policy can express it, else the rule is left out
-    effect,      // an assignment blkpolicy does not do (SYMLINK, RUN, ...): noted, not converted
-    control,     // GOTO, LABEL: followed by the importer itself
+    condition,  // converted where a policy can express it, else the rule is left out
+    effect,     // an assignment blkpolicy does not do (SYMLINK, RUN, ...): noted, not converted
+    control,    // GOTO, LABEL: followed by the importer itself
 };
 struct UdevKeyInfo {
     const char* key;
     UdevKeyRole role;
 };
 constexpr UdevKeyInfo kUdevKeys[] = {
-    {"ACTION", UdevKeyRole::condition},     {"DEVPATH", UdevKeyRole::condition},
-    {"KERNEL", UdevKeyRole::condition},     {"SUBSYSTEM", UdevKeyRole::condition},
-    {"DRIVER", UdevKeyRole::condition},     {"KERNELS", UdevKeyRole::condition},
-    {"SUBSYSTEMS", UdevKeyRole::condition}, {"DRIVERS", UdevKeyRole::condition},
-    {"ATTRS", UdevKeyRole::condition},      {"TAGS", UdevKeyRole::condition},
-    {"TEST", UdevKeyRole::condition},       {"PROGRAM", UdevKeyRole::condition},
-    {"RESULT", UdevKeyRole::condition},     {"IMPORT", UdevKeyRole::condition},
-    {"CONST", UdevKeyRole::condition},      {"DEVTYPE", UdevKeyRole::condition},
+    {"ACTION", UdevKeyRole::condition},
+    {"DEVPATH", UdevKeyRole::condition},
+    {"KERNEL", UdevKeyRole::condition},
+    {"SUBSYSTEM", UdevKeyRole::condition},
+    {"DRIVER", UdevKeyRole::condition},
+    {"KERNELS", UdevKeyRole::condition},
+    {"SUBSYSTEMS", UdevKeyRole::condition},
+    {"DRIVERS", UdevKeyRole::condition},
+    {"ATTRS", UdevKeyRole::condition},
+    {"TAGS", UdevKeyRole::condition},
+    {"TEST", UdevKeyRole::condition},
+    {"PROGRAM", UdevKeyRole::condition},
+    {"RESULT", UdevKeyRole::condition},
+    {"IMPORT", UdevKeyRole::condition},
+    {"CONST", UdevKeyRole::condition},
+    {"DEVTYPE", UdevKeyRole::condition},
     // Matches with == and != and assignments otherwise (by operator).
-    {"ATTR", UdevKeyRole::effect},          {"SYSCTL", UdevKeyRole::effect},
-    {"ENV", UdevKeyRole::effect},           {"TAG", UdevKeyRole::effect},
-    {"NAME", UdevKeyRole::effect},          {"SYMLINK", UdevKeyRole::effect},
-    {"OWNER", UdevKeyRole::effect},         {"GROUP", UdevKeyRole::effect},
-    {"MODE", UdevKeyRole::effect},          {"SECLABEL", UdevKeyRole::effect},
-    {"RUN", UdevKeyRole::effect},           {"OPTIONS", UdevKeyRole::effect},
+    {"ATTR", UdevKeyRole::effect},
+    {"SYSCTL", UdevKeyRole::effect},
+    {"ENV", UdevKeyRole::effect},
+    {"TAG", UdevKeyRole::effect},
+    {"NAME", UdevKeyRole::effect},
+    {"SYMLINK", UdevKeyRole::effect},
+    {"OWNER", UdevKeyRole::effect},
+    {"GROUP", UdevKeyRole::effect},
+    {"MODE", UdevKeyRole::effect},
+    {"SECLABEL", UdevKeyRole::effect},
+    {"RUN", UdevKeyRole::effect},
+    {"OPTIONS", UdevKeyRole::effect},
     {"WAIT_FOR", UdevKeyRole::effect},
-    {"GOTO", UdevKeyRole::control},         {"LABEL", UdevKeyRole::control},
+    {"GOTO", UdevKeyRole::control},
+    {"LABEL", UdevKeyRole::control},
 };
 
 const UdevKeyInfo* udev_key(const std::string& key) {
@@ -154,7 +188,7 @@ struct Converted {
     }
     std::vector<std::pair<std::string, std::string>> set;  // key, TOML value
     bool write_through = false;
-    std::string left_out;        // non-empty: the whole rule is left out, and why
+    std::string left_out;            // non-empty: the whole rule is left out, and why
     std::vector<std::string> notes;  // per-rule diagnostics that do not stop it
 };
 
@@ -166,13 +200,15 @@ std::string convert_condition(const UdevToken& t, Converted& c, bool& add_only) 
     if (t.key == "PROGRAM")
         return token_text(t) + ": the rule applies only where the program succeeds, which a policy cannot express";
     if (t.key == "IMPORT")
-        return token_text(t) + ": the rule applies only where the import finds something, which a policy cannot "
-                               "express";
+        return token_text(t) +
+               ": the rule applies only where the import finds something, which a policy cannot "
+               "express";
     if (t.key == "RESULT") return token_text(t) + ": it matches a program's output, which a policy cannot express";
     if (t.key == "TEST") return token_text(t) + ": it tests a file, which a policy cannot express";
     if (t.key == "ACTION") {
         std::set<std::string> a(alts.begin(), alts.end());
-        if (eq && !a.count("add") && !a.count("change")) return "it never runs on add or change (ACTION==\"" + t.value + "\")";
+        if (eq && !a.count("add") && !a.count("change"))
+            return "it never runs on add or change (ACTION==\"" + t.value + "\")";
         if (eq && a.count("add") && !a.count("change")) add_only = true;
         if (!eq && (a.count("add") || a.count("change")))
             return "ACTION!=\"" + t.value + "\" limits it to events blkpolicy cannot single out";
@@ -204,9 +240,8 @@ std::string convert_condition(const UdevToken& t, Converted& c, bool& add_only) 
         return c.add_match(t.attr, toml_list(trimmed));
     }
     if (t.key == "ENV" && !t.attr.empty()) {
-        if (!std::all_of(t.attr.begin(), t.attr.end(), [](char ch) {
-                return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_';
-            }))
+        if (!std::all_of(t.attr.begin(), t.attr.end(),
+                         [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'; }))
             return "ENV{" + t.attr + "}: not a property name a policy can match";
         return c.add_match("env." + t.attr, toml_list(alts));
     }
@@ -218,7 +253,8 @@ std::string convert_assignment(const UdevToken& t, Converted& c) {
     const auto key = policy_key_for_attr(t.attr);
     auto spec = find_attribute(key);
     if (!spec) return token_text(t) + ": blkpolicy does not write " + t.attr;
-    if (t.op == UdevOp::add || t.op == UdevOp::remove) return token_text(t) + ": += and -= make no sense for an attribute";
+    if (t.op == UdevOp::add || t.op == UdevOp::remove)
+        return token_text(t) + ": += and -= make no sense for an attribute";
     std::string value;
     switch (spec->kind) {
         case ValueKind::integer:
@@ -234,18 +270,21 @@ std::string convert_assignment(const UdevToken& t, Converted& c) {
             value = *n == -1 ? "\"default\"" : std::to_string(*n);
             break;
         }
-        default: value = toml_quote(trim(t.value)); break;
+        default:
+            value = toml_quote(trim(t.value));
+            break;
     }
     // Validate exactly as `blkpolicy check` would.
-    std::string probe = "[[rule]]\nname = \"probe\"\nacknowledge = [\"" + std::string(kAckWriteThrough) + "\"]\n[rule.set]\n" +
-                        key + " = " + value + "\n";
+    std::string probe = "[[rule]]\nname = \"probe\"\nacknowledge = [\"" + std::string(kAckWriteThrough) +
+                        "\"]\n[rule.set]\n" + key + " = " + value + "\n";
     auto r = load_policy({{"probe", probe}});
     if (!r.ok()) {
         auto msg = r.errors.front().message;
         return token_text(t) + ": " + msg;
     }
     if (key == "write_cache" && trim(t.value) == "write through") c.write_through = true;
-    c.set.erase(std::remove_if(c.set.begin(), c.set.end(), [&](const auto& kv) { return kv.first == key; }), c.set.end());
+    c.set.erase(std::remove_if(c.set.begin(), c.set.end(), [&](const auto& kv) { return kv.first == key; }),
+                c.set.end());
     c.set.emplace_back(key, value);
     return {};
 }
@@ -273,7 +312,8 @@ ImportResult import_udev_rules(const std::vector<UdevRule>& rules, const std::ve
             if (tuning) {
                 ++out.tuning_rules;
                 ++out.left_out;
-                body += "\n# from " + comment_text(r.where()) + " (left out: cannot parse the rule: " + r.error + ")\n#   " + comment_text(r.text) + "\n";
+                body += "\n# from " + comment_text(r.where()) + " (left out: cannot parse the rule: " + r.error +
+                        ")\n#   " + comment_text(r.text) + "\n";
             }
             continue;
         }
@@ -290,7 +330,8 @@ ImportResult import_udev_rules(const std::vector<UdevRule>& rules, const std::ve
             Converted c;
             bool add_only = false;
             if (!pending_goto.empty())
-                c.left_out = "a GOTO at " + pending_goto.begin()->second + " may skip this rule, which a policy cannot express";
+                c.left_out =
+                    "a GOTO at " + pending_goto.begin()->second + " may skip this rule, which a policy cannot express";
             if (!valid_utf8(r.text)) c.left_out = "the rule has bytes that are not UTF-8";
             for (const auto& t : r.tokens) {
                 if (!c.left_out.empty()) break;
@@ -311,7 +352,8 @@ ImportResult import_udev_rules(const std::vector<UdevRule>& rules, const std::ve
                     if (!why.empty()) {
                         ++out.attributes_left_out;
                         diag("left out: " + why);
-                        body += "\n# from " + comment_text(r.where()) + ": left out " + comment_text(token_text(t)) + "\n";
+                        body +=
+                            "\n# from " + comment_text(r.where()) + ": left out " + comment_text(token_text(t)) + "\n";
                     }
                 }
                 if (c.set.empty()) c.left_out = "none of its assignments can be converted";
@@ -324,7 +366,8 @@ ImportResult import_udev_rules(const std::vector<UdevRule>& rules, const std::ve
                 while (names.count(name)) name += "'";
                 rule_toml = "[[rule]]\nname = " + toml_quote(name) + "\n";
                 if (c.write_through)
-                    rule_toml += "acknowledge = [\"" + std::string(kAckWriteThrough) + "\"]  # the udev rule already did this\n";
+                    rule_toml +=
+                        "acknowledge = [\"" + std::string(kAckWriteThrough) + "\"]  # the udev rule already did this\n";
                 if (!c.match.empty()) {
                     rule_toml += "[rule.match]\n";
                     for (const auto& m : c.match) rule_toml += m + "\n";
@@ -345,11 +388,13 @@ ImportResult import_udev_rules(const std::vector<UdevRule>& rules, const std::ve
                 ++out.converted;
                 names.insert(name);
                 if (add_only)
-                    diag("warning: the rule matches only ACTION==\"add\", so udev never re-applied it after a change "
-                         "event; blkpolicy applies it on add and change and keeps verifying it");
+                    diag(
+                        "warning: the rule matches only ACTION==\"add\", so udev never re-applied it after a change "
+                        "event; blkpolicy applies it on add and change and keeps verifying it");
                 if (c.write_through)
-                    diag("warning: the rule sets write_cache to write through, which stops cache flushes; the "
-                         "converted rule carries the acknowledgement that asks for");
+                    diag(
+                        "warning: the rule sets write_cache to write through, which stops cache flushes; the "
+                        "converted rule carries the acknowledgement that asks for");
                 body += "\n# from " + comment_text(r.where()) + "\n#   " + comment_text(r.text) + "\n" + rule_toml;
             }
         }
@@ -359,15 +404,17 @@ ImportResult import_udev_rules(const std::vector<UdevRule>& rules, const std::ve
 
     out.toml = "# Converted from udev rules by blkpolicy import-udev:\n";
     for (const auto& s : sources) out.toml += "#   " + comment_text(s) + "\n";
-    out.toml += "# " + std::to_string(out.converted) + " rule(s) converted, " + std::to_string(out.left_out) +
-                " left out";
-    if (out.attributes_left_out) out.toml += ", " + std::to_string(out.attributes_left_out) + " assignment(s) left out of converted rules";
+    out.toml +=
+        "# " + std::to_string(out.converted) + " rule(s) converted, " + std::to_string(out.left_out) + " left out";
+    if (out.attributes_left_out)
+        out.toml += ", " + std::to_string(out.attributes_left_out) + " assignment(s) left out of converted rules";
     out.toml += " (see the comments and the messages on stderr).\n";
     out.toml += body;
 
     // The output must pass check; if it does not, that is a bug here.
     auto verify = load_policy({{"import-udev output", out.toml}});
-    for (const auto& e : verify.errors) out.diagnostics.push_back("internal error: the converted policy is invalid: " + e.str());
+    for (const auto& e : verify.errors)
+        out.diagnostics.push_back("internal error: the converted policy is invalid: " + e.str());
     return out;
 }
 

@@ -13,10 +13,10 @@ namespace blkpolicy::policy {
 struct ImportResult {
     std::string toml;                      // a policy that passes `blkpolicy check`
     std::vector<std::string> diagnostics;  // "file:line: ..." for stderr
-    int tuning_rules = 0;      // rules that assign queue/, bdi/read_ahead_kb or device/ attributes
-    int converted = 0;         // of those, converted into policy rules
-    int left_out = 0;          // of those, left out whole
-    int attributes_left_out = 0;  // single assignments left out of rules that were converted
+    int tuning_rules = 0;                  // rules that assign queue/, bdi/read_ahead_kb or device/ attributes
+    int converted = 0;                     // of those, converted into policy rules
+    int left_out = 0;                      // of those, left out whole
+    int attributes_left_out = 0;           // single assignments left out of rules that were converted
 };
 
 // `rules` in reading order (all files); `sources` names them for the header.

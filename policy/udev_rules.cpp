@@ -1,7 +1,8 @@
 #include "policy/udev_rules.hpp"
 
-#include <cctype>
 #include <fnmatch.h>
+
+#include <cctype>
 #include <sstream>
 
 #include "policy/names.hpp"
@@ -10,12 +11,8 @@ namespace blkpolicy::policy {
 
 namespace {
 constexpr Named<UdevOp> kUdevOps[] = {
-    {UdevOp::match, "=="},
-    {UdevOp::nomatch, "!="},
-    {UdevOp::assign, "="},
-    {UdevOp::add, "+="},
-    {UdevOp::remove, "-="},
-    {UdevOp::assign_final, ":="},
+    {UdevOp::match, "=="}, {UdevOp::nomatch, "!="}, {UdevOp::assign, "="},
+    {UdevOp::add, "+="},   {UdevOp::remove, "-="},  {UdevOp::assign_final, ":="},
 };
 static_assert(in_enum_order(kUdevOps));
 }  // namespace

@@ -21,10 +21,10 @@ struct UdevToken {
 
 struct UdevRule {
     std::string file;
-    int line = 0;        // first physical line
-    std::string text;    // the logical line, continuations joined
+    int line = 0;      // first physical line
+    std::string text;  // the logical line, continuations joined
     std::vector<UdevToken> tokens;
-    std::string error;   // non-empty: the line could not be parsed
+    std::string error;  // non-empty: the line could not be parsed
     std::string where() const { return file + ":" + std::to_string(line); }
 };
 
@@ -38,7 +38,7 @@ std::vector<std::string> split_alternatives(const std::string& pattern);
 struct UdevAssignment {
     std::string file;
     int line = 0;
-    std::string attribute;                     // policy key: read_ahead_kb, device.timeout, ...
+    std::string attribute;  // policy key: read_ahead_kb, device.timeout, ...
     std::string value;
     std::vector<std::string> kernel_patterns;  // from KERNEL=="a|b"; empty: any device
     std::string where() const { return file + ":" + std::to_string(line); }

@@ -17,6 +17,8 @@ packages=(
     scdoc
     # fuzzing (scripts/fuzz.sh): clang with libFuzzer and the sanitizer runtimes
     clang libclang-rt-14-dev
+    # the format check of the test suite (.clang-format)
+    clang-format-14
     # run time and tests: losetup, udevadm, systemd-udevd, systemd-journald, journalctl
     util-linux udev systemd
     # tests: the daemon's system calls, checked against the unit's SystemCallFilter

@@ -1,11 +1,12 @@
 #include "systemd/alerts.hpp"
 
-#include <iterator>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <sys/uio.h>
 #include <syslog.h>
 #include <systemd/sd-journal.h>
+
+#include <iterator>
 
 namespace blkpolicy::systemd {
 

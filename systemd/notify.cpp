@@ -1,7 +1,8 @@
 #include "systemd/notify.hpp"
 
-#include <ctime>
 #include <systemd/sd-daemon.h>
+
+#include <ctime>
 
 namespace blkpolicy::systemd {
 

@@ -43,12 +43,12 @@ TEST_CASE("finding registry: unique codes, each with a summary") {
 
 TEST_CASE("audit: a virtual disk that claims to spin gets the three virtual findings, in registry order") {
     AuditInput in;
-    in.devices.push_back(device("vda", "virtio_blk",
-                                {{"rotational", "1"}, {"read_ahead_kb", "4096"}, {"wbt_lat_usec", "75000"}}));
+    in.devices.push_back(
+        device("vda", "virtio_blk", {{"rotational", "1"}, {"read_ahead_kb", "4096"}, {"wbt_lat_usec", "75000"}}));
     in.devices.push_back(device("nvme0n1", "nvme", {{"rotational", "0"}, {"read_ahead_kb", "4096"}}));
     const auto found = audit(in);
-    CHECK(codes_of(found, "vda") ==
-          std::vector<std::string>{"rotational-claim-virtual", "readahead-amplification", "wbt-rotational-default-virtual"});
+    CHECK(codes_of(found, "vda") == std::vector<std::string>{"rotational-claim-virtual", "readahead-amplification",
+                                                             "wbt-rotational-default-virtual"});
     CHECK(codes_of(found, "nvme0n1").empty());  // a real drive reading ahead 4 MiB is its owner's choice
     CHECK(found[0].severity == Severity::warning);
     CHECK(found[0].fix.find("rotational = 0") != std::string::npos);

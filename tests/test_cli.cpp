@@ -26,17 +26,16 @@ TEST_CASE("--help and --version") {
 }
 
 TEST_CASE("usage errors exit 2 with a pointer to --help") {
-    const std::vector<std::vector<std::string>> cases = {
-        {},
-        {"frobnicate"},
-        {"plan", "--bogus"},
-        {"plan", "--policy"},
-        {"check", "sda"},
-        {"run", "sda"},
-        {"run", "--mode", "enforcing"},
-        {"run", "--log-target", "syslog"},
-        {"run", "--receive-buffer", "12"},
-        {"run", "--receive-buffer", "lots"}};
+    const std::vector<std::vector<std::string>> cases = {{},
+                                                         {"frobnicate"},
+                                                         {"plan", "--bogus"},
+                                                         {"plan", "--policy"},
+                                                         {"check", "sda"},
+                                                         {"run", "sda"},
+                                                         {"run", "--mode", "enforcing"},
+                                                         {"run", "--log-target", "syslog"},
+                                                         {"run", "--receive-buffer", "12"},
+                                                         {"run", "--receive-buffer", "lots"}};
     for (const auto& args : cases) {
         auto r = run_blkpolicy(args);
         CAPTURE(r.err);
@@ -65,8 +64,9 @@ TEST_CASE("check: errors as file:line:col on stderr - exit 3 - --json carries th
     auto r = run_blkpolicy({"check", "--policy", path});
     CHECK(r.exit_code == 3);
     CHECK(r.out.empty());
-    CHECK(r.err == path + ":4:15: rq_affinity = 3 is out of range: must be 0..2 (the kernel accepts 3 without error "
-                          "and ignores it)\n");
+    CHECK(r.err == path +
+                       ":4:15: rq_affinity = 3 is out of range: must be 0..2 (the kernel accepts 3 without error "
+                       "and ignores it)\n");
     auto j = run_blkpolicy({"check", "--json", "--policy", path});
     CHECK(j.exit_code == 3);
     auto doc = nlohmann::json::parse(j.out);
@@ -111,7 +111,8 @@ TEST_CASE("a named device that goes away between the check and the read is said 
     FakeSysfs t;
     build_fleet(t);
     std::filesystem::remove(t.root() / (t.devpath_of("vdb") + "/dev"));
-    const std::string want = "blkpolicy: block device \"vdb\" went away while it was being read (its dev file is gone)\n";
+    const std::string want =
+        "blkpolicy: block device \"vdb\" went away while it was being read (its dev file is gone)\n";
     for (const std::string cmd : {"explain", "plan", "status"}) {
         auto r = run_blkpolicy({cmd, "--policy", kData + "/fleet.toml", "--sysfs-root", t.root().string(),
                                 "--state-dir", (t.root() / "state").string(), "vdb"});
@@ -153,10 +154,11 @@ TEST_CASE("import-udev and audit: a huge or endless udev rules file is refused, 
     CHECK(z.exit_code == 4);
     CHECK(z.err == "blkpolicy: /dev/zero: not a regular file: a udev rules file must be one\n");
     // audit scans the rules directory: the file is skipped with a warning, the audit goes on.
-    auto a = run_blkpolicy({"audit", "--no-policy", "--sysfs-root", t.root().string(), "--udev-rules-dir", rules_dir.string()});
+    auto a = run_blkpolicy(
+        {"audit", "--no-policy", "--sysfs-root", t.root().string(), "--udev-rules-dir", rules_dir.string()});
     CHECK(a.err.find("blkpolicy: warning: " + big +
-                     ": the file is 1048587 bytes; a udev rules file may have at most 1 MiB; its rules are not looked at for conflicts") !=
-          std::string::npos);
+                     ": the file is 1048587 bytes; a udev rules file may have at most 1 MiB; its rules are not looked "
+                     "at for conflicts") != std::string::npos);
     CHECK(a.out.find("rotational-claim-virtual") != std::string::npos);
 }
 

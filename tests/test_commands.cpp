@@ -48,16 +48,19 @@ TEST_CASE("commands: each name once, each found by name, each in --help") {
         CHECK(static_cast<bool>(c.run));
     }
     CHECK(find_command("frobnicate") == nullptr);
-    CHECK(parse_command_line({"frobnicate"}).error ==
-          "unknown command frobnicate (commands: check, plan, apply, status, explain, audit, import-udev, run, reload)");
+    CHECK(
+        parse_command_line({"frobnicate"}).error ==
+        "unknown command frobnicate (commands: check, plan, apply, status, explain, audit, import-udev, run, reload)");
 }
 
 TEST_CASE("commands without operands refuse device names; the others take them") {
     for (const auto& c : commands()) {
         CAPTURE(c.name);
         auto r = parse_command_line({std::string(c.name), "sda"});
-        if (c.operands == Operands::none) CHECK(r.error == std::string(c.name) + " takes no device arguments");
-        else CHECK(r.error.empty());
+        if (c.operands == Operands::none)
+            CHECK(r.error == std::string(c.name) + " takes no device arguments");
+        else
+            CHECK(r.error.empty());
     }
 }
 
@@ -67,10 +70,10 @@ TEST_CASE("option scopes: an option of some commands is refused by every other, 
         for (const auto& name : words(std::string(scope.commands))) CHECK_MESSAGE(find_command(name), name);
         const std::string opt(scope.option);
         // A value that each option accepts.
-        const std::map<std::string, std::string> values = {
-            {"--mode", "observe"},      {"--metrics-file", "/run/m"}, {"--log-target", "console"},
-            {"--receive-buffer", "8192"}, {"--udev-rules-dir", "/etc"}, {"--pid", "1"},
-            {"--kernel-release", "6.1.0"}};
+        const std::map<std::string, std::string> values = {{"--mode", "observe"},        {"--metrics-file", "/run/m"},
+                                                           {"--log-target", "console"},  {"--receive-buffer", "8192"},
+                                                           {"--udev-rules-dir", "/etc"}, {"--pid", "1"},
+                                                           {"--kernel-release", "6.1.0"}};
         for (const auto& c : commands()) {
             std::vector<std::string> args = {std::string(c.name), opt};
             if (values.count(opt)) args.push_back(values.at(opt));
@@ -85,7 +88,8 @@ TEST_CASE("option scopes: an option of some commands is refused by every other, 
         }
     }
     CHECK(parse_command_line({"status", "--udev-rules-dir", "/etc"}).error == "--udev-rules-dir is for run and audit");
-    CHECK(parse_command_line({"plan", "--no-policy"}).error == "--no-policy is for explain and audit; plan needs a policy");
+    CHECK(parse_command_line({"plan", "--no-policy"}).error ==
+          "--no-policy is for explain and audit; plan needs a policy");
 }
 
 TEST_CASE("the bash completion offers exactly the commands and per-command options of the tables") {
@@ -109,7 +113,8 @@ TEST_CASE("the bash completion offers exactly the commands and per-command optio
     }
 
     // Device names are completed for the commands that take them.
-    REQUIRE(std::regex_search(text, m, std::regex(R"re(\n\s*([a-z|]+)\)\n\s*COMPREPLY=\(\$\(compgen -W "\$\(ls /sys/block)re")));
+    REQUIRE(std::regex_search(text, m,
+                              std::regex(R"re(\n\s*([a-z|]+)\)\n\s*COMPREPLY=\(\$\(compgen -W "\$\(ls /sys/block)re")));
     CHECK(words(std::regex_replace(m[1].str(), std::regex("\\|"), " ")) ==
           commands_where([](const Command& c) { return c.operands == Operands::devices; }));
 }

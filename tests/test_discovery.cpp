@@ -40,8 +40,8 @@ TEST_CASE("device facts from the fake fleet") {
     test::build_fleet(t);
     udev::Sysfs s(t.root());
 
-    CHECK(udev::list_block_devices(s) == std::vector<std::string>{"dm-0", "dm-1", "loop0", "md0", "nvme0n1", "sda",
-                                                                   "vda", "vdb", "vdc", "zram0"});
+    CHECK(udev::list_block_devices(s) ==
+          std::vector<std::string>{"dm-0", "dm-1", "loop0", "md0", "nvme0n1", "sda", "vda", "vdb", "vdc", "zram0"});
 
     SUBCASE("SCSI QEMU HARDDISK") {
         auto f = facts(s, "sda");
@@ -267,9 +267,11 @@ TEST_CASE("inputs of the kernel's defaults: VPD B1h rotation rate, hardware queu
     t.add_scsi_disk("sda", "0:0:0:0", "SEAGATE ", "ST4000NM0035    ", "write back", true, 0);
     udev::Sysfs s(t.root());
     CHECK_FALSE(udev::rotation_rate(s, "sda"));
-    t.file(t.devpath_of("sda") + "/device/vpd_pgb1", std::string("\x00\xb1\x00\x3c\x1c\x20", 6) + std::string(58, '\0'));
+    t.file(t.devpath_of("sda") + "/device/vpd_pgb1",
+           std::string("\x00\xb1\x00\x3c\x1c\x20", 6) + std::string(58, '\0'));
     CHECK(udev::rotation_rate(s, "sda") == 7200);
-    t.file(t.devpath_of("sda") + "/device/vpd_pgb1", std::string("\x00\xb1\x00\x3c\x00\x01", 6) + std::string(58, '\0'));
+    t.file(t.devpath_of("sda") + "/device/vpd_pgb1",
+           std::string("\x00\xb1\x00\x3c\x00\x01", 6) + std::string(58, '\0'));
     CHECK(udev::rotation_rate(s, "sda") == 1);
     CHECK(udev::hw_tags(s, "sda") == 128);
 }

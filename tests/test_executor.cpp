@@ -57,13 +57,14 @@ TEST_CASE("the kernel model commits limits where the product's table says, as ea
     // modelled version. The loop is rotational with max_sectors_kb 1280 and
     // no optimal I/O size.
     const std::vector<std::pair<std::string, std::string>> commits = {
-        {"rotational", "1"}, {"max_sectors_kb", "1280"}, {"discard_max_bytes", "4096"},
-        {"write_cache", "write through"}, {"add_random", "0"}, {"iostats", "1"}};
+        {"rotational", "1"},           {"max_sectors_kb", "1280"},
+        {"discard_max_bytes", "4096"}, {"write_cache", "write through"},
+        {"add_random", "0"},           {"iostats", "1"}};
     for (const auto& [attr, value] : commits) {
         for (const auto& [kernel, after_big, after_small] :
              std::vector<std::tuple<policy::KernelVersion, std::string, std::string>>{
-                 {{6, 1, 0}, "8192", "64"},       // computed once at registration
-                 {{6, 10, 0}, "128", "128"},      // reset: 2 x optimal_io_size (none here), 128 KiB floor
+                 {{6, 1, 0}, "8192", "64"},        // computed once at registration
+                 {{6, 10, 0}, "128", "128"},       // reset: 2 x optimal_io_size (none here), 128 KiB floor
                  {{6, 18, 0}, "8192", "2560"}}) {  // only raised; 6.17+: 2 x max_sectors_kb when rotational
             FakeSysfs t;
             t.add_loop("loop0", 0, "/img");
@@ -126,7 +127,8 @@ TEST_CASE("one failing attribute does not stop the rest") {
     t.add_loop("loop0", 0, "/img");
     KernelModelSysfs s(t.root());
     s.fail["queue/nomerges"] = EINVAL;
-    auto result = agent::execute(s, plan_for(s, "loop0", test::one_rule_policy("nomerges = 2\nrq_affinity = 2\nread_ahead_kb = 64\n")));
+    auto result = agent::execute(
+        s, plan_for(s, "loop0", test::one_rule_policy("nomerges = 2\nrq_affinity = 2\nread_ahead_kb = 64\n")));
     auto r = by_attr(result);
     CHECK(r["nomerges"].outcome == agent::Outcome::failed);
     CHECK(r["nomerges"].detail == "write 2: Invalid argument (EINVAL)");
@@ -181,7 +183,8 @@ TEST_CASE("what a later write undid is re-applied once") {
     FakeSysfs t;
     t.add_loop("loop0", 0, "/img");
     UndoingSysfs s(t.root());
-    auto r = by_attr(agent::execute(s, plan_for(s, "loop0", test::one_rule_policy("nomerges = 1\nread_ahead_kb = 64\n"))));
+    auto r =
+        by_attr(agent::execute(s, plan_for(s, "loop0", test::one_rule_policy("nomerges = 1\nread_ahead_kb = 64\n"))));
     CHECK(r["nomerges"].outcome == agent::Outcome::applied);
     CHECK(r["nomerges"].detail == "re-applied: a later write had changed it to 0");
     CHECK(t.read(t.devpath_of("loop0") + "/queue/nomerges") == "1");
@@ -192,7 +195,8 @@ TEST_CASE("a device vanishing mid-apply: the rest is skipped - not failed") {
     FakeSysfs t;
     t.add_loop("loop0", 0, "/img");
     VanishingSysfs s(t.root());
-    auto result = agent::execute(s, plan_for(s, "loop0", test::one_rule_policy("nomerges = 1\nrq_affinity = 2\nread_ahead_kb = 64\n")));
+    auto result = agent::execute(
+        s, plan_for(s, "loop0", test::one_rule_policy("nomerges = 1\nrq_affinity = 2\nread_ahead_kb = 64\n")));
     auto r = by_attr(result);
     CHECK(r["rq_affinity"].outcome == agent::Outcome::skipped);
     CHECK(r["rq_affinity"].detail == "device vanished");
@@ -204,8 +208,9 @@ TEST_CASE("refused and skipped actions write nothing") {
     FakeSysfs t;
     test::build_fleet(t);
     KernelModelSysfs s(t.root());
-    auto p = policy::load_policy({{"p.toml", "[[rule]]\nname = \"r\"\nacknowledge = [\"write-through-drops-flushes\"]\n"
-                                             "[rule.set]\nwrite_cache = \"write through\"\nscheduler = \"kyber\"\n"}});
+    auto p = policy::load_policy({{"p.toml",
+                                   "[[rule]]\nname = \"r\"\nacknowledge = [\"write-through-drops-flushes\"]\n"
+                                   "[rule.set]\nwrite_cache = \"write through\"\nscheduler = \"kyber\"\n"}});
     REQUIRE(p.ok());
     auto r = by_attr(agent::execute(s, plan_for(s, "sda", p.policy)));
     CHECK(r["write_cache"].outcome == agent::Outcome::refused);
@@ -223,7 +228,8 @@ TEST_CASE("fault injection: every kind of failing write is reported on its attri
         t.add_loop("loop0", 0, "/img");
         KernelModelSysfs s(t.root());
         s.fail["queue/nomerges"] = err;
-        auto r = by_attr(agent::execute(s, plan_for(s, "loop0", test::one_rule_policy("nomerges = 1\nrq_affinity = 2\nread_ahead_kb = 64\n"))));
+        auto r = by_attr(agent::execute(
+            s, plan_for(s, "loop0", test::one_rule_policy("nomerges = 1\nrq_affinity = 2\nread_ahead_kb = 64\n"))));
         CHECK(r["nomerges"].outcome == agent::Outcome::failed);
         CHECK(r["nomerges"].detail == "write 1: " + util::errno_text(err));
         CHECK(r["rq_affinity"].outcome == agent::Outcome::applied);
@@ -264,7 +270,8 @@ TEST_CASE("a scheduler the device does not list yet: the kernel loads it, or the
         CHECK(r["scheduler"].refused.empty());
     }
     SUBCASE("no bfq in this kernel: refused, and the next one of the list is written") {
-        auto r = by_attr(agent::execute(s, plan_for(s, "loop0", test::one_rule_policy("scheduler = [\"bfq\", \"mq-deadline\"]\n"))));
+        auto r = by_attr(
+            agent::execute(s, plan_for(s, "loop0", test::one_rule_policy("scheduler = [\"bfq\", \"mq-deadline\"]\n"))));
         CHECK(writes_of(s) == std::vector<std::string>{"queue/scheduler=bfq", "queue/scheduler=mq-deadline"});
         CHECK(r["scheduler"].outcome == agent::Outcome::applied);
         CHECK(r["scheduler"].expected == "mq-deadline");
@@ -274,7 +281,8 @@ TEST_CASE("a scheduler the device does not list yet: the kernel loads it, or the
               "the kernel refused bfq (no such scheduler, built in or as a module); mq-deadline accepted");
     }
     SUBCASE("none of the list exists: failed, naming every refused name") {
-        auto r = by_attr(agent::execute(s, plan_for(s, "loop0", test::one_rule_policy("scheduler = [\"bfq\", \"kyber\"]\n"))));
+        auto r = by_attr(
+            agent::execute(s, plan_for(s, "loop0", test::one_rule_policy("scheduler = [\"bfq\", \"kyber\"]\n"))));
         CHECK(r["scheduler"].outcome == agent::Outcome::failed);
         CHECK(r["scheduler"].detail == "the kernel refused bfq, kyber (no such scheduler, built in or as a module)");
         CHECK(r["scheduler"].after == "none");

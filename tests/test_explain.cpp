@@ -34,8 +34,11 @@ ExplainContext kernel(int major, int minor, int patch = 0) {
     return c;
 }
 
-const Values kSpinning = {{"rotational", "1"}, {"scheduler", "none"}, {"nr_requests", "256"},
-                          {"wbt_lat_usec", "75000"}, {"read_ahead_kb", "128"}};
+const Values kSpinning = {{"rotational", "1"},
+                          {"scheduler", "none"},
+                          {"nr_requests", "256"},
+                          {"wbt_lat_usec", "75000"},
+                          {"read_ahead_kb", "128"}};
 
 }  // namespace
 
@@ -48,8 +51,9 @@ TEST_CASE("explain: the rotational flag a driver sets at registration") {
         ctx.rotation_rate = 1;  // non-rotating medium (an SSD, scsi-hd rotation_rate=1)
         auto e = explain(disk("sd"), kSpinning, ctx)["rotational"];
         CHECK(e.kernel_default == "0");
-        CHECK(e.derivation == "sd read medium rotation rate 1 (non-rotating) from VPD page B1h; sd revalidation sets "
-                              "it again");
+        CHECK(e.derivation ==
+              "sd read medium rotation rate 1 (non-rotating) from VPD page B1h; sd revalidation sets "
+              "it again");
         ctx.rotation_rate = 7200;
         CHECK(explain(disk("sd"), kSpinning, ctx)["rotational"].kernel_default == "1");
         ctx.rotation_rate = 0;  // not reported (QEMU HARDDISK)
@@ -94,11 +98,13 @@ TEST_CASE("explain: wbt's default is fixed at registration; a loop device's by i
 
 TEST_CASE("explain: nr_requests from the hardware queue depth and the scheduler") {
     auto ctx = kernel(6, 12);
-    CHECK(explain(disk("nvme"), {{"scheduler", "none"}, {"nr_requests", "1023"}}, [&] {
-              auto c = ctx;
-              c.hw_tags = 1023;
-              return c;
-          }())["nr_requests"].kernel_default == "1023");
+    CHECK(explain(disk("nvme"), {{"scheduler", "none"}, {"nr_requests", "1023"}},
+                  [&] {
+                      auto c = ctx;
+                      c.hw_tags = 1023;
+                      return c;
+                  }())["nr_requests"]
+              .kernel_default == "1023");
     ctx.hw_tags = 32;  // AHCI: one queue of 32 tags, mq-deadline
     auto e = explain(disk("sd"), {{"scheduler", "mq-deadline"}, {"nr_requests", "64"}}, ctx)["nr_requests"];
     CHECK(e.kernel_default == "64");

@@ -34,8 +34,13 @@ struct Scenario {
     // writes (brackets the scheduler, resets nr_requests, ...): a fake
     // tree's plain files would not.
     RunResult apply(std::vector<std::string> extra = {}) {
-        std::vector<std::string> args = {"apply", "--policy", kPolicy, "--sysfs-root", tree.root().string(),
-                                         "--state-dir", (tree.root() / "state").string()};
+        std::vector<std::string> args = {"apply",
+                                         "--policy",
+                                         kPolicy,
+                                         "--sysfs-root",
+                                         tree.root().string(),
+                                         "--state-dir",
+                                         (tree.root() / "state").string()};
         args.insert(args.end(), extra.begin(), extra.end());
         auto parsed = blkpolicy::agent::parse_command_line(args);
         REQUIRE(parsed.error.empty());
@@ -51,14 +56,20 @@ struct Scenario {
         return r;
     }
     RunResult run(const std::string& command, std::vector<std::string> extra = {}) {
-        std::vector<std::string> args = {command, "--policy", kPolicy, "--sysfs-root", tree.root().string(),
-                                         "--state-dir", (tree.root() / "state").string()};
+        std::vector<std::string> args = {command,
+                                         "--policy",
+                                         kPolicy,
+                                         "--sysfs-root",
+                                         tree.root().string(),
+                                         "--state-dir",
+                                         (tree.root() / "state").string()};
         args.insert(args.end(), extra.begin(), extra.end());
         return run_blkpolicy(args, BLKPOLICY_TEST_DATA);
     }
-    std::string q(const std::string& dev, const std::string& attr) { return tree.read(tree.devpath_of(dev) + "/" + attr); }
+    std::string q(const std::string& dev, const std::string& attr) {
+        return tree.read(tree.devpath_of(dev) + "/" + attr);
+    }
 };
-
 
 }  // namespace
 
@@ -136,5 +147,6 @@ TEST_CASE("status: the daemon's last pass as a local time and an age") {
     CHECK(blkpolicy::agent::pass_time_text(1796069000.4, 1796069012) == "2026-11-30 20:03:20 (12 s ago)");
     CHECK(blkpolicy::agent::pass_time_text(1796069000, 1796069000 + 600) == "2026-11-30 20:03:20 (10 min ago)");
     CHECK(blkpolicy::agent::pass_time_text(1796069000, 1796069000 + 3 * 3600) == "2026-11-30 20:03:20 (3 h ago)");
-    CHECK(blkpolicy::agent::pass_time_text(1796069000, 1796068000) == "2026-11-30 20:03:20 (in the future: is the clock right?)");
+    CHECK(blkpolicy::agent::pass_time_text(1796069000, 1796068000) ==
+          "2026-11-30 20:03:20 (in the future: is the clock right?)");
 }

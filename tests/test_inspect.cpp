@@ -16,7 +16,6 @@ namespace policy = blkpolicy::policy;
 
 namespace {
 
-
 // The fleet plus what audit looks for: a real HDD, a SCSI disk whose queue
 // says write back over a write-through cache, sda switched to write through
 // over its volatile cache, loop0 under bfq with wbt off by default, one L3
@@ -107,8 +106,8 @@ TEST_CASE("golden: explain a virtio disk and a dm-crypt under LVM") {
     CHECK(r.err.empty());
     check_golden("explain-vda-dm0.txt", r.out);
 
-    auto j = run_blkpolicy({"explain", "vda", "dm-0", "--json", "--policy", "fleet.toml", "--kernel-release",
-                            "6.18.3", "--sysfs-root", t.root().string()},
+    auto j = run_blkpolicy({"explain", "vda", "dm-0", "--json", "--policy", "fleet.toml", "--kernel-release", "6.18.3",
+                            "--sysfs-root", t.root().string()},
                            BLKPOLICY_TEST_DATA);
     auto doc = nlohmann::json::parse(j.out);
     const auto& vda = doc["devices"][0];
@@ -174,8 +173,9 @@ TEST_CASE("explain --kernel-rules: the rows that hold on a release, how each is 
     auto text = run_blkpolicy({"explain", "--kernel-rules", "--kernel-release", "6.12.30"});
     CHECK(text.exit_code == 0);
     CHECK(text.out.find("What blkpolicy expects kernel 6.12.30 to do, and how it knows:") == 0);
-    CHECK(text.out.find("readahead-on-commit:unknown\n  a stable series that may or may not carry the 6.15 \"only raise\" "
-                        "rule back\n  known by: read-back (not known from the release: every write is read back") !=
+    CHECK(text.out.find(
+              "readahead-on-commit:unknown\n  a stable series that may or may not carry the 6.15 \"only raise\" "
+              "rule back\n  known by: read-back (not known from the release: every write is read back") !=
           std::string::npos);
     CHECK(text.out.find("readahead-on-commit:raise") == std::string::npos);
 
@@ -239,10 +239,10 @@ TEST_CASE("audit: devices without a medium are left out unless --all; a host-wid
     t.add_virtio_disk("vda", 0, "0000:00:04.0", 0);
     t.add_loop("loop7", 7, "");
     t.file(t.devpath_of("loop7") + "/size", "0");  // unbound: no medium
-    t.add_cpus(4, [](int) { return "0-3"; });     // one last-level cache
+    t.add_cpus(4, [](int) { return "0-3"; });      // one last-level cache
     TempDir rules;
-    const std::vector<std::string> base = {"audit", "--json", "--no-policy", "--sysfs-root", t.root().string(),
-                                           "--udev-rules-dir", rules.path().string()};
+    const std::vector<std::string> base = {"audit",           "--json",           "--no-policy",        "--sysfs-root",
+                                           t.root().string(), "--udev-rules-dir", rules.path().string()};
     auto devices_in = [](const nlohmann::json& doc, const std::string& code) {
         std::set<std::string> out;
         for (const auto& f : doc["findings"]) {

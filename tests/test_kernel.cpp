@@ -142,10 +142,12 @@ TEST_CASE("which writes disturb which attribute, per kernel") {
     CHECK_FALSE(disturbed_by(WriteCause::limits_commit, "read_ahead_kb", {6, 1, 0}));
     CHECK(disturbed_by(WriteCause::limits_commit, "read_ahead_kb", unknown));
     CHECK_FALSE(disturbed_by(WriteCause::limits_commit, "nr_requests", unknown));
-    CHECK(id(disturbed_by(WriteCause::scheduler_switch, "nr_requests", unknown)) == "scheduler-switch:resets-nr-requests");
+    CHECK(id(disturbed_by(WriteCause::scheduler_switch, "nr_requests", unknown)) ==
+          "scheduler-switch:resets-nr-requests");
     CHECK(id(disturbed_by(WriteCause::scheduler_switch, "iosched.fifo_batch", unknown)) ==
           "scheduler-switch:recreates-iosched");
-    CHECK(id(disturbed_by(WriteCause::scheduler_switch, "wbt_lat_usec", {6, 1, 0})) == "bfq-attach:turns-default-wbt-off");
+    CHECK(id(disturbed_by(WriteCause::scheduler_switch, "wbt_lat_usec", {6, 1, 0})) ==
+          "bfq-attach:turns-default-wbt-off");
     CHECK_FALSE(disturbed_by(WriteCause::scheduler_switch, "read_ahead_kb", unknown));
     CHECK_FALSE(disturbed_by(WriteCause::none, "read_ahead_kb", unknown));
 }

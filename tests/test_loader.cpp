@@ -86,8 +86,10 @@ TEST_CASE("TOML syntax errors carry the position") {
 
 TEST_CASE("TOML syntax errors in words a policy's author knows, with the position") {
     const std::pair<const char*, const char*> cases[] = {
-        {"[[rule]]\nname = \"virtual disks\n", "p.toml:2:22: unterminated string: the closing \" is missing on this line"},
-        {"[[rule]]\nname = 'virtual disks\n", "p.toml:2:22: unterminated string: the closing ' is missing on this line"},
+        {"[[rule]]\nname = \"virtual disks\n",
+         "p.toml:2:22: unterminated string: the closing \" is missing on this line"},
+        {"[[rule]]\nname = 'virtual disks\n",
+         "p.toml:2:22: unterminated string: the closing ' is missing on this line"},
         {"[[rule]]\nname = \"x\"\n[rule.set]\nscheduler = [\"bfq\", \"none\"\n",
          "p.toml:4:28: unterminated array: the closing ] is missing"},
         {"[rule.set\n", "p.toml:1:10: missing ] at the end of the table header"},
@@ -262,10 +264,13 @@ TEST_CASE("bounds: size, rule count and pattern complexity are clear errors") {
     REQUIRE(lots.errors.size() == 1);
     CHECK(lots.errors[0].str() == "many.toml:16385:1: more than 4096 rules in the policy");
 
-    CHECK(only_error("[[rule]]\nname = \"x\"\n[rule.match]\nmodel = \"a*a*a*a*a*a*a*a*a*b\"\n[rule.set]\nnomerges = 1\n") ==
-          "p.toml:4:9: match.model: a pattern with 9 '*'; the limit is 8 (patterns like a*a*a*b take very long to match)");
+    CHECK(only_error(
+              "[[rule]]\nname = \"x\"\n[rule.match]\nmodel = \"a*a*a*a*a*a*a*a*a*b\"\n[rule.set]\nnomerges = 1\n") ==
+          "p.toml:4:9: match.model: a pattern with 9 '*'; the limit is 8 (patterns like a*a*a*b take very long to "
+          "match)");
     CHECK(only_error("[[rule]]\nname = \"x\"\n[rule.match]\nkernel = \"" + std::string(300, 'a') +
-                     "\"\n[rule.set]\nnomerges = 1\n") == "p.toml:4:10: match.kernel: a pattern of 300 characters; the limit is 256");
+                     "\"\n[rule.set]\nnomerges = 1\n") ==
+          "p.toml:4:10: match.kernel: a pattern of 300 characters; the limit is 256");
 }
 
 TEST_CASE("pathological input gets a clear error with a position") {
@@ -274,7 +279,8 @@ TEST_CASE("pathological input gets a clear error with a position") {
     REQUIRE_FALSE(d.ok());
     CHECK(d.errors[0].pos.line == 4);
 
-    auto huge = load_policy({{"huge.toml", "[[rule]]\nname = \"x\"\n[rule.set]\nread_ahead_kb = 99999999999999999999999\n"}});
+    auto huge =
+        load_policy({{"huge.toml", "[[rule]]\nname = \"x\"\n[rule.set]\nread_ahead_kb = 99999999999999999999999\n"}});
     REQUIRE(huge.errors.size() == 1);
     CHECK(huge.errors[0].pos.line == 4);
 

@@ -7,7 +7,8 @@ using namespace blkpolicy::policy;
 
 namespace {
 Rule rule_from(const std::string& match_toml) {
-    auto r = load_policy({{"m.toml", "[[rule]]\nname = \"r\"\n[rule.match]\n" + match_toml + "\n[rule.set]\nnomerges = 1\n"}});
+    auto r = load_policy(
+        {{"m.toml", "[[rule]]\nname = \"r\"\n[rule.match]\n" + match_toml + "\n[rule.set]\nnomerges = 1\n"}});
     REQUIRE(r.ok());
     return r.policy.rules.front();
 }
@@ -93,7 +94,8 @@ TEST_CASE("a policy reads only the fact groups its match keys use") {
     CHECK(needs_of("[[rule]]\nname = \"a\"\n[rule.match]\ndm_name = \"vg-*\"" + set) == kFactStack);
     CHECK(needs_of("[[rule]]\nname = \"a\"\n[rule.match]\nenv.ID_BUS = \"ata\"" + set) == kFactProperties);
     // Planning write_cache compares with the device's cache mode.
-    CHECK(needs_of("[[rule]]\nname = \"a\"\n[rule.match]\nkernel = \"sd*\"\n[rule.set]\nwrite_cache = \"write back\"\n") ==
+    CHECK(needs_of(
+              "[[rule]]\nname = \"a\"\n[rule.match]\nkernel = \"sd*\"\n[rule.set]\nwrite_cache = \"write back\"\n") ==
           kFactCache);
     // Two rules: the union.
     CHECK(needs_of("[[rule]]\nname = \"a\"\n[rule.match]\nwwid = \"x\"" + set +

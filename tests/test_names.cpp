@@ -46,9 +46,9 @@ TEST_CASE("every name the product prints parses back to the same value") {
 }
 
 TEST_CASE("udev operators parse by the longest match from the same table they print from") {
-    const std::vector<std::pair<std::string, UdevOp>> ops = {
-        {"==", UdevOp::match}, {"!=", UdevOp::nomatch}, {"=", UdevOp::assign},
-        {"+=", UdevOp::add},   {"-=", UdevOp::remove},  {":=", UdevOp::assign_final}};
+    const std::vector<std::pair<std::string, UdevOp>> ops = {{"==", UdevOp::match},  {"!=", UdevOp::nomatch},
+                                                             {"=", UdevOp::assign},  {"+=", UdevOp::add},
+                                                             {"-=", UdevOp::remove}, {":=", UdevOp::assign_final}};
     for (const auto& [text, op] : ops) {
         CAPTURE(text);
         CHECK(to_string(op) == text);

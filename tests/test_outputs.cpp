@@ -18,7 +18,8 @@ TEST_CASE("metrics text after a pass") {
     const auto text = agent::metrics_text(w.rec, 1700000000.0);
     CHECK(text.find("blkpolicy_devices_managed 1\n") != std::string::npos);
     CHECK(text.find("blkpolicy_last_verify_timestamp_seconds 1700000000\n") != std::string::npos);
-    CHECK(text.find("blkpolicy_attribute_in_policy{device=\"loop0\",attribute=\"read_ahead_kb\"} 1\n") != std::string::npos);
+    CHECK(text.find("blkpolicy_attribute_in_policy{device=\"loop0\",attribute=\"read_ahead_kb\"} 1\n") !=
+          std::string::npos);
     CHECK(text.find("blkpolicy_drifts_total{device=\"loop0\",attribute=\"read_ahead_kb\"} 1\n") != std::string::npos);
     CHECK(text.find("# TYPE blkpolicy_failures_total counter\n") != std::string::npos);
 }

@@ -8,7 +8,6 @@ using namespace blkpolicy::policy;
 
 namespace {
 
-
 DeviceFacts loop_facts() {
     DeviceFacts f;
     f.name = "loop0";
@@ -22,11 +21,11 @@ DeviceFacts loop_facts() {
 }
 
 Values loop_values() {
-    return {{"rotational", "1"},         {"scheduler", "none"},          {"nr_requests", "128"},
-            {"read_ahead_kb", "2560"},   {"max_sectors_kb", "1280"},     {"max_hw_sectors_kb", "1280"},
-            {"wbt_lat_usec", "2000"},    {"write_cache", "write back"},  {"rq_affinity", "1"},
-            {"nomerges", "0"},           {"add_random", "0"},            {"iostats", "1"},
-            {"discard_max_bytes", "0"},  {"discard_granularity", "0"}};
+    return {{"rotational", "1"},        {"scheduler", "none"},         {"nr_requests", "128"},
+            {"read_ahead_kb", "2560"},  {"max_sectors_kb", "1280"},    {"max_hw_sectors_kb", "1280"},
+            {"wbt_lat_usec", "2000"},   {"write_cache", "write back"}, {"rq_affinity", "1"},
+            {"nomerges", "0"},          {"add_random", "0"},           {"iostats", "1"},
+            {"discard_max_bytes", "0"}, {"discard_granularity", "0"}};
 }
 
 std::vector<std::string> order(const DevicePlan& p) {
@@ -91,42 +90,44 @@ read_ahead_kb = 256
 }
 
 TEST_CASE("values already in place are unchanged - nothing else disturbs them") {
-    auto p = plan_device(blkpolicy::test::policy_from_toml("[[rule]]\nname = \"r\"\n[rule.set]\nread_ahead_kb = 2560\nnomerges = 0\n"),
-                         loop_facts(), loop_values(), {});
+    auto p = plan_device(
+        blkpolicy::test::policy_from_toml("[[rule]]\nname = \"r\"\n[rule.set]\nread_ahead_kb = 2560\nnomerges = 0\n"),
+        loop_facts(), loop_values(), {});
     CHECK(order(p) == std::vector<std::string>{"nomerges:unchanged", "read_ahead_kb:unchanged"});
 }
 
 TEST_CASE("side effects force later writes") {
     SUBCASE("a limits write re-checks read_ahead_kb even when it is in place now") {
-        auto p = plan_device(
-            blkpolicy::test::policy_from_toml("[[rule]]\nname = \"r\"\n[rule.set]\nmax_sectors_kb = 1024\nread_ahead_kb = 2560\n"),
-            loop_facts(), loop_values(), {});
+        auto p = plan_device(blkpolicy::test::policy_from_toml(
+                                 "[[rule]]\nname = \"r\"\n[rule.set]\nmax_sectors_kb = 1024\nread_ahead_kb = 2560\n"),
+                             loop_facts(), loop_values(), {});
         CHECK(action(p, "read_ahead_kb").kind == ActionKind::write);
         CHECK(action(p, "read_ahead_kb").note.find("raise read_ahead_kb") != std::string::npos);
     }
     SUBCASE("a scheduler switch forces nr_requests") {
-        auto p = plan_device(
-            blkpolicy::test::policy_from_toml("[[rule]]\nname = \"r\"\n[rule.set]\nscheduler = \"mq-deadline\"\nnr_requests = 128\n"),
-            loop_facts(), loop_values(), {});
+        auto p =
+            plan_device(blkpolicy::test::policy_from_toml(
+                            "[[rule]]\nname = \"r\"\n[rule.set]\nscheduler = \"mq-deadline\"\nnr_requests = 128\n"),
+                        loop_facts(), loop_values(), {});
         CHECK(action(p, "nr_requests").kind == ActionKind::write);
         CHECK(action(p, "nr_requests").note == "the scheduler switch resets nr_requests");
     }
     SUBCASE("switching to bfq forces a non-zero wbt") {
-        auto p = plan_device(
-            blkpolicy::test::policy_from_toml("[[rule]]\nname = \"r\"\n[rule.set]\nscheduler = \"bfq\"\nwbt_lat_usec = 2000\n"),
-            loop_facts(), loop_values(), {});
+        auto p = plan_device(blkpolicy::test::policy_from_toml(
+                                 "[[rule]]\nname = \"r\"\n[rule.set]\nscheduler = \"bfq\"\nwbt_lat_usec = 2000\n"),
+                             loop_facts(), loop_values(), {});
         CHECK(action(p, "wbt_lat_usec").kind == ActionKind::write);
-        CHECK(action(p, "wbt_lat_usec").note ==
-              "switching to bfq turns default wbt off: written as 0, then the value");
+        CHECK(action(p, "wbt_lat_usec").note == "switching to bfq turns default wbt off: written as 0, then the value");
     }
     SUBCASE("without a scheduler switch nothing is forced") {
         auto v = loop_values();
         v["scheduler"] = "mq-deadline";
         auto f = loop_facts();
         f.scheduler = "mq-deadline";
-        auto p = plan_device(
-            blkpolicy::test::policy_from_toml("[[rule]]\nname = \"r\"\n[rule.set]\nscheduler = \"mq-deadline\"\nnr_requests = 128\n"), f,
-            v, {});
+        auto p =
+            plan_device(blkpolicy::test::policy_from_toml(
+                            "[[rule]]\nname = \"r\"\n[rule.set]\nscheduler = \"mq-deadline\"\nnr_requests = 128\n"),
+                        f, v, {});
         CHECK(order(p) == std::vector<std::string>{"scheduler:unchanged", "nr_requests:unchanged"});
     }
 }
@@ -134,7 +135,8 @@ TEST_CASE("side effects force later writes") {
 TEST_CASE("scheduler preference list: a name not loaded yet is tried, one the kernel cannot have is not") {
     auto f = loop_facts();
     f.schedulers = {"none", "mq-deadline"};  // a distribution kernel at boot: bfq and kyber are modules
-    const auto list = blkpolicy::test::policy_from_toml("[[rule]]\nname = \"r\"\n[rule.set]\nscheduler = [\"bfq\", \"mq-deadline\"]\n");
+    const auto list = blkpolicy::test::policy_from_toml(
+        "[[rule]]\nname = \"r\"\n[rule.set]\nscheduler = [\"bfq\", \"mq-deadline\"]\n");
 
     SUBCASE("loadable modules unknown (the daemon's unit hides /lib/modules): tried, next ones kept") {
         auto p = plan_device(list, f, loop_values(), {});
@@ -170,15 +172,19 @@ TEST_CASE("scheduler preference list: a name not loaded yet is tried, one the ke
         PlanContext ctx;
         ctx.loadable_schedulers = std::vector<std::string>{"mq-deadline"};
         ctx.refused_schedulers = {"bfq"};
-        auto none = plan_device(blkpolicy::test::policy_from_toml("[[rule]]\nname = \"r\"\n[rule.set]\nscheduler = [\"bfq\", \"kyber\"]\n"),
-                                f, loop_values(), ctx);
+        auto none = plan_device(
+            blkpolicy::test::policy_from_toml("[[rule]]\nname = \"r\"\n[rule.set]\nscheduler = [\"bfq\", \"kyber\"]\n"),
+            f, loop_values(), ctx);
         CHECK(action(none, "scheduler").kind == ActionKind::skip);
         CHECK(action(none, "scheduler").note ==
               "the kernel has none of bfq, kyber (loaded: none mq-deadline; loadable: mq-deadline; refused: bfq)");
         ctx.loadable_schedulers = std::vector<std::string>{};
         ctx.refused_schedulers.clear();
-        none = plan_device(blkpolicy::test::policy_from_toml("[[rule]]\nname = \"r\"\n[rule.set]\nscheduler = \"kyber\"\n"), f, loop_values(), ctx);
-        CHECK(action(none, "scheduler").note == "the kernel has none of kyber (loaded: none mq-deadline; no scheduler modules)");
+        none = plan_device(
+            blkpolicy::test::policy_from_toml("[[rule]]\nname = \"r\"\n[rule.set]\nscheduler = \"kyber\"\n"), f,
+            loop_values(), ctx);
+        CHECK(action(none, "scheduler").note ==
+              "the kernel has none of kyber (loaded: none mq-deadline; no scheduler modules)");
     }
 }
 
@@ -188,9 +194,10 @@ TEST_CASE("bio-based queues and missing attributes are skipped - never failures"
     f.has_queue = true;
     f.request_based = false;
     Values v = {{"read_ahead_kb", "128"}, {"nomerges", "0"}};
-    auto p = plan_device(blkpolicy::test::policy_from_toml("[[rule]]\nname = \"r\"\n[rule.set]\nscheduler = \"none\"\nwbt_lat_usec = "
-                                   "2000\nread_ahead_kb = 64\ndevice.timeout = 30\n"),
-                         f, v, {});
+    auto p = plan_device(
+        blkpolicy::test::policy_from_toml("[[rule]]\nname = \"r\"\n[rule.set]\nscheduler = \"none\"\nwbt_lat_usec = "
+                                          "2000\nread_ahead_kb = 64\ndevice.timeout = 30\n"),
+        f, v, {});
     CHECK(order(p) == std::vector<std::string>{"scheduler:skip", "wbt_lat_usec:skip", "device.timeout:skip",
                                                "read_ahead_kb:write"});
     CHECK(action(p, "scheduler").note == "bio-based queue: no queue/scheduler");
@@ -200,7 +207,8 @@ TEST_CASE("bio-based queues and missing attributes are skipped - never failures"
 TEST_CASE("a device without queue/ is not tuned at all") {
     DeviceFacts f;
     f.name = "sr0";
-    auto p = plan_device(blkpolicy::test::policy_from_toml("[[rule]]\nname = \"r\"\n[rule.set]\nnomerges = 1\n"), f, {}, {});
+    auto p =
+        plan_device(blkpolicy::test::policy_from_toml("[[rule]]\nname = \"r\"\n[rule.set]\nnomerges = 1\n"), f, {}, {});
     CHECK(p.actions.empty());
     CHECK(p.not_tuned == "no queue/ directory: nothing to tune");
 }
@@ -208,17 +216,19 @@ TEST_CASE("a device without queue/ is not tuned at all") {
 TEST_CASE("read_ahead_kb expects whole pages - wbt default follows the final rotational") {
     PlanContext ctx;
     ctx.page_size = 16384;
-    auto p = plan_device(blkpolicy::test::policy_from_toml("[[rule]]\nname = \"r\"\n[rule.set]\nread_ahead_kb = 100\nrotational = 0\n"
-                                   "wbt_lat_usec = \"default\"\n"),
-                         loop_facts(), loop_values(), ctx);
+    auto p = plan_device(
+        blkpolicy::test::policy_from_toml("[[rule]]\nname = \"r\"\n[rule.set]\nread_ahead_kb = 100\nrotational = 0\n"
+                                          "wbt_lat_usec = \"default\"\n"),
+        loop_facts(), loop_values(), ctx);
     CHECK(action(p, "read_ahead_kb").value == "100");
     CHECK(action(p, "read_ahead_kb").expected == "96");
     CHECK(action(p, "wbt_lat_usec").value == "-1");
     CHECK(action(p, "wbt_lat_usec").expected == "2000");
     CHECK(action(p, "wbt_lat_usec").kind == ActionKind::unchanged);
 
-    auto rot = plan_device(blkpolicy::test::policy_from_toml("[[rule]]\nname = \"r\"\n[rule.set]\nwbt_lat_usec = \"default\"\n"),
-                           loop_facts(), loop_values(), ctx);
+    auto rot = plan_device(
+        blkpolicy::test::policy_from_toml("[[rule]]\nname = \"r\"\n[rule.set]\nwbt_lat_usec = \"default\"\n"),
+        loop_facts(), loop_values(), ctx);
     CHECK(action(rot, "wbt_lat_usec").expected == "75000");
     CHECK(action(rot, "wbt_lat_usec").kind == ActionKind::write);
 }
@@ -227,32 +237,40 @@ TEST_CASE("write through is refused on a device whose own cache is write back - 
     auto f = loop_facts();
     f.cache_type = "write back";
     const std::string base = "[[rule]]\nname = \"r\"\nacknowledge = [\"write-through-drops-flushes\"";
-    auto p = plan_device(blkpolicy::test::policy_from_toml(base + "]\n[rule.set]\nwrite_cache = \"write through\"\n"), f, loop_values(), {});
+    auto p = plan_device(blkpolicy::test::policy_from_toml(base + "]\n[rule.set]\nwrite_cache = \"write through\"\n"),
+                         f, loop_values(), {});
     CHECK(action(p, "write_cache").kind == ActionKind::refuse);
     CHECK(action(p, "write_cache").note.find("volatile-cache-data-loss") != std::string::npos);
 
-    auto ok = plan_device(
-        blkpolicy::test::policy_from_toml(base + ", \"volatile-cache-data-loss\"]\n[rule.set]\nwrite_cache = \"write through\"\n"), f,
-        loop_values(), {});
+    auto ok = plan_device(blkpolicy::test::policy_from_toml(
+                              base + ", \"volatile-cache-data-loss\"]\n[rule.set]\nwrite_cache = \"write through\"\n"),
+                          f, loop_values(), {});
     CHECK(action(ok, "write_cache").kind == ActionKind::write);
 
     f.cache_type = "write through";
-    auto no_cache = plan_device(blkpolicy::test::policy_from_toml(base + "]\n[rule.set]\nwrite_cache = \"write through\"\n"), f,
-                                loop_values(), {});
+    auto no_cache =
+        plan_device(blkpolicy::test::policy_from_toml(base + "]\n[rule.set]\nwrite_cache = \"write through\"\n"), f,
+                    loop_values(), {});
     CHECK(action(no_cache, "write_cache").kind == ActionKind::write);
 }
 
 TEST_CASE("impossible values are refused with the reason") {
     auto v = loop_values();
-    auto p = plan_device(blkpolicy::test::policy_from_toml("[[rule]]\nname = \"r\"\n[rule.set]\nmax_sectors_kb = 4096\n"), loop_facts(), v, {});
+    auto p =
+        plan_device(blkpolicy::test::policy_from_toml("[[rule]]\nname = \"r\"\n[rule.set]\nmax_sectors_kb = 4096\n"),
+                    loop_facts(), v, {});
     CHECK(action(p, "max_sectors_kb").kind == ActionKind::refuse);
     CHECK(action(p, "max_sectors_kb").note == "above max_hw_sectors_kb (1280): the kernel rejects it");
 
-    auto d = plan_device(blkpolicy::test::policy_from_toml("[[rule]]\nname = \"r\"\n[rule.set]\ndiscard_max_bytes = 4096\n"), loop_facts(), v, {});
+    auto d =
+        plan_device(blkpolicy::test::policy_from_toml("[[rule]]\nname = \"r\"\n[rule.set]\ndiscard_max_bytes = 4096\n"),
+                    loop_facts(), v, {});
     CHECK(action(d, "discard_max_bytes").kind == ActionKind::skip);
     v["discard_granularity"] = "4096";
     v["discard_max_bytes"] = "1073741824";
-    auto g = plan_device(blkpolicy::test::policy_from_toml("[[rule]]\nname = \"r\"\n[rule.set]\ndiscard_max_bytes = 5000\n"), loop_facts(), v, {});
+    auto g =
+        plan_device(blkpolicy::test::policy_from_toml("[[rule]]\nname = \"r\"\n[rule.set]\ndiscard_max_bytes = 5000\n"),
+                    loop_facts(), v, {});
     CHECK(action(g, "discard_max_bytes").kind == ActionKind::refuse);
     CHECK(action(g, "discard_max_bytes").note == "not a multiple of discard_granularity (4096)");
 }
@@ -260,7 +278,9 @@ TEST_CASE("impossible values are refused with the reason") {
 TEST_CASE("iosched tunables") {
     auto v = loop_values();
     SUBCASE("under scheduler none there are none") {
-        auto p = plan_device(blkpolicy::test::policy_from_toml("[[rule]]\nname = \"r\"\n[rule.set]\niosched.fifo_batch = 4\n"), loop_facts(), v, {});
+        auto p = plan_device(
+            blkpolicy::test::policy_from_toml("[[rule]]\nname = \"r\"\n[rule.set]\niosched.fifo_batch = 4\n"),
+            loop_facts(), v, {});
         CHECK(action(p, "iosched.fifo_batch").kind == ActionKind::skip);
         CHECK(action(p, "iosched.fifo_batch").note == "scheduler none has no tunables");
     }
@@ -269,7 +289,10 @@ TEST_CASE("iosched tunables") {
         f.scheduler = "mq-deadline";
         v["scheduler"] = "mq-deadline";
         v["iosched.fifo_batch"] = "16";
-        auto p = plan_device(blkpolicy::test::policy_from_toml("[[rule]]\nname = \"r\"\n[rule.set]\niosched.slice_idle = 0\niosched.fifo_batch = 16\n"), f, v, {});
+        auto p =
+            plan_device(blkpolicy::test::policy_from_toml(
+                            "[[rule]]\nname = \"r\"\n[rule.set]\niosched.slice_idle = 0\niosched.fifo_batch = 16\n"),
+                        f, v, {});
         CHECK(action(p, "iosched.slice_idle").kind == ActionKind::skip);
         CHECK(action(p, "iosched.slice_idle").note == "scheduler mq-deadline has no tunable slice_idle");
         CHECK(action(p, "iosched.fifo_batch").kind == ActionKind::unchanged);
@@ -277,7 +300,8 @@ TEST_CASE("iosched tunables") {
 }
 
 TEST_CASE("read_ahead_kb already as wanted is checked again after a limits write only where the kernel moves it") {
-    const auto p = blkpolicy::test::policy_from_toml("[[rule]]\nname = \"r\"\n[rule.set]\nmax_sectors_kb = 1024\nread_ahead_kb = 2560\n");
+    const auto p = blkpolicy::test::policy_from_toml(
+        "[[rule]]\nname = \"r\"\n[rule.set]\nmax_sectors_kb = 1024\nread_ahead_kb = 2560\n");
     PlanContext ctx;
     ctx.kernel = {6, 18, 44};
     CHECK(action(plan_device(p, loop_facts(), loop_values(), ctx), "read_ahead_kb").kind == ActionKind::write);

@@ -1,13 +1,12 @@
 #include <doctest/doctest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 
 #include "agent/policy_files.hpp"
 #include "support/temp_dir.hpp"
-
-#include <sys/stat.h>
-#include <unistd.h>
 
 using namespace blkpolicy;
 namespace fs = std::filesystem;
@@ -96,13 +95,15 @@ TEST_CASE("trust: a policy others can write is refused, naming the file and why"
     fs::permissions(t.root / "open/policy.toml", fs::perms::others_write, fs::perm_options::add);
     CHECK(agent::untrusted_reason((t.root / "open/policy.toml").string(), me) ==
           "it is writable by group or others (mode 0646): anyone who can write it decides what blkpolicy writes as "
-          "root; chmod go-w " + (t.root / "open/policy.toml").string());
+          "root; chmod go-w " +
+              (t.root / "open/policy.toml").string());
 
     t.put("opendir/policy.toml", rule("in an open dir"));
     fs::permissions(t.root / "opendir", fs::perms::all);
-    CHECK(agent::untrusted_reason((t.root / "opendir/policy.toml").string(), me).rfind(
-              "the directory " + (t.root / "opendir").string() + " above it is writable by group or others (mode 0777)",
-              0) == 0);
+    CHECK(agent::untrusted_reason((t.root / "opendir/policy.toml").string(), me)
+              .rfind("the directory " + (t.root / "opendir").string() +
+                         " above it is writable by group or others (mode 0777)",
+                     0) == 0);
 
     t.put("sticky/policy.toml", rule("in a sticky dir"));
     fs::permissions(t.root / "sticky", fs::perms::all | fs::perms::sticky_bit);
@@ -119,7 +120,8 @@ TEST_CASE("trust: a policy others can write is refused, naming the file and why"
         CHECK(agent::untrusted_reason((t.root / "theirs/policy.toml").string(), 0) ==
               "it is owned by uid 12345, not root: that user could change what blkpolicy writes as root");
         // and loading refuses it with the reason, as root
-        auto loaded = agent::load_policy_from({(t.root / "open/policy.toml").string(), (t.root / "ok/policy.toml").string()});
+        auto loaded =
+            agent::load_policy_from({(t.root / "open/policy.toml").string(), (t.root / "ok/policy.toml").string()});
         REQUIRE(loaded.errors.size() == 1);
         CHECK(loaded.errors[0].str().rfind((t.root / "open/policy.toml").string() +
                                                ": refusing to read the policy: it is writable by group or others",

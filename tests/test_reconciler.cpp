@@ -25,8 +25,8 @@ TEST_CASE("a value below the policy's that equals the kernel's computed one: rev
     // The policy asks for more than a limits commit computes (2560 KiB on
     // this rotational loop); someone writes exactly the computed value.
     for (const auto& [kernel, want] : std::vector<std::pair<policy::KernelVersion, std::string>>{
-             {{6, 10, 0}, "reverted"},  // 6.9-6.14 as released reset the value on a commit
-             {{6, 18, 0}, "drift"},     // 6.15+ only raise it: the kernel cannot have done this
+             {{6, 10, 0}, "reverted"},    // 6.9-6.14 as released reset the value on a commit
+             {{6, 18, 0}, "drift"},       // 6.15+ only raise it: the kernel cannot have done this
              {{6, 12, 117}, "drift"}}) {  // Debian 13's 6.12 took the raise rule back
         World w;
         agent::Reconciler rec{w.sysfs, w.state, w.log, kernel};
@@ -46,8 +46,7 @@ TEST_CASE("daemon scenario: enforce mode") {
     w.rec.set_policy(loops_policy("read_ahead_kb = 128\nscheduler = \"mq-deadline\"\nnr_requests = 64\n"));
 
     w.rec.reconcile("loop0", Trigger::verify);  // found at start
-    CHECK(w.log.take() == V{"applied loop0 scheduler mq-deadline mq-deadline",
-                            "applied loop0 nr_requests 64 64",
+    CHECK(w.log.take() == V{"applied loop0 scheduler mq-deadline mq-deadline", "applied loop0 nr_requests 64 64",
                             "applied loop0 read_ahead_kb 128 128"});
     CHECK(w.log.full[0].message == "set scheduler of loop0 to mq-deadline (was none)");
     CHECK(w.log.full[0].rule == "loops (p.toml:1)");
@@ -86,7 +85,8 @@ TEST_CASE("daemon scenario: enforce mode") {
         w.sysfs.fail["queue/read_ahead_kb"] = EIO;
         w.rec.reconcile("loop0", Trigger::verify);
         CHECK(w.log.take() == V{"failed loop0 read_ahead_kb 128 512"});
-        CHECK(w.log.full.back().message == "cannot set read_ahead_kb of loop0 to 128: write 128: Input/output error (EIO)");
+        CHECK(w.log.full.back().message ==
+              "cannot set read_ahead_kb of loop0 to 128: write 128: Input/output error (EIO)");
         w.rec.reconcile("loop0", Trigger::verify);
         w.rec.reconcile("loop0", Trigger::verify);
         CHECK(w.log.take().empty());
@@ -105,7 +105,8 @@ TEST_CASE("daemon scenario: enforce mode") {
         CHECK(w.log.take() == V{"conflict loop0 read_ahead_kb 128 512"});
         CHECK(w.log.full.back().udev_rule == "/etc/udev/rules.d/60-ra.rules:2");
         CHECK(w.log.full.back().message ==
-              "udev rule /etc/udev/rules.d/60-ra.rules:2 set read_ahead_kb of loop0 to 512 (policy says 128); re-applied");
+              "udev rule /etc/udev/rules.d/60-ra.rules:2 set read_ahead_kb of loop0 to 512 (policy says 128); "
+              "re-applied");
     }
     SUBCASE("a changed policy is applied, not called drift") {
         w.rec.set_policy(loops_policy("read_ahead_kb = 256\nscheduler = \"mq-deadline\"\nnr_requests = 64\n"));
@@ -240,7 +241,8 @@ TEST_CASE("the daemon reads only the facts its policy matches on, and records fa
 
     // A policy matching on the serial reads it.
     w.sysfs.reads.clear();
-    auto r = policy::load_policy({{"m.toml", "[[rule]]\nname = \"m\"\n[rule.match]\nserial = \"X*\"\n[rule.set]\nnomerges = 1\n"}});
+    auto r = policy::load_policy(
+        {{"m.toml", "[[rule]]\nname = \"m\"\n[rule.match]\nserial = \"X*\"\n[rule.set]\nnomerges = 1\n"}});
     REQUIRE(r.ok());
     w.rec.set_policy(r.policy);
     w.rec.reconcile("loop0", Trigger::verify);

@@ -91,7 +91,8 @@ TEST_CASE("facts frozen by an older blkpolicy (long identity) are kept for the s
     // What the previous release wrote: the long identity, rotational frozen at 1.
     const std::string old_identity =
         R"({"devnum":"7:250","diskseq":"12","dm_uuid":"","driver":"","loop_backing_file":"/tmp/x.img","model":"","serial":"","wwid":""})";
-    nlohmann::json record = {{"device", "loop250"}, {"identity", old_identity}, {"rotational", true}, {"removable", false}};
+    nlohmann::json record = {
+        {"device", "loop250"}, {"identity", old_identity}, {"rotational", true}, {"removable", false}};
     std::ofstream(dir.path() / "facts/loop250.json") << record.dump();
 
     // blkpolicy had written rotational=0: the record, not the live value, counts.

@@ -1,11 +1,11 @@
 // udev rule syntax and the conversion into policy.
 #include <doctest/doctest.h>
 
+#include <fstream>
+
 #include "policy/loader.hpp"
 #include "policy/udev_import.hpp"
 #include "policy/udev_rules.hpp"
-#include <fstream>
-
 #include "support/run_binary.hpp"
 #include "support/temp_dir.hpp"
 
@@ -14,12 +14,13 @@ using blkpolicy::test::matches_golden;
 using blkpolicy::test::run_blkpolicy;
 
 TEST_CASE("udev tokens: operators, braces, quoting, continuations, comments") {
-    auto rules = parse_udev_rules_text("f.rules",
-                                       "# comment\n"
-                                       "\n"
-                                       "ACTION==\"add|change\", KERNEL!=\"loop*\", ATTR{queue/scheduler}:=\"none\", \\\n"
-                                       "  ENV{X}+=\"a \\\"quoted\\\" b\", TAG-=\"t\",RUN=\"/bin/true\"\n"
-                                       "KERNEL==\"sda\" ATTR{queue/nomerges}=\"1\"\n");
+    auto rules =
+        parse_udev_rules_text("f.rules",
+                              "# comment\n"
+                              "\n"
+                              "ACTION==\"add|change\", KERNEL!=\"loop*\", ATTR{queue/scheduler}:=\"none\", \\\n"
+                              "  ENV{X}+=\"a \\\"quoted\\\" b\", TAG-=\"t\",RUN=\"/bin/true\"\n"
+                              "KERNEL==\"sda\" ATTR{queue/nomerges}=\"1\"\n");
     REQUIRE(rules.size() == 2);
     const auto& r = rules[0];
     CHECK(r.line == 3);
@@ -69,14 +70,21 @@ TEST_CASE("udev patterns: alternatives and classes") {
 TEST_CASE("import: a converted rule never matches more than the original") {
     // Every unexpressible condition leaves the rule out rather than drop it.
     const char* unexpressible[] = {
-        "PROGRAM==\"/bin/x\"", "TEST==\"/sys/x\"", "RESULT==\"1\"", "KERNEL!=\"sda\"", "ATTR{size}==\"0\"",
-        "SUBSYSTEMS==\"scsi\"", "ATTRS{queue_depth}==\"32\"", "DRIVERS!=\"sd\"", "ENV{ID_BUS}!=\"usb\"",
+        "PROGRAM==\"/bin/x\"",
+        "TEST==\"/sys/x\"",
+        "RESULT==\"1\"",
+        "KERNEL!=\"sda\"",
+        "ATTR{size}==\"0\"",
+        "SUBSYSTEMS==\"scsi\"",
+        "ATTRS{queue_depth}==\"32\"",
+        "DRIVERS!=\"sd\"",
+        "ENV{ID_BUS}!=\"usb\"",
         "ATTR{queue/rotational}==\"0|1\"",
     };
     for (const char* cond : unexpressible) {
         CAPTURE(cond);
-        auto rules = parse_udev_rules_text("f.rules", std::string("ACTION==\"add|change\", ") + cond +
-                                                          ", ATTR{queue/read_ahead_kb}=\"128\"\n");
+        auto rules = parse_udev_rules_text(
+            "f.rules", std::string("ACTION==\"add|change\", ") + cond + ", ATTR{queue/read_ahead_kb}=\"128\"\n");
         auto r = import_udev_rules(rules, {"f.rules"});
         CHECK(r.converted == 0);
         CHECK(r.left_out == 1);
@@ -131,15 +139,17 @@ TEST_CASE("import-udev: a file without tuning converts to nothing, says so, exit
     auto r = run_blkpolicy({"import-udev", "udev-import/99-no-tuning.rules"}, BLKPOLICY_TEST_DATA);
     CHECK(r.exit_code == 0);
     CHECK(r.out.empty());
-    CHECK(r.err == "blkpolicy: no tuning rules (queue/, bdi/read_ahead_kb or device/ assignments) in 1 file(s): "
-                   "nothing to convert\n");
+    CHECK(r.err ==
+          "blkpolicy: no tuning rules (queue/, bdi/read_ahead_kb or device/ assignments) in 1 file(s): "
+          "nothing to convert\n");
     CHECK(run_blkpolicy({"import-udev"}).exit_code == 2);
     CHECK(run_blkpolicy({"import-udev", "/nonexistent.rules"}).exit_code == 2);
 }
 
 TEST_CASE("import: env matches see uevent properties of the fake tree") {
     // ENV{DEVTYPE}=="disk" converts to env.DEVTYPE, which facts read from the uevent file.
-    auto rules = parse_udev_rules_text("f.rules", "ENV{DEVTYPE}==\"disk\", KERNEL==\"vda\", ATTR{queue/nomerges}=\"1\"\n");
+    auto rules =
+        parse_udev_rules_text("f.rules", "ENV{DEVTYPE}==\"disk\", KERNEL==\"vda\", ATTR{queue/nomerges}=\"1\"\n");
     auto r = import_udev_rules(rules, {"f.rules"});
     auto loaded = load_policy({{"out", r.toml}});
     REQUIRE(loaded.ok());
@@ -149,8 +159,10 @@ TEST_CASE("import: env matches see uevent properties of the fake tree") {
 
 TEST_CASE("import: bytes that are not UTF-8 never make the output invalid TOML (found by fuzz_udev)") {
     const std::string text =
-        "KERNEL==\"sd\xff\", ATTR{queue/nomerges}=\"1\"\n# \xc3\x28 stray\nKERNEL==\"vda\", ATTR{queue/nomerges}=\"1\" \x01\n"
-        "x \xf6\xbe\xbc\xab y\nKERNEL==\"\xed\xa0\x80\", ATTR{queue/nomerges}=\"1\"\nKERNEL==\"\xc0\xaf\", ATTR{queue/nomerges}=\"1\"\n";
+        "KERNEL==\"sd\xff\", ATTR{queue/nomerges}=\"1\"\n# \xc3\x28 stray\nKERNEL==\"vda\", ATTR{queue/nomerges}=\"1\" "
+        "\x01\n"
+        "x \xf6\xbe\xbc\xab y\nKERNEL==\"\xed\xa0\x80\", ATTR{queue/nomerges}=\"1\"\nKERNEL==\"\xc0\xaf\", "
+        "ATTR{queue/nomerges}=\"1\"\n";
     auto r = import_udev_rules(parse_udev_rules_text("f\xfe.rules", text), {"f\xfe.rules"});
     auto loaded = load_policy({{"out", r.toml}});
     for (const auto& e : loaded.errors) MESSAGE(e.str());
@@ -165,11 +177,12 @@ TEST_CASE("import: a key matched twice cannot become one policy key (found by fu
     CHECK(twice.converted == 0);
     CHECK(load_policy({{"out", twice.toml}}).ok());
     auto same = import_udev_rules(
-        parse_udev_rules_text("f.rules", "KERNEL==\"sd*\", KERNEL==\"sd*\", ATTR{queue/nomerges}=\"1\"\n"), {"f.rules"});
+        parse_udev_rules_text("f.rules", "KERNEL==\"sd*\", KERNEL==\"sd*\", ATTR{queue/nomerges}=\"1\"\n"),
+        {"f.rules"});
     CHECK(same.converted == 1);
     CHECK(load_policy({{"out", same.toml}}).ok());
-    auto odd_env = import_udev_rules(
-        parse_udev_rules_text("f.rules", "ENV{A.B}==\"x\", ATTR{queue/nomerges}=\"1\"\n"), {"f.rules"});
+    auto odd_env = import_udev_rules(parse_udev_rules_text("f.rules", "ENV{A.B}==\"x\", ATTR{queue/nomerges}=\"1\"\n"),
+                                     {"f.rules"});
     CHECK(odd_env.converted == 0);
     CHECK(load_policy({{"out", odd_env.toml}}).ok());
 }

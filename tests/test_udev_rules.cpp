@@ -10,12 +10,13 @@ using namespace blkpolicy;
 using V = std::vector<std::string>;
 
 TEST_CASE("udev rules: which assignments write queue attributes") {
-    auto rules = policy::parse_udev_rules("f.rules",
-                                         "# comment ATTR{queue/scheduler}=\"x\"\n"
-                                         "ACTION==\"add|change\", KERNEL==\"sd[a-z]|vd*\", ATTR{queue/rotational}==\"0\", "
-                                         "ATTR{queue/scheduler}=\"mq-deadline\"\n"
-                                         "\n"
-                                         "SUBSYSTEM==\"block\", ATTR{bdi/read_ahead_kb}:=\"256\", ATTR{device/timeout}=\"60\"\n");
+    auto rules = policy::parse_udev_rules(
+        "f.rules",
+        "# comment ATTR{queue/scheduler}=\"x\"\n"
+        "ACTION==\"add|change\", KERNEL==\"sd[a-z]|vd*\", ATTR{queue/rotational}==\"0\", "
+        "ATTR{queue/scheduler}=\"mq-deadline\"\n"
+        "\n"
+        "SUBSYSTEM==\"block\", ATTR{bdi/read_ahead_kb}:=\"256\", ATTR{device/timeout}=\"60\"\n");
     REQUIRE(rules.size() == 3);
     CHECK(rules[0].attribute == "scheduler");
     CHECK(rules[0].where() == "f.rules:2");

@@ -1,10 +1,10 @@
 // util/files: bounded reads, atomic writes, errno text.
 #include <doctest/doctest.h>
+#include <sys/stat.h>
 
 #include <cerrno>
 #include <filesystem>
 #include <fstream>
-#include <sys/stat.h>
 
 #include "support/temp_dir.hpp"
 #include "util/files.hpp"
@@ -62,8 +62,8 @@ TEST_CASE("write_atomically keeps the old file and leaves no temporary file when
 
     // A missing directory: the failure names the temporary file.
     const auto nodir = util::write_atomically((dir.path() / "gone" / "x.json").string(), "{}\n");
-    CHECK(nodir.message() == "cannot write " + (dir.path() / "gone" / "x.json.tmp").string() +
-                                 ": No such file or directory");
+    CHECK(nodir.message() ==
+          "cannot write " + (dir.path() / "gone" / "x.json.tmp").string() + ": No such file or directory");
 }
 
 TEST_CASE("errno text names the constant") {

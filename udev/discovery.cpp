@@ -1,12 +1,13 @@
 #include "udev/discovery.hpp"
 
-#include <algorithm>
-#include <fstream>
 #include <linux/magic.h>
-#include <sstream>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/sysmacros.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
 
 #include "policy/attributes.hpp"
 #include "policy/values.hpp"
@@ -66,8 +67,8 @@ std::vector<std::string> drivers_of(const Sysfs& s, const std::string& syspath) 
 bool valid_device_name(std::string_view name) {
     if (name.empty() || name.size() > 64 || name == "." || name == "..") return false;
     return std::all_of(name.begin(), name.end(), [](char c) {
-        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-               c == '_' || c == '-' || c == ':' || c == '!';
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+               c == '-' || c == ':' || c == '!';
     });
 }
 
@@ -182,7 +183,6 @@ std::optional<DeviceFacts> read_facts(const Sysfs& s, const std::string& name, c
     }
     return f;
 }
-
 
 std::map<std::string, std::string> read_udev_properties(const std::string& db_dir, const std::string& devnum) {
     std::map<std::string, std::string> out;

@@ -48,8 +48,8 @@ std::int64_t hw_tags(const Sysfs& s, const std::string& name);
 // (tmpfs). known is false when the file cannot be looked at.
 struct BackingStore {
     bool known = false;
-    std::string what;                 // "vda2", "tmpfs", ...
-    std::optional<bool> rotational;   // nullopt: no block device under it
+    std::string what;                // "vda2", "tmpfs", ...
+    std::optional<bool> rotational;  // nullopt: no block device under it
 };
 BackingStore loop_backing_store(const Sysfs& s, const std::string& backing_file);
 // Whether each device below NAME (slaves/; a partition counts as its disk)

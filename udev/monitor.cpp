@@ -1,12 +1,13 @@
 #include "udev/monitor.hpp"
 
-#include <cerrno>
-#include <cstring>
 #include <libudev.h>
-#include <stdexcept>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
 
 #include "policy/names.hpp"
 #include "udev/discovery.hpp"

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <libudev.h>
+
 #include <string>
 #include <vector>
 
@@ -41,7 +42,6 @@ private:
     Owned<struct ::udev, ::udev_unref> udev_;
     Owned<struct ::udev_monitor, ::udev_monitor_unref> monitor_;
 };
-
 
 // True when udevd runs (its control socket accepts a connection), i.e. udev
 // events will come.

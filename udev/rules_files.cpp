@@ -26,7 +26,8 @@ std::vector<UdevAssignment> scan_udev_rules(const std::vector<std::string>& dirs
         auto text = util::read_bounded_file(path.string(), kMaxUdevRulesBytes, "a udev rules file");
         if (!text.ok()) {
             if (warnings)
-                warnings->push_back(path.string() + ": " + text.message() + "; its rules are not looked at for conflicts");
+                warnings->push_back(path.string() + ": " + text.message() +
+                                    "; its rules are not looked at for conflicts");
             continue;
         }
         auto found = policy::parse_udev_rules(path.string(), *text);

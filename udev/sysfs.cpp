@@ -1,12 +1,13 @@
 #include "udev/sysfs.hpp"
 
-#include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
 
 namespace blkpolicy::udev {
 
@@ -55,8 +56,10 @@ int Sysfs::write(const std::string& rel, std::string_view value) {
     do {
         n = ::write(fd, value.data(), value.size());
     } while (n < 0 && errno == EINTR);
-    if (n < 0) err = errno;
-    else if (static_cast<std::size_t>(n) != value.size()) err = EIO;
+    if (n < 0)
+        err = errno;
+    else if (static_cast<std::size_t>(n) != value.size())
+        err = EIO;
     if (::close(fd) < 0 && err == 0) err = errno;
     return err;
 }
@@ -97,7 +100,8 @@ std::optional<std::string> Sysfs::resolve(const std::string& rel) const {
     // devices/ is taken as it is (that tree has no links among its
     // directories); any other must be the same directory the link leads to.
     // Anything else takes the long way.
-    struct stat followed {}, direct {};
+    struct stat followed {
+    }, direct{};
     if (auto target = readlink(rel); target && !target->empty() && target->front() != '/') {
         const auto lexical = (fs::path(rel).parent_path() / *target).lexically_normal();
         if (!lexical.empty() && *lexical.begin() == "devices" && ::access((root_ / lexical).c_str(), F_OK) == 0)

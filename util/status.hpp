@@ -32,7 +32,7 @@ private:
 template <typename T>
 class [[nodiscard]] Result {
 public:
-    Result(T value) : value_(std::move(value)) {}               // NOLINT: a value converts
+    Result(T value) : value_(std::move(value)) {}                                  // NOLINT: a value converts
     Result(Status failed) : status_(std::move(failed)) { assert(!status_.ok()); }  // NOLINT
     bool ok() const { return status_.ok(); }
     const Status& status() const { return status_; }

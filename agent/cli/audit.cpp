@@ -1,9 +1,10 @@
 // `blkpolicy audit`: read-only findings, with or without a policy.
+#include "agent/cli/render/audit.hpp"
+
 #include <algorithm>
 
 #include "agent/cli/commands.hpp"
 #include "agent/cli/inspect.hpp"
-#include "agent/cli/render/audit.hpp"
 #include "agent/snapshot.hpp"
 #include "policy/audit.hpp"
 #include "policy/values.hpp"

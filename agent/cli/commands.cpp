@@ -1,13 +1,13 @@
 #include "agent/cli/commands.hpp"
 
+#include "agent/cli/import_udev.hpp"
+#include "agent/cli/inspect.hpp"
+#include "agent/cli/render/common.hpp"
+#include "agent/cli/render/device_report.hpp"
 #include "agent/daemon/daemon.hpp"
 #include "agent/daemon/outputs.hpp"
 #include "agent/executor.hpp"
-#include "agent/cli/import_udev.hpp"
-#include "agent/cli/inspect.hpp"
 #include "agent/policy_files.hpp"
-#include "agent/cli/render/common.hpp"
-#include "agent/cli/render/device_report.hpp"
 #include "agent/snapshot.hpp"
 #include "udev/discovery.hpp"
 
@@ -85,9 +85,15 @@ int with_devices(Kind kind, const Options& o, udev::Sysfs& sysfs, std::ostream& 
     how.context = host_plan_context(o.sysfs_root);
     std::unique_ptr<DeviceReport> report;
     switch (kind) {
-        case Kind::plan: report = plan_report(o.json, out, how.context.loadable_schedulers); break;
-        case Kind::apply: report = apply_report(o.json, out); break;
-        case Kind::status: report = status_report(o.json, out, read_daemon_json(o.state_dir).value_or(nullptr)); break;
+        case Kind::plan:
+            report = plan_report(o.json, out, how.context.loadable_schedulers);
+            break;
+        case Kind::apply:
+            report = apply_report(o.json, out);
+            break;
+        case Kind::status:
+            report = status_report(o.json, out, read_daemon_json(o.state_dir).value_or(nullptr));
+            break;
     }
     how.shown = report->facts_shown();
     // One device at a time: look, plan, (apply), report. Nothing but
@@ -125,8 +131,7 @@ namespace {
 constexpr Command kCommands[] = {
     {"check", "", "validate the policy; errors as file:line:col: message", Operands::none,
      [](const Options& o, udev::Sysfs&, std::ostream& out, std::ostream& err) { return check(o, out, err); }},
-    {"plan", "",
-     "show each device's facts, matching rules and the ordered writes\napply would make; writes nothing",
+    {"plan", "", "show each device's facts, matching rules and the ordered writes\napply would make; writes nothing",
      Operands::devices,
      [](const Options& o, udev::Sysfs& s, std::ostream& out, std::ostream& err) {
          return with_devices(Kind::plan, o, s, out, err);

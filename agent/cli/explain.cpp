@@ -1,11 +1,12 @@
 // `blkpolicy explain DEVICE...` and `explain --kernel-rules`.
+#include "agent/cli/render/explain.hpp"
+
 #include <map>
 #include <set>
 
 #include "agent/cli/commands.hpp"
 #include "agent/cli/inspect.hpp"
 #include "agent/cli/render/common.hpp"
-#include "agent/cli/render/explain.hpp"
 #include "agent/policy_files.hpp"
 #include "agent/snapshot.hpp"
 #include "policy/explain.hpp"
@@ -62,7 +63,8 @@ policy::StackView stack_of(const std::map<std::string, DeviceView>& views, const
         auto it = views.find(low);
         if (it == views.end()) continue;
         for (const auto& a : it->second.plan.actions)
-            if (a.attribute == "read_ahead_kb" && a.kind != policy::ActionKind::skip) s.lowers_tuned_in_vain.push_back(low);
+            if (a.attribute == "read_ahead_kb" && a.kind != policy::ActionKind::skip)
+                s.lowers_tuned_in_vain.push_back(low);
     }
     return s;
 }

@@ -1,14 +1,13 @@
 #include "agent/cli/import_udev.hpp"
 
-#include "agent/policy_files.hpp"
-#include "udev/rules_files.hpp"
-
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "agent/policy_files.hpp"
 #include "policy/udev_import.hpp"
+#include "udev/rules_files.hpp"
 #include "util/files.hpp"
 
 namespace blkpolicy::agent {
@@ -50,8 +49,8 @@ int run_import_udev(const Options& o, std::ostream& out, std::ostream& err) {
     auto result = policy::import_udev_rules(rules, files);
     for (const auto& d : result.diagnostics) err << d << '\n';
     if (result.tuning_rules == 0) {
-        err << "blkpolicy: no tuning rules (queue/, bdi/read_ahead_kb or device/ assignments) in "
-            << files.size() << " file(s): nothing to convert\n";
+        err << "blkpolicy: no tuning rules (queue/, bdi/read_ahead_kb or device/ assignments) in " << files.size()
+            << " file(s): nothing to convert\n";
         return kExitOk;
     }
     out << result.toml;

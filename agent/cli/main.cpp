@@ -2,8 +2,8 @@
 #include <exception>
 #include <iostream>
 
-#include "agent/cli/parse.hpp"
 #include "agent/cli/commands.hpp"
+#include "agent/cli/parse.hpp"
 
 int main(int argc, char** argv) {
     using namespace blkpolicy::agent;

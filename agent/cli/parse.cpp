@@ -29,8 +29,10 @@ std::string commands_section() {
         while (!help.empty()) {
             const auto nl = help.find('\n');
             const auto line = help.substr(0, nl);
-            if (first && !head.empty()) out += head + std::string(indent.size() - head.size(), ' ');
-            else out += indent;
+            if (first && !head.empty())
+                out += head + std::string(indent.size() - head.size(), ' ');
+            else
+                out += indent;
             out += std::string(line) + "\n";
             first = false;
             help = nl == std::string_view::npos ? std::string_view() : help.substr(nl + 1);
@@ -123,10 +125,8 @@ struct StringOption {
     std::string Options::*field;
 };
 constexpr StringOption kStringOptions[] = {
-    {"--sysfs-root", &Options::sysfs_root},
-    {"--state-dir", &Options::state_dir},
-    {"--metrics-file", &Options::metrics_file},
-    {"--kernel-release", &Options::kernel_release},
+    {"--sysfs-root", &Options::sysfs_root},     {"--state-dir", &Options::state_dir},
+    {"--metrics-file", &Options::metrics_file}, {"--kernel-release", &Options::kernel_release},
     {"--udev-db", &Options::udev_db_dir},
 };
 const StringOption* string_option(const std::string& arg) {
@@ -188,7 +188,8 @@ ParseResult parse_command_line(const std::vector<std::string>& args) {
         } else if (!only_positional && is("--mode")) {
             auto v = value("--mode");
             if (!v) return r;
-            if (auto m = policy::mode_from_string(*v)) o.mode = *m;
+            if (auto m = policy::mode_from_string(*v))
+                o.mode = *m;
             else {
                 r.error = "--mode must be enforce or observe, not " + *v;
                 return r;
@@ -246,8 +247,8 @@ ParseResult parse_command_line(const std::vector<std::string>& args) {
         r.error = std::string(scope.option) + " is for " + command_list_text(scope.commands);
         if (scope.option == "--no-policy") r.error += "; " + o.command + " needs a policy";
     }
-    if (o.udev_rules_dirs.empty()) o.udev_rules_dirs = {"/etc/udev/rules.d", "/run/udev/rules.d",
-                                                        "/usr/lib/udev/rules.d", "/lib/udev/rules.d"};
+    if (o.udev_rules_dirs.empty())
+        o.udev_rules_dirs = {"/etc/udev/rules.d", "/run/udev/rules.d", "/usr/lib/udev/rules.d", "/lib/udev/rules.d"};
     return r;
 }
 

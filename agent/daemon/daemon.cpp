@@ -1,5 +1,9 @@
 #include "agent/daemon/daemon.hpp"
 
+#include <syslog.h>
+#include <systemd/sd-event.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -9,24 +13,20 @@
 #include <map>
 #include <memory>
 #include <set>
-#include <syslog.h>
-#include <systemd/sd-event.h>
-
-#include "util/files.hpp"
-#include <unistd.h>
 
 #include "agent/daemon/outputs.hpp"
 #include "agent/daemon/pending.hpp"
-#include "agent/policy_files.hpp"
 #include "agent/daemon/reconciler.hpp"
+#include "agent/policy_files.hpp"
 #include "agent/snapshot.hpp"
 #include "agent/state.hpp"
-#include "udev/rules_files.hpp"
 #include "systemd/alerts.hpp"
 #include "systemd/notify.hpp"
 #include "udev/discovery.hpp"
 #include "udev/monitor.hpp"
 #include "udev/owned.hpp"
+#include "udev/rules_files.hpp"
+#include "util/files.hpp"
 
 namespace blkpolicy::agent {
 
@@ -54,7 +54,8 @@ public:
         auto loaded = load_policy_from(opts_.policies);
         if (!loaded.ok()) {
             for (const auto& e : loaded.errors) log_->log(LOG_ERR, e.str());
-            log_->log(LOG_ERR, loaded.missing ? "there is no policy; not starting" : "the policy is invalid; not starting");
+            log_->log(LOG_ERR,
+                      loaded.missing ? "there is no policy; not starting" : "the policy is invalid; not starting");
             return kExitPolicy;
         }
         apply_policy(std::move(loaded.policy));
@@ -124,8 +125,7 @@ private:
             if (!w.monitor) continue;
             if ((r = sd_event_add_io(event, nullptr, w.monitor->fd(), EPOLLIN, &Daemon::on_uevent, &w)) < 0) return r;
         }
-        if (!udev_monitor_)
-            log_->log(LOG_INFO, "udevd is not running: reacting to kernel uevents only");
+        if (!udev_monitor_) log_->log(LOG_INFO, "udevd is not running: reacting to kernel uevents only");
 
         // Sources with a handle are owned here (sources_); the handles below
         // borrow from it.
@@ -251,8 +251,8 @@ private:
             reconciler_.forget_refused_schedulers();
             apply_policy(std::move(loaded.policy));
             load_udev_rules();
-            log_->log(LOG_INFO, "policy reloaded: " + std::to_string(reconciler_.policy().rules.size()) +
-                                    " rule(s), " + policy::to_string(reconciler_.mode()) + " mode");
+            log_->log(LOG_INFO, "policy reloaded: " + std::to_string(reconciler_.policy().rules.size()) + " rule(s), " +
+                                    policy::to_string(reconciler_.mode()) + " mode");
             if (interval_ != old_interval) {
                 sd_event_source_set_time_relative(timer_, interval_usec());
                 sd_event_source_set_enabled(timer_, SD_EVENT_ONESHOT);
@@ -284,7 +284,8 @@ private:
         if (mono - last_report_ < kReportGap) {
             if (!report_pending_) {
                 report_pending_ = true;
-                const auto wait = std::chrono::duration_cast<std::chrono::microseconds>(kReportGap - (mono - last_report_));
+                const auto wait =
+                    std::chrono::duration_cast<std::chrono::microseconds>(kReportGap - (mono - last_report_));
                 sd_event_source_set_time_relative(report_timer_, static_cast<std::uint64_t>(wait.count()));
                 sd_event_source_set_enabled(report_timer_, SD_EVENT_ONESHOT);
             }

@@ -1,13 +1,14 @@
 #include "agent/daemon/outputs.hpp"
 
+#include <signal.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <signal.h>
 #include <sstream>
-#include <unistd.h>
 
 #include "agent/options.hpp"
 
@@ -66,11 +67,9 @@ std::string metrics_text(const Reconciler& r, double last_pass_unix) {
         }
     o << "# HELP blkpolicy_attribute_in_policy 1 when the attribute reads as the policy says.\n"
       << "# TYPE blkpolicy_attribute_in_policy gauge\n"
-      << in_policy.str()
-      << "# HELP blkpolicy_drifts_total Times the attribute was found moved away from the policy.\n"
+      << in_policy.str() << "# HELP blkpolicy_drifts_total Times the attribute was found moved away from the policy.\n"
       << "# TYPE blkpolicy_drifts_total counter\n"
-      << drifts.str()
-      << "# HELP blkpolicy_failures_total Times the attribute could not be set.\n"
+      << drifts.str() << "# HELP blkpolicy_failures_total Times the attribute could not be set.\n"
       << "# TYPE blkpolicy_failures_total counter\n"
       << failures.str();
     return o.str();

@@ -12,8 +12,8 @@ bool PendingEvents::note(const udev::Uevent& e) {
     }
     removed_.erase(e.name);
     const Trigger t = e.source == udev::EventSource::udev ? Trigger::udev_processed
-                      : e.action == "add"                  ? Trigger::added
-                                                            : Trigger::changed;
+                      : e.action == "add"                 ? Trigger::added
+                                                          : Trigger::changed;
     if (pending_.size() >= max_ && !pending_.count(e.name)) {
         const bool first = !rescan_;
         rescan_ = true;

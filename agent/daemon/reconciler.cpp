@@ -36,8 +36,7 @@ static_assert(policy::in_enum_order(kAttrStatuses));
 const char* to_string(Trigger t) { return policy::name_of(kTriggers, t); }
 const char* to_string(AttrStatus s) { return policy::name_of(kAttrStatuses, s); }
 
-Reconciler::Reconciler(udev::Sysfs& sysfs, const StateDir& state, systemd::EventLog& log,
-                       policy::KernelVersion kernel)
+Reconciler::Reconciler(udev::Sysfs& sysfs, const StateDir& state, systemd::EventLog& log, policy::KernelVersion kernel)
     : sysfs_(sysfs), state_(state), log_(log), kernel_(kernel), context_(host_plan_context(sysfs.root().string())) {}
 
 void Reconciler::forget(const std::string& device) {
@@ -69,8 +68,7 @@ AlertKind Reconciler::classify(const std::string& device, const Action& a, const
             return AlertKind::conflict;
         }
     }
-    if (a.attribute == "read_ahead_kb" &&
-        policy::readahead_on_commit(kernel_) == policy::ReadaheadOnCommit::raise) {
+    if (a.attribute == "read_ahead_kb" && policy::readahead_on_commit(kernel_) == policy::ReadaheadOnCommit::raise) {
         // A kernel that only ever raises read_ahead_kb on a limits commit
         // cannot have put a smaller value in place of the policy's (not its
         // computed one, not the device's first): someone wrote it.
@@ -83,9 +81,9 @@ AlertKind Reconciler::classify(const std::string& device, const Action& a, const
     if (a.attribute == "read_ahead_kb") {
         // What the kernel would have put back, from the limits as they are now.
         const auto limits = udev::read_values(sysfs_, device, {"optimal_io_size", "max_sectors_kb"});
-        auto computed = policy::kernel_readahead_kb(kernel_, rotational,
-                                                    policy::parse_int(policy::value_of(limits, "optimal_io_size", "0")).value_or(0),
-                                                    policy::parse_int(policy::value_of(limits, "max_sectors_kb", "0")).value_or(0));
+        auto computed = policy::kernel_readahead_kb(
+            kernel_, rotational, policy::parse_int(policy::value_of(limits, "optimal_io_size", "0")).value_or(0),
+            policy::parse_int(policy::value_of(limits, "max_sectors_kb", "0")).value_or(0));
         if (computed && std::to_string(*computed) == a.current) return AlertKind::reverted;
     }
     if (a.attribute == "wbt_lat_usec") {
@@ -145,7 +143,8 @@ bool Reconciler::reconcile(const std::string& device, Trigger trigger) {
     // Attributes the policy no longer manages on this device.
     for (auto it = rec.attrs.begin(); it != rec.attrs.end();) {
         bool managed = false;
-        for (const auto& a : plan.actions) managed = managed || (a.attribute == it->first && a.kind != ActionKind::skip);
+        for (const auto& a : plan.actions)
+            managed = managed || (a.attribute == it->first && a.kind != ActionKind::skip);
         it = managed ? std::next(it) : rec.attrs.erase(it);
     }
 
@@ -177,7 +176,8 @@ bool Reconciler::reconcile(const std::string& device, Trigger trigger) {
         const bool existed = rec.attrs.count(a.attribute) > 0;
         auto& r = rec.attrs[a.attribute];
         const bool fresh = !existed || r.expected != a.expected;  // first sight, or the policy changed
-        if (fresh) r = AttrRecord{a.expected, a.current, a.current, rule_text(a.rule), AttrStatus::ok, r.drifts, r.failures};
+        if (fresh)
+            r = AttrRecord{a.expected, a.current, a.current, rule_text(a.rule), AttrStatus::ok, r.drifts, r.failures};
         r.rule = rule_text(a.rule);
         const std::string what = a.attribute + " of " + device;
 
@@ -199,7 +199,8 @@ bool Reconciler::reconcile(const std::string& device, Trigger trigger) {
         // have written the name it had: nothing moved).
         if (before == a.expected) {
             if (!fresh && r.status != AttrStatus::ok)
-                alert(AlertKind::resolved, device, a, r, before, what + " is " + a.expected + " again, as the policy says");
+                alert(AlertKind::resolved, device, a, r, before,
+                      what + " is " + a.expected + " again, as the policy says");
             r.status = AttrStatus::ok;
             r.actual = before;
             continue;
@@ -211,9 +212,15 @@ bool Reconciler::reconcile(const std::string& device, Trigger trigger) {
         const AlertKind kind = fresh ? AlertKind::drift : classify(device, seen, r, values, trigger, udev_rule);
         std::string cause;
         switch (kind) {
-            case AlertKind::reverted: cause = what + " went back to the kernel's own value " + before; break;
-            case AlertKind::conflict: cause = "udev rule " + udev_rule + " set " + what + " to " + before; break;
-            default: cause = what + " is " + before + ", changed outside blkpolicy"; break;
+            case AlertKind::reverted:
+                cause = what + " went back to the kernel's own value " + before;
+                break;
+            case AlertKind::conflict:
+                cause = "udev rule " + udev_rule + " set " + what + " to " + before;
+                break;
+            default:
+                cause = what + " is " + before + ", changed outside blkpolicy";
+                break;
         }
         cause += " (policy says " + a.expected + ")";
 
@@ -239,7 +246,8 @@ bool Reconciler::reconcile(const std::string& device, Trigger trigger) {
                       "set " + what + " to " + a.expected + " again: the kernel put back " + before +
                           " while the device was still being set up; re-applied");
             } else if (r.status == AttrStatus::failed) {
-                alert(AlertKind::resolved, device, a, r, a.expected, what + " is " + a.expected + " now, as the policy says");
+                alert(AlertKind::resolved, device, a, r, a.expected,
+                      what + " is " + a.expected + " now, as the policy says");
             } else {
                 ++r.drifts;
                 alert(kind, device, a, r, before, cause + "; re-applied", udev_rule);

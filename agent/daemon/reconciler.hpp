@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "agent/state.hpp"
-#include "policy/udev_rules.hpp"
 #include "policy/kernel.hpp"
 #include "policy/plan.hpp"
 #include "policy/policy.hpp"
+#include "policy/udev_rules.hpp"
 #include "systemd/alerts.hpp"
 #include "udev/sysfs.hpp"
 

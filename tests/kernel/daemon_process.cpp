@@ -1,18 +1,19 @@
 #include "kernel/daemon_process.hpp"
 
-#include <cerrno>
-#include <csignal>
-#include <cstring>
 #include <fcntl.h>
-#include <fstream>
 #include <poll.h>
-#include <stdexcept>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <systemd/sd-journal.h>
-#include <thread>
 #include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <fstream>
+#include <stdexcept>
+#include <thread>
 
 #include "udev/monitor.hpp"
 #include "util/files.hpp"

@@ -3,14 +3,15 @@
 // destructor if the test has not stopped it.
 #pragma once
 
+#include <sys/types.h>
+
+#include <atomic>
 #include <chrono>
 #include <functional>
-#include <atomic>
 #include <map>
 #include <mutex>
-#include <thread>
 #include <string>
-#include <sys/types.h>
+#include <thread>
 #include <vector>
 
 namespace blkpolicy::test {

@@ -2,9 +2,9 @@
 // suite is skipped (exit 77) with the reason, never silently passed.
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
+#include <unistd.h>
 
 #include <iostream>
-#include <unistd.h>
 
 #include "kernel/loop_device.hpp"
 

@@ -1,16 +1,17 @@
 #include "kernel/loop_device.hpp"
 
+#include <fcntl.h>
+#include <linux/loop.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <fcntl.h>
 #include <filesystem>
 #include <fstream>
-#include <linux/loop.h>
 #include <stdexcept>
-#include <sys/ioctl.h>
 #include <thread>
-#include <unistd.h>
 
 #include "policy/values.hpp"
 #include "udev/sysfs.hpp"

@@ -21,8 +21,8 @@ public:
     LoopDevice& operator=(const LoopDevice&) = delete;
 
     const std::string& name() const { return name_; }
-    std::string queue(const std::string& attr) const;           // trimmed value of queue/ATTR
-    void write_queue(const std::string& attr, const std::string& value) const;  // throws on error
+    std::string queue(const std::string& attr) const;                              // trimmed value of queue/ATTR
+    void write_queue(const std::string& attr, const std::string& value) const;     // throws on error
     int try_write_queue(const std::string& attr, const std::string& value) const;  // errno or 0
 
 private:

@@ -2,26 +2,26 @@
 // devices. The daemon sees every block device of the host, but the test
 // policies match only the loop devices these tests create (loop240 and up).
 #include <doctest/doctest.h>
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
-#include <fcntl.h>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
-#include <sys/wait.h>
 #include <thread>
-#include <unistd.h>
 
 #include "kernel/daemon_process.hpp"
 #include "kernel/loop_device.hpp"
+#include "kernel/udevd.hpp"
 #include "support/run_binary.hpp"
 #include "support/temp_dir.hpp"
-#include "kernel/udevd.hpp"
 
 using namespace blkpolicy::test;
 using namespace std::chrono_literals;
@@ -35,13 +35,15 @@ struct Workdir {
     const std::filesystem::path& dir = tmp.path();
     std::string policy(const std::string& set, const std::string& daemon = "verify_interval = \"500ms\"\n") {
         const auto path = (dir / "policy.toml").string();
-        std::ofstream(path, std::ios::trunc) << "[daemon]\n" << daemon << "[[rule]]\nname = \"test loops\"\n[rule.match]\n"
-                                             << kMatchTestLoops << "[rule.set]\n" << set << "\n";
+        std::ofstream(path, std::ios::trunc) << "[daemon]\n"
+                                             << daemon << "[[rule]]\nname = \"test loops\"\n[rule.match]\n"
+                                             << kMatchTestLoops << "[rule.set]\n"
+                                             << set << "\n";
         return path;
     }
     std::vector<std::string> args(const std::string& policy_path, std::vector<std::string> extra = {}) {
-        std::vector<std::string> a = {"--policy", policy_path, "--state-dir", (dir / "state").string(), "--log-target",
-                                      "journal"};
+        std::vector<std::string> a = {"--policy",     policy_path, "--state-dir", (dir / "state").string(),
+                                      "--log-target", "journal"};
         a.insert(a.end(), extra.begin(), extra.end());
         return a;
     }
@@ -77,8 +79,8 @@ TEST_CASE("daemon: a device created while it runs gets its values from the ueven
     require_journald();
     Workdir w;
     // A verify interval far longer than the test: only the uevent can explain the writes.
-    DaemonProcess d(w.args(w.policy("read_ahead_kb = 128\nscheduler = \"mq-deadline\"\nnr_requests = 64",
-                                    "verify_interval = \"1h\"\n")));
+    DaemonProcess d(w.args(
+        w.policy("read_ahead_kb = 128\nscheduler = \"mq-deadline\"\nnr_requests = 64", "verify_interval = \"1h\"\n")));
     REQUIRE(d.wait_notification("READY=1", 10s));
     const auto t0 = std::chrono::steady_clock::now();
     LoopDevice loop;
@@ -88,7 +90,8 @@ TEST_CASE("daemon: a device created while it runs gets its values from the ueven
                    loop.queue("scheduler").find("[mq-deadline]") != std::string::npos;
         },
         10s);
-    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+    const auto ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
     CHECK(applied);
     MESSAGE("values in place " << ms << " ms after the loop device was created and bound");
     // The scheduler differs at first sight whenever the daemon looks (none
@@ -137,16 +140,18 @@ TEST_CASE("daemon: kernel revert and manual drift are alerted and restored - qui
         CHECK(e["BLKPOLICY_ACTUAL"] == "512");
         CHECK(eventually([&] { return loop.queue("read_ahead_kb") == "128"; }, 5s));
         // The reports are rate-limited, never left behind: daemon.json catches up.
-        CHECK(eventually([&] {
-            std::ifstream in(w.dir / "state/daemon.json");
-            auto doc = nlohmann::json::parse(in, nullptr, false);
-            if (doc.is_discarded()) return false;
-            for (const auto& dev : doc["devices"])
-                if (dev["device"] == loop.name())
-                    for (const auto& a : dev["attributes"])
-                        if (a["attribute"] == "read_ahead_kb") return a["drifts"] == 1 && a["state"] == "ok";
-            return false;
-        }, 5s));
+        CHECK(eventually(
+            [&] {
+                std::ifstream in(w.dir / "state/daemon.json");
+                auto doc = nlohmann::json::parse(in, nullptr, false);
+                if (doc.is_discarded()) return false;
+                for (const auto& dev : doc["devices"])
+                    if (dev["device"] == loop.name())
+                        for (const auto& a : dev["attributes"])
+                            if (a["attribute"] == "read_ahead_kb") return a["drifts"] == 1 && a["state"] == "ok";
+                return false;
+            },
+            5s));
     }
     SUBCASE("quiet: several verify passes add no alerts") {
         std::this_thread::sleep_for(600ms);
@@ -159,8 +164,8 @@ TEST_CASE("daemon: kernel revert and manual drift are alerted and restored - qui
         REQUIRE(eventually([&] { return std::filesystem::exists(metrics); }, 5s));
         std::ifstream in(metrics);
         std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-        CHECK(text.find("blkpolicy_attribute_in_policy{device=\"" + loop.name() + "\",attribute=\"read_ahead_kb\"} 1") !=
-              std::string::npos);
+        CHECK(text.find("blkpolicy_attribute_in_policy{device=\"" + loop.name() +
+                        "\",attribute=\"read_ahead_kb\"} 1") != std::string::npos);
         auto r = run_blkpolicy({"status", "--json", "--policy", (w.dir / "policy.toml").string(), "--state-dir",
                                 (w.dir / "state").string(), loop.name()});
         auto doc = nlohmann::json::parse(r.out);
@@ -201,14 +206,18 @@ TEST_CASE("daemon: SIGHUP with a broken policy keeps the old one") {
 
     std::ofstream(policy, std::ios::trunc) << "[[rule]]\nname = \"broken\"\n[rule.set]\nrq_affinity = 3\n";
     d.signal(SIGHUP);
-    REQUIRE(d.wait_journal([](const JournalEntry& e) {
-        auto m = e.find("MESSAGE");
-        return m != e.end() && m->second == "policy reload failed, keeping the old policy";
-    }, 5s));
-    CHECK(d.wait_journal([&](const JournalEntry& e) {
-        auto m = e.find("MESSAGE");
-        return m != e.end() && m->second.find(policy + ":4:15: rq_affinity = 3 is out of range") == 0;
-    }, 1s));
+    REQUIRE(d.wait_journal(
+        [](const JournalEntry& e) {
+            auto m = e.find("MESSAGE");
+            return m != e.end() && m->second == "policy reload failed, keeping the old policy";
+        },
+        5s));
+    CHECK(d.wait_journal(
+        [&](const JournalEntry& e) {
+            auto m = e.find("MESSAGE");
+            return m != e.end() && m->second.find(policy + ":4:15: rq_affinity = 3 is out of range") == 0;
+        },
+        1s));
     CHECK(d.wait_notification("RELOADING=1", 1s));
     CHECK(d.alive());
     loop.write_queue("read_ahead_kb", "512");
@@ -245,8 +254,8 @@ TEST_CASE("daemon: soak of change uevents - memory measured before and after") {
     Workdir w;
     std::vector<std::unique_ptr<LoopDevice>> loops;
     for (int i = 0; i < 4; ++i) loops.push_back(std::make_unique<LoopDevice>());
-    DaemonProcess d(w.args(w.policy("read_ahead_kb = 128\nnr_requests = 64\nscheduler = \"mq-deadline\"",
-                                    "verify_interval = \"1h\"\n")));
+    DaemonProcess d(w.args(
+        w.policy("read_ahead_kb = 128\nnr_requests = 64\nscheduler = \"mq-deadline\"", "verify_interval = \"1h\"\n")));
     REQUIRE(d.wait_notification("READY=1", 10s));
     auto burst = [&](int n) {
         for (int i = 0; i < n; ++i) {
@@ -270,8 +279,8 @@ TEST_CASE("daemon: soak of change uevents - memory measured before and after") {
     const auto secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::this_thread::sleep_for(500ms);
     const long after = d.rss_kib();
-    MESSAGE("soak: 3000 change uevents handled in " << secs << " s; daemon VmRSS " << before << " KiB before, "
-                                                    << after << " KiB after");
+    MESSAGE("soak: 3000 change uevents handled in " << secs << " s; daemon VmRSS " << before << " KiB before, " << after
+                                                    << " KiB after");
     std::cout << "soak: 3000 change uevents in " << secs << " s; VmRSS " << before << " -> " << after << " KiB\n";
     CHECK(d.alive());
     CHECK(before > 0);
@@ -292,17 +301,20 @@ TEST_CASE("daemon: a uevent buffer overflow (ENOBUFS) is logged and answered wit
     Workdir w;
     LoopDevice loop;
     // The smallest receive buffer, and a daemon that cannot read while the burst arrives.
-    DaemonProcess d(w.args(w.policy("read_ahead_kb = 128", "verify_interval = \"1h\"\n"), {"--receive-buffer", "4096"}));
+    DaemonProcess d(
+        w.args(w.policy("read_ahead_kb = 128", "verify_interval = \"1h\"\n"), {"--receive-buffer", "4096"}));
     REQUIRE(d.wait_notification("READY=1", 10s));
     REQUIRE(eventually([&] { return loop.queue("read_ahead_kb") == "128"; }, 5s));
     d.signal(SIGSTOP);
     loop.write_queue("read_ahead_kb", "512");
     for (int i = 0; i < 200; ++i) std::ofstream("/sys/block/" + loop.name() + "/uevent") << "change";
     d.signal(SIGCONT);
-    CHECK(d.wait_journal([](const JournalEntry& e) {
-        auto m = e.find("MESSAGE");
-        return m != e.end() && m->second.find("overflowed (ENOBUFS)") != std::string::npos;
-    }, 10s));
+    CHECK(d.wait_journal(
+        [](const JournalEntry& e) {
+            auto m = e.find("MESSAGE");
+            return m != e.end() && m->second.find("overflowed (ENOBUFS)") != std::string::npos;
+        },
+        10s));
     CHECK(eventually([&] { return loop.queue("read_ahead_kb") == "128"; }, 5s));
     CHECK(d.alive());
 }
@@ -392,9 +404,10 @@ TEST_CASE("daemon: every system call it makes passes the unit's SystemCallFilter
     } restore{saved_asan, asan != nullptr};
     // The whole life of the daemon under strace: start-up (the dynamic loader
     // runs under the filter too), a device's add uevent, a reload, SIGTERM.
-    DaemonProcess d(w.args(w.policy("read_ahead_kb = 256\nscheduler = \"mq-deadline\"\n", "verify_interval = \"200ms\"\n"),
-                           {"--metrics-file", (w.dir / "metrics.prom").string()}),
-                    0, {"/usr/bin/strace", "-f", "-qq", "-o", trace});
+    DaemonProcess d(
+        w.args(w.policy("read_ahead_kb = 256\nscheduler = \"mq-deadline\"\n", "verify_interval = \"200ms\"\n"),
+               {"--metrics-file", (w.dir / "metrics.prom").string()}),
+        0, {"/usr/bin/strace", "-f", "-qq", "-o", trace});
     REQUIRE(d.wait_notification("READY=1", 20s));
     pid_t daemon_pid = -1;
     {
@@ -408,11 +421,13 @@ TEST_CASE("daemon: every system call it makes passes the unit's SystemCallFilter
         loop.write_queue("read_ahead_kb", "512");  // a drift for the verify timer to re-apply
         CHECK(eventually([&] { return loop.queue("read_ahead_kb") == "256"; }, 10s));
         ::kill(daemon_pid, SIGHUP);
-        CHECK(eventually([&] {
-            int ready = 0;
-            for (const auto& n : d.notifications()) ready += n.find("READY=1") != std::string::npos;
-            return ready >= 2;
-        }, 10s));
+        CHECK(eventually(
+            [&] {
+                int ready = 0;
+                for (const auto& n : d.notifications()) ready += n.find("READY=1") != std::string::npos;
+                return ready >= 2;
+            },
+            10s));
     }
     ::kill(daemon_pid, SIGTERM);
     REQUIRE(d.wait_exit(20s) == 0);

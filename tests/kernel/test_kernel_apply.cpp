@@ -26,13 +26,16 @@ struct Scratch {
     std::string policy(const std::string& dev, const std::string& set, const std::string& match = "") {
         const auto path = (dir / "policy.toml").string();
         std::ofstream(path, std::ios::trunc) << "[[rule]]\nname = \"test\"\n[rule.match]\nkernel = \"" << dev << "\"\n"
-                                             << match << "\n[rule.set]\n" << set << "\n";
+                                             << match << "\n[rule.set]\n"
+                                             << set << "\n";
         return path;
     }
 
     // Runs a command limited to `dev` and returns the parsed JSON.
-    json run(const std::string& command, const std::string& policy_path, const std::string& dev, int* exit_code = nullptr) {
-        auto r = run_blkpolicy({command, "--json", "--policy", policy_path, "--state-dir", (dir / "state").string(), dev});
+    json run(const std::string& command, const std::string& policy_path, const std::string& dev,
+             int* exit_code = nullptr) {
+        auto r =
+            run_blkpolicy({command, "--json", "--policy", policy_path, "--state-dir", (dir / "state").string(), dev});
         INFO("stderr: " << r.err);
         if (exit_code) *exit_code = r.exit_code;
         REQUIRE_FALSE(r.out.empty());
@@ -78,8 +81,9 @@ TEST_CASE("kernel: nr_requests survives the scheduler switch") {
     LoopDevice loop;
     Scratch s;
     int rc = -1;
-    auto doc = s.run("apply", s.policy(loop.name(), "scheduler = \"mq-deadline\"\nnr_requests = 64\niosched.fifo_batch = 8"),
-                     loop.name(), &rc);
+    auto doc =
+        s.run("apply", s.policy(loop.name(), "scheduler = \"mq-deadline\"\nnr_requests = 64\niosched.fifo_batch = 8"),
+              loop.name(), &rc);
     CHECK(rc == 0);
     CHECK(loop.queue("scheduler").find("[mq-deadline]") != std::string::npos);
     CHECK(loop.queue("nr_requests") == "64");
@@ -163,8 +167,9 @@ TEST_CASE("kernel: an attribute the kernel rejects fails alone - the rest applie
     Scratch s;
     // iosched tunable of a scheduler switched to: exists; a bogus one does not
     int rc = -1;
-    auto doc = s.run("apply", s.policy(loop.name(), "scheduler = \"mq-deadline\"\niosched.no_such_tunable = 1\nread_ahead_kb = 64"),
-                     loop.name(), &rc);
+    auto doc = s.run(
+        "apply", s.policy(loop.name(), "scheduler = \"mq-deadline\"\niosched.no_such_tunable = 1\nread_ahead_kb = 64"),
+        loop.name(), &rc);
     auto r = results_of(doc);
     CHECK(r["iosched.no_such_tunable"]["outcome"] == "skipped");
     CHECK(r["iosched.no_such_tunable"]["detail"] == "device has no queue/iosched/no_such_tunable");

@@ -21,7 +21,8 @@ TEST_CASE("kernel: udev rules and the policy converted from them write the same 
         "  ATTR{queue/scheduler}=\"mq-deadline\", ATTR{queue/nr_requests}=\"64\", \\\n"
         "  ATTR{queue/iosched/fifo_batch}=\"8\", ATTR{queue/read_ahead_kb}=\"256\", \\\n"
         "  ATTR{queue/rq_affinity}=\"2\", ATTR{queue/nomerges}=\"1\"\n";
-    const char* attrs[] = {"scheduler", "nr_requests", "iosched/fifo_batch", "read_ahead_kb", "rq_affinity", "nomerges"};
+    const char* attrs[] = {"scheduler",     "nr_requests", "iosched/fifo_batch",
+                           "read_ahead_kb", "rq_affinity", "nomerges"};
 
     std::map<std::string, std::string> by_udev;
     {
@@ -61,11 +62,11 @@ TEST_CASE("kernel: rules gated on a program: what udev applies where the program
     std::ofstream(no) << "#!/bin/sh\nexit 1\n";
     std::filesystem::permissions(ok, std::filesystem::perms::owner_all);
     std::filesystem::permissions(no, std::filesystem::perms::owner_all);
-    const std::string rules =
-        "ACTION==\"add|change\", SUBSYSTEM==\"block\", KERNEL==\"loop2[4-9][0-9]\", PROGRAM=\"" + no +
-        "\", ATTR{queue/nr_requests}=\"32\"\n"
-        "ACTION==\"add|change\", SUBSYSTEM==\"block\", KERNEL==\"loop2[4-9][0-9]\", PROGRAM=\"" + ok +
-        "\", ATTR{queue/read_ahead_kb}=\"512\"\n";
+    const std::string rules = "ACTION==\"add|change\", SUBSYSTEM==\"block\", KERNEL==\"loop2[4-9][0-9]\", PROGRAM=\"" +
+                              no +
+                              "\", ATTR{queue/nr_requests}=\"32\"\n"
+                              "ACTION==\"add|change\", SUBSYSTEM==\"block\", KERNEL==\"loop2[4-9][0-9]\", PROGRAM=\"" +
+                              ok + "\", ATTR{queue/read_ahead_kb}=\"512\"\n";
 
     std::map<std::string, std::string> by_udev;
     {

@@ -1,11 +1,11 @@
 // explain and audit against the real kernel, for the findings a loop device
 // can produce.
 #include <doctest/doctest.h>
+#include <sys/mount.h>
 
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <sys/mount.h>
 
 #include "kernel/loop_device.hpp"
 #include "support/run_binary.hpp"
@@ -95,10 +95,10 @@ TEST_CASE("kernel: explain derives read_ahead_kb after a limits write from the r
 TEST_CASE("kernel: audit names a real udev rules file that writes what the policy manages") {
     LoopDevice loop;
     TempDir tmp;
-    std::ofstream(tmp.path() / "61-loop-ra.rules")
-        << "# hand tuning\nACTION==\"add|change\", KERNEL==\"" << loop.name() << "\", ATTR{queue/read_ahead_kb}=\"512\"\n";
-    std::ofstream(tmp.path() / "policy.toml")
-        << "[[rule]]\nname = \"test\"\n[rule.match]\nkernel = \"" << loop.name() << "\"\n[rule.set]\nread_ahead_kb = 128\n";
+    std::ofstream(tmp.path() / "61-loop-ra.rules") << "# hand tuning\nACTION==\"add|change\", KERNEL==\"" << loop.name()
+                                                   << "\", ATTR{queue/read_ahead_kb}=\"512\"\n";
+    std::ofstream(tmp.path() / "policy.toml") << "[[rule]]\nname = \"test\"\n[rule.match]\nkernel = \"" << loop.name()
+                                              << "\"\n[rule.set]\nread_ahead_kb = 128\n";
     auto found = findings_for({"audit", "--json", "--policy", (tmp.path() / "policy.toml").string(), "--udev-rules-dir",
                                tmp.path().string(), loop.name()},
                               loop.name());
@@ -159,7 +159,8 @@ TEST_CASE("kernel: the kernel rules for this kernel hold here (an unbound loop d
     for (const auto& row : doc["rules"]) {
         holds[row["id"]] = row["holds"];
         // A row that says it was observed on this kernel holds on it.
-        if (row["observed"].get<std::string>().find(version) != std::string::npos) CHECK_MESSAGE(row["holds"], row["id"]);
+        if (row["observed"].get<std::string>().find(version) != std::string::npos)
+            CHECK_MESSAGE(row["holds"], row["id"]);
     }
     LoopDevice unbound(false);
     const auto rotational = unbound.queue("rotational");

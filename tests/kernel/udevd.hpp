@@ -3,14 +3,15 @@
 // /run/udev/rules.d that is removed afterwards.
 #pragma once
 
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <csignal>
 #include <cstdlib>
-#include <fcntl.h>
 #include <filesystem>
 #include <fstream>
 #include <string>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "kernel/daemon_process.hpp"
 #include "udev/monitor.hpp"

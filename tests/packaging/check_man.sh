@@ -7,7 +7,7 @@ page8=$build_dir/man/blkpolicy.8
 page5=$build_dir/man/blkpolicy.toml.5
 # Plain text of a page: roff escapes (\& after dots, \- for dashes) removed.
 text() { sed -e 's/\\&//g' -e 's/\\-/-/g' "$1"; }
-for p in "$page8" "$page5"; do [[ -s $p ]] || { echo "missing $p"; exit 1; }; done
+for p in "$page8" "$page5"; do [[ -s $p ]] || { echo "missing $p: the build found no scdoc (scripts/install-deps.sh installs it)"; exit 1; }; done
 for section in NAME SYNOPSIS DESCRIPTION COMMANDS OPTIONS "EXIT STATUS" FILES ENVIRONMENT EXAMPLES; do
     grep -q "^.SH \"*$section\"*" "$page8" || { echo "blkpolicy.8 lacks $section"; exit 1; }
 done

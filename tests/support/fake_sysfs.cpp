@@ -55,8 +55,9 @@ FakeSysfs::FakeSysfs() {
     root_ = tmpl;
     fs::create_directories(root_ / "block");
     fs::create_directories(root_ / "devices/virtual/block");
-    for (auto d : {"bus/pci/drivers/virtio-pci", "bus/pci/drivers/nvme", "bus/pci/drivers/ahci", "bus/virtio/drivers/virtio_blk",
-                   "bus/virtio/drivers/virtio_scsi", "bus/scsi/drivers/sd", "class/nvme", "class/block"})
+    for (auto d :
+         {"bus/pci/drivers/virtio-pci", "bus/pci/drivers/nvme", "bus/pci/drivers/ahci", "bus/virtio/drivers/virtio_blk",
+          "bus/virtio/drivers/virtio_scsi", "bus/scsi/drivers/sd", "class/nvme", "class/block"})
         fs::create_directories(root_ / d);
 }
 
@@ -161,8 +162,12 @@ void FakeSysfs::add_virtio_disk(const std::string& name, int virtio_index, const
     file(devpath + "/queue/max_hw_sectors_kb", "2147483647");
     file(devpath + "/queue/discard_max_bytes", "1073741824");
     file(devpath + "/queue/discard_granularity", "4096");
-    set_iosched(devpath, {{"async_depth", "192"}, {"fifo_batch", "16"}, {"front_merges", "1"},
-                          {"read_expire", "500"}, {"write_expire", "5000"}, {"writes_starved", "2"}});
+    set_iosched(devpath, {{"async_depth", "192"},
+                          {"fifo_batch", "16"},
+                          {"front_merges", "1"},
+                          {"read_expire", "500"},
+                          {"write_expire", "5000"},
+                          {"writes_starved", "2"}});
     file(devpath + "/serial", "vd-serial-" + name);
     file(devpath + "/cache_type", "write back");
     link(devpath + "/device", vdev);
@@ -178,8 +183,8 @@ void FakeSysfs::add_scsi_qemu_harddisk(const std::string& name, const std::strin
     link(pcidir + "/virtio2/subsystem", "bus/virtio");
     link(sdev + "/driver", "bus/scsi/drivers/sd");
     link(sdev + "/subsystem", "bus/scsi");
-    file(sdev + "/vendor", "QEMU    ");            // 8 bytes, space padded
-    file(sdev + "/model", "QEMU HARDDISK   ");     // 16 bytes, space padded
+    file(sdev + "/vendor", "QEMU    ");         // 8 bytes, space padded
+    file(sdev + "/model", "QEMU HARDDISK   ");  // 16 bytes, space padded
     file(sdev + "/rev", "2.5+");
     file(sdev + "/timeout", "30");
     file(sdev + "/queue_depth", "128");
@@ -207,8 +212,8 @@ void FakeSysfs::add_scsi_disk(const std::string& name, const std::string& hctl, 
     const std::string host = hctl.substr(0, hctl.find(':'));
     const std::string pcidir = "devices/pci0000:00/0000:00:1f.2";
     link(pcidir + "/driver", "bus/pci/drivers/ahci");
-    const std::string sdev = pcidir + "/ata" + host + "/host" + host + "/target" + hctl.substr(0, hctl.rfind(':')) +
-                             "/" + hctl;
+    const std::string sdev =
+        pcidir + "/ata" + host + "/host" + host + "/target" + hctl.substr(0, hctl.rfind(':')) + "/" + hctl;
     link(sdev + "/driver", "bus/scsi/drivers/sd");
     link(sdev + "/subsystem", "bus/scsi");
     file(sdev + "/vendor", vendor);
@@ -242,7 +247,7 @@ void FakeSysfs::add_nvme(const std::string& name) {
     link(pcidir + "/driver", "bus/pci/drivers/nvme");
     link(ctrl + "/subsystem", "class/nvme");
     file(ctrl + "/model", "QEMU NVMe Ctrl                          ");  // 40 bytes, space padded
-    file(ctrl + "/serial", "deadbeef            ");                    // 20 bytes, space padded
+    file(ctrl + "/serial", "deadbeef            ");                     // 20 bytes, space padded
     file(ctrl + "/firmware_rev", "8.2.0   ");
     file(ctrl + "/transport", "pcie");
     const std::string devpath = ctrl + "/" + name;

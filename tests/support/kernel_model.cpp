@@ -55,8 +55,10 @@ int KernelModelSysfs::write(const std::string& rel, std::string_view value) {
     const std::string dev = rel.substr(first + 1, second - first - 1);
     const std::string attr = rel.substr(second + 1);
     int err = 0;
-    if (auto f = fail.find(attr); f != fail.end()) err = f->second;
-    else err = simulate(dev, attr, value);
+    if (auto f = fail.find(attr); f != fail.end())
+        err = f->second;
+    else
+        err = simulate(dev, attr, value);
     writes.push_back({attr, std::string(value), err});
     return err;
 }
@@ -82,7 +84,7 @@ int KernelModelSysfs::simulate(const std::string& dev, const std::string& attr, 
         const std::string want = trim(value);
         if (std::find(line.offered.begin(), line.offered.end(), want) == line.offered.end()) {
             if (!loadable_schedulers.count(want)) return EINVAL;  // elevator_find_get: no such module
-            line.offered.push_back(want);                           // request_module("%s-iosched") loaded it
+            line.offered.push_back(want);                         // request_module("%s-iosched") loaded it
         }
         if (want == line.active) return 0;
         std::string out;
@@ -145,13 +147,16 @@ int KernelModelSysfs::simulate(const std::string& dev, const std::string& attr, 
     const auto spec = attr.rfind("queue/", 0) == 0 ? policy::find_attribute(attr.substr(6)) : std::nullopt;
     if (spec && spec->path == attr && spec->limits_commit &&
         policy::disturbed_by(policy::WriteCause::limits_commit, "read_ahead_kb", kernel)) {
-        const auto computed = policy::kernel_readahead_kb(kernel, get("rotational") == "1",
-                                                          parse_int(get("optimal_io_size")).value_or(0),
-                                                          parse_int(get("max_sectors_kb")).value_or(0));
+        const auto computed =
+            policy::kernel_readahead_kb(kernel, get("rotational") == "1", parse_int(get("optimal_io_size")).value_or(0),
+                                        parse_int(get("max_sectors_kb")).value_or(0));
         const auto cur = parse_int(get("read_ahead_kb")).value_or(0);
         switch (policy::readahead_on_commit(kernel)) {
-            case policy::ReadaheadOnCommit::untouched: break;
-            case policy::ReadaheadOnCommit::reset: put("read_ahead_kb", std::to_string(*computed)); break;
+            case policy::ReadaheadOnCommit::untouched:
+                break;
+            case policy::ReadaheadOnCommit::reset:
+                put("read_ahead_kb", std::to_string(*computed));
+                break;
             case policy::ReadaheadOnCommit::raise:
             case policy::ReadaheadOnCommit::unknown:  // modelled as the later behaviour
                 put("read_ahead_kb", std::to_string(std::max(cur, *computed)));

@@ -49,7 +49,6 @@ public:
     int wbt_state(const std::string& dev) const { return wbt_.count(dev) ? wbt_.at(dev).state : 1; }
     mutable std::vector<std::string> reads;  // every path read, in order
 
-
 private:
     struct Wbt {
         int state = 1;  // 1 on-default, 2 on-manual, 3 off-default, 4 off-manual

@@ -26,9 +26,7 @@ void Table::print(std::ostream& out, const std::string& indent) const {
     }
 }
 
-json rule_json(const policy::RuleRef& r) {
-    return {{"name", r.name}, {"file", r.pos.file}, {"line", r.pos.line}};
-}
+json rule_json(const policy::RuleRef& r) { return {{"name", r.name}, {"file", r.pos.file}, {"line", r.pos.line}}; }
 
 json facts_json(const policy::DeviceFacts& f) {
     return {{"name", f.name},
@@ -60,7 +58,9 @@ json facts_json(const policy::DeviceFacts& f) {
 json device_head_json(const DeviceView& v) {
     json matched = json::array();
     for (const auto& r : v.plan.matched) matched.push_back(rule_json(r));
-    return {{"device", v.facts.name}, {"facts", facts_json(v.facts)}, {"matched", matched},
+    return {{"device", v.facts.name},
+            {"facts", facts_json(v.facts)},
+            {"matched", matched},
             {"not_tuned", v.plan.not_tuned}};
 }
 
@@ -87,10 +87,14 @@ std::string pass_time_text(double when_unix, std::time_t now) {
     std::strftime(stamp, sizeof stamp, "%Y-%m-%d %H:%M:%S", &local);
     const long age = static_cast<long>(now - when);
     std::string ago;
-    if (age < 0) ago = "in the future: is the clock right?";
-    else if (age < 120) ago = std::to_string(age) + " s ago";
-    else if (age < 7200) ago = std::to_string(age / 60) + " min ago";
-    else ago = std::to_string(age / 3600) + " h ago";
+    if (age < 0)
+        ago = "in the future: is the clock right?";
+    else if (age < 120)
+        ago = std::to_string(age) + " s ago";
+    else if (age < 7200)
+        ago = std::to_string(age / 60) + " min ago";
+    else
+        ago = std::to_string(age / 3600) + " h ago";
     return std::string(stamp) + " (" + ago + ")";
 }
 

@@ -30,14 +30,14 @@ json explanation_json(const policy::DeviceExplanation& x, const policy::DevicePl
     }
     json matched = json::array();
     for (const auto& r : plan.matched) matched.push_back(rule_json(r));
-    return {{"device", x.facts.name},
-            {"facts", facts_json(x.facts)},
-            {"matched", matched},
-            {"attributes", attrs},
-            {"wbt", x.wbt_state.empty() ? json(nullptr)
-                                        : json{{"state", x.wbt_state}, {"consequence", x.wbt_consequence}}},
-            {"stack", {{"tops", x.stack.tops}, {"lowers", x.stack.lowers},
-                       {"lowers_tuned_in_vain", x.stack.lowers_tuned_in_vain}}}};
+    return {
+        {"device", x.facts.name},
+        {"facts", facts_json(x.facts)},
+        {"matched", matched},
+        {"attributes", attrs},
+        {"wbt", x.wbt_state.empty() ? json(nullptr) : json{{"state", x.wbt_state}, {"consequence", x.wbt_consequence}}},
+        {"stack",
+         {{"tops", x.stack.tops}, {"lowers", x.stack.lowers}, {"lowers_tuned_in_vain", x.stack.lowers_tuned_in_vain}}}};
 }
 
 void print_explanation(std::ostream& out, const policy::DeviceExplanation& x, const policy::DevicePlan& plan,
@@ -68,8 +68,10 @@ void print_explanation(std::ostream& out, const policy::DeviceExplanation& x, co
         if (!e.disturbs.empty()) out << "  moved by   " << e.disturbs << '\n';
     }
     out << '\n';
-    if (!x.wbt_state.empty()) out << "wbt state: " << x.wbt_state << ": " << x.wbt_consequence << '\n';
-    else out << "wbt state: unknown (mount debugfs on /sys/kernel/debug to read it)\n";
+    if (!x.wbt_state.empty())
+        out << "wbt state: " << x.wbt_state << ": " << x.wbt_consequence << '\n';
+    else
+        out << "wbt state: unknown (mount debugfs on /sys/kernel/debug to read it)\n";
     if (!x.stack.lowers.empty() || x.stack.tops != std::vector<std::string>{f.name}) {
         out << "stack: filesystems read through " << (x.stack.tops.empty() ? "-" : policy::join(x.stack.tops, ", "));
         if (!x.stack.lowers.empty()) out << "; below: " << policy::join(x.stack.lowers, ", ");

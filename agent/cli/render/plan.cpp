@@ -13,9 +13,15 @@ namespace {
 json action_json(const policy::Action& a) {
     json overridden = json::array();
     for (const auto& o : a.overridden) overridden.push_back(rule_json(o));
-    return {{"attribute", a.attribute}, {"path", a.path},         {"current", a.current},
-            {"desired", a.desired},     {"write", a.value},       {"expected", a.expected},
-            {"action", policy::to_string(a.kind)}, {"note", a.note}, {"rule", rule_json(a.rule)},
+    return {{"attribute", a.attribute},
+            {"path", a.path},
+            {"current", a.current},
+            {"desired", a.desired},
+            {"write", a.value},
+            {"expected", a.expected},
+            {"action", policy::to_string(a.kind)},
+            {"note", a.note},
+            {"rule", rule_json(a.rule)},
             {"overridden", overridden}};
 }
 
@@ -35,8 +41,10 @@ private:
             if (a.kind != ActionKind::write) continue;
             // A value that reads as wanted already is only checked again
             // before writing (an earlier write can move it): not a write.
-            if (a.current == a.expected) ++rechecks_;
-            else ++writes_;
+            if (a.current == a.expected)
+                ++rechecks_;
+            else
+                ++writes_;
         }
     }
     void print_table(const DeviceView& v, const DeviceResult*) const override {
