@@ -3,6 +3,7 @@
 // all together through the binary).
 #include <doctest/doctest.h>
 
+#include <fstream>
 #include <set>
 
 #include "policy/audit.hpp"
@@ -105,4 +106,13 @@ TEST_CASE("audit: devices without a medium are left out unless asked for") {
     CHECK(audit(in).empty());
     in.include_empty = true;
     CHECK_FALSE(audit(in).empty());
+}
+
+TEST_CASE("every finding code is described in blkpolicy(8) and the README") {
+    for (const char* doc : {"/docs/blkpolicy.8.scd", "/README.md"}) {
+        std::ifstream in(std::string(BLKPOLICY_SOURCE_DIR) + doc);
+        REQUIRE(in);
+        const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+        for (const auto& k : finding_kinds()) CHECK_MESSAGE(text.find(k.code) != std::string::npos, doc, ": ", k.code);
+    }
 }
