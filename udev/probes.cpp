@@ -45,4 +45,15 @@ std::optional<bool> single_last_level_cache(const Sysfs& sysfs) {
     return shared_at_top.size() == 1;
 }
 
+std::vector<std::string> stacked_neighbours(const Sysfs& sysfs, const std::string& device) {
+    std::vector<std::string> out;
+    for (const char* link : {"/holders", "/slaves"})
+        for (auto& other : sysfs.list("block/" + device + link)) out.push_back(std::move(other));
+    return out;
+}
+
+bool has_medium(const Sysfs& sysfs, const std::string& device) {
+    return policy::parse_int(sysfs.read("block/" + device + "/size").value).value_or(1) > 0;
+}
+
 }  // namespace blkpolicy::udev

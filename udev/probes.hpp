@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "udev/sysfs.hpp"
 
@@ -14,6 +15,11 @@ namespace blkpolicy::udev {
 std::optional<int> read_wbt_state(const Sysfs& sysfs, const std::string& device);
 // Hardware queues: the entries of block/DEV/mq (0 for a bio-based queue).
 int count_hw_queues(const Sysfs& sysfs, const std::string& device);
+// The devices directly above and below (holders/ and slaves/).
+std::vector<std::string> stacked_neighbours(const Sysfs& sysfs, const std::string& device);
+// Whether the device has a medium (size > 0): not an unbound loop device,
+// not an empty removable drive. True when the size cannot be read.
+bool has_medium(const Sysfs& sysfs, const std::string& device);
 // Whether every CPU shares one last-level cache (rq_affinity 2 buys nothing
 // then); nullopt when the topology is not shown.
 std::optional<bool> single_last_level_cache(const Sysfs& sysfs);

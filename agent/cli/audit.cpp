@@ -37,7 +37,7 @@ int run_audit(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::ostr
         d.values = udev::read_values(sysfs, name);
         if (pol) d.plan = policy::plan_device(*pol, d.facts, d.values, ctx);
         d.wbt_state = udev::read_wbt_state(sysfs, name);
-        d.has_medium = policy::parse_int(sysfs.read("block/" + name + "/size").value).value_or(1) > 0;
+        d.has_medium = udev::has_medium(sysfs, name);
         in.devices.push_back(std::move(d));
     }
     auto findings = policy::audit(in);

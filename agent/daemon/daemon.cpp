@@ -25,6 +25,7 @@
 #include "udev/discovery.hpp"
 #include "udev/monitor.hpp"
 #include "udev/owned.hpp"
+#include "udev/probes.hpp"
 #include "udev/rules_files.hpp"
 #include "util/files.hpp"
 
@@ -214,8 +215,7 @@ private:
             if (!reconciler_.reconcile(name, trigger)) continue;
             // Stacked devices see each other's changes: verify holders and
             // slaves too (looked up here, not in a full pass, which sees all).
-            for (const char* link : {"/holders", "/slaves"})
-                for (auto& other : sysfs_.list("block/" + name + link)) related.insert(std::move(other));
+            for (auto& other : udev::stacked_neighbours(sysfs_, name)) related.insert(std::move(other));
         }
         for (const auto& name : related)
             if (!batch.reconcile.count(name) && sysfs_.exists("block/" + name))
