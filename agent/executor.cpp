@@ -41,11 +41,14 @@ public:
     }
 
 private:
-    // Reads the attribute now; sets `err` when it cannot be read.
-    std::string current(const Action& a, int& err) const {
-        auto r = udev::read_value(sysfs_, plan_.device, a.attribute);
-        err = r.err;
-        return r.ok() ? r.value : std::string();
+    // Reads the attribute now (the value, or the errno of the failed read).
+    udev::ReadResult current(const Action& a) const { return udev::read_value(sysfs_, plan_.device, a.attribute); }
+
+    // A read that failed: gone (the device or the attribute) is skipped; any
+    // other read error means nothing can be said: failed.
+    void read_failed(const Action& a, int err, AttributeResult& r) const {
+        r.outcome = err == ENOENT ? Outcome::skipped : Outcome::failed;
+        r.detail = vanished_detail(a, err);
     }
 
     std::string vanished_detail(const Action& a, int err) const {
@@ -111,13 +114,13 @@ private:
         // plan can have moved (KERNEL.md); the plan's own reading is fresh
         // otherwise. Everything is read back once at the end.
         if (disturbed(a)) {
-            int err = 0;
-            r.before = current(a, err);
-            if (err) {
-                r.outcome = (err == ENOENT) ? Outcome::skipped : Outcome::failed;
-                r.detail = vanished_detail(a, err);
+            const auto now = current(a);
+            if (!now.ok()) {
+                r.before.clear();  // unknown now
+                read_failed(a, now.err, r);
                 return r;
             }
+            r.before = now.value;
         } else if (a.current.empty() && !sysfs_.exists(dir_ + a.path)) {
             r.outcome = Outcome::skipped;
             r.detail = vanished_detail(a, ENOENT);
@@ -166,15 +169,13 @@ private:
             auto& r = out.results[i];
             const auto& a = plan_.actions[i];
             if (r.outcome != Outcome::applied && r.outcome != Outcome::unchanged) continue;
-            int err = 0;
-            r.after = current(a, err);
-            if (err) {
-                // Gone (the device or the attribute) is skipped; any other
-                // read error means nothing can be said: failed.
-                r.outcome = err == ENOENT ? Outcome::skipped : Outcome::failed;
-                r.detail = vanished_detail(a, err);
+            const auto now = current(a);
+            if (!now.ok()) {
+                r.after.clear();  // unknown now
+                read_failed(a, now.err, r);
                 continue;
             }
+            r.after = now.value;
             if (r.after == r.expected) continue;
 
             const bool was_unchanged = r.outcome == Outcome::unchanged;
@@ -184,10 +185,10 @@ private:
                 continue;
             }
             const std::string undone_to = r.after;
-            r.after = current(a, err);
-            if (err) {
-                r.outcome = err == ENOENT ? Outcome::skipped : Outcome::failed;
-                r.detail = vanished_detail(a, err);
+            const auto again = current(a);
+            r.after = again.ok() ? again.value : std::string();
+            if (!again.ok()) {
+                read_failed(a, again.err, r);
             } else if (r.after == r.expected) {
                 r.outcome = Outcome::applied;
                 r.detail = "re-applied: a later write had changed it to " + undone_to;
