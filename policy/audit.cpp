@@ -174,11 +174,17 @@ void write_cache_mismatch(const Subject& s, AuditState&, Findings& out) {
                    {}});
 }
 
-void bfq_disabled_wbt(const Subject& s, AuditState&, Findings& out) {
-    if (value_of(s.v, "scheduler") != "bfq" || value_of(s.v, "wbt_lat_usec") != "0" ||
-        (s.d.wbt_state && *s.d.wbt_state != 3))
-        return;
-    std::vector<std::pair<std::string, std::string>> ev = {{"queue/scheduler", "bfq"}, {"queue/wbt_lat_usec", "0"}};
+// Whether bfq turned the default wbt off: debugfs says so (enabled = 3);
+// without debugfs, sysfs reading 0 says so only on a kernel that shows it
+// that way (the bfq-off-wbt-reads rows: 6.1 still shows the old latency,
+// and a 0 there was written by someone).
+void bfq_disabled_wbt(const Subject& s, AuditState& st, Findings& out) {
+    if (value_of(s.v, "scheduler") != "bfq") return;
+    const std::string shown = value_of(s.v, "wbt_lat_usec");
+    const bool reads_zero = st.in.kernel.major == 0 || bfq_off_wbt_reads_zero(st.in.kernel);
+    const bool off = s.d.wbt_state ? *s.d.wbt_state == 3 : reads_zero && shown == "0";
+    if (!off) return;
+    std::vector<std::pair<std::string, std::string>> ev = {{"queue/scheduler", "bfq"}, {"queue/wbt_lat_usec", shown}};
     if (s.d.wbt_state) ev.push_back({"debugfs rqos/wbt/enabled", "3 (off-default)"});
     out.push_back({s.name,
                    s.name + " runs bfq, which turned the default writeback throttling off; writing the old "

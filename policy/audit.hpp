@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "policy/facts.hpp"
+#include "policy/kernel.hpp"
 #include "policy/plan.hpp"
 #include "policy/udev_rules.hpp"
 
@@ -46,6 +47,8 @@ struct AuditInput {
     std::optional<bool> single_llc;
     // Devices without a medium are left out unless this is set (audit --all).
     bool include_empty = false;
+    // The running kernel (0.0: not known), for what its sysfs shows.
+    KernelVersion kernel;
 };
 
 // Why a device's identity says it is virtual ("driver virtio_blk", "model QEMU

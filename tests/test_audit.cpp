@@ -71,6 +71,23 @@ TEST_CASE("audit: write cache against the device's own cache mode") {
     CHECK(codes_of(found, "sdc").empty());
 }
 
+TEST_CASE("audit: bfq's disabled wbt on 6.1, where sysfs still shows the latency: debugfs tells") {
+    AuditInput in;
+    in.kernel = {6, 1, 0};
+    auto with_debugfs = device("sda", "sd", {{"scheduler", "bfq"}, {"wbt_lat_usec", "75000"}});
+    with_debugfs.wbt_state = 3;
+    auto without = device("sdb", "sd", {{"scheduler", "bfq"}, {"wbt_lat_usec", "75000"}});
+    auto written_zero = device("sdc", "sd", {{"scheduler", "bfq"}, {"wbt_lat_usec", "0"}});  // 0 on 6.1: written
+    in.devices = {with_debugfs, without, written_zero};
+    const auto found = audit(in);
+    CHECK(codes_of(found, "sda") == std::vector<std::string>{"bfq-disabled-wbt"});
+    CHECK(found[0].evidence[1] == std::pair<std::string, std::string>{"queue/wbt_lat_usec", "75000"});
+    CHECK(codes_of(found, "sdb").empty());
+    CHECK(codes_of(found, "sdc").empty());
+    in.kernel = {6, 12, 117};  // 6.2+: a wbt bfq turned off reads 0
+    CHECK(codes_of(audit(in), "sdc") == std::vector<std::string>{"bfq-disabled-wbt"});
+}
+
 TEST_CASE("audit: bfq's disabled wbt, unless debugfs says wbt is on") {
     AuditInput in;
     auto off = device("sda", "sd", {{"scheduler", "bfq"}, {"wbt_lat_usec", "0"}});

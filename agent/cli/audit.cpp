@@ -26,6 +26,7 @@ int run_audit(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::ostr
     for (const auto& w : rule_warnings) err << "blkpolicy: warning: " << w << '\n';
     in.single_llc = udev::single_last_level_cache(sysfs);
     in.include_empty = o.all;
+    in.kernel = running_kernel_version();
     const auto ctx = host_plan_context();
     const auto names = o.devices.empty() ? udev::list_block_devices(sysfs) : o.devices;
     // Stack findings need every device, even when the output is limited.
