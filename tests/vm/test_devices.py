@@ -493,17 +493,23 @@ def _uevent_times(log, action="add"):
     return out
 
 
-def _applied_times(g, names, since):
+def _applied_times(g, names, since, timeout=20):
     """The monotonic time (s) of blkpolicy's first applied alert per device
     after SINCE (a journal cursor), and the alerts that applied a value
-    again (a driver or udev put the kernel's value back after the first)."""
-    first, again = {}, []
-    for e in machine.since(g, since, SYSLOG_IDENTIFIER="blkpolicy", BLKPOLICY_EVENT="applied"):
-        if e.get("BLKPOLICY_DEVICE") in names:
-            first.setdefault(e["BLKPOLICY_DEVICE"], int(e["__MONOTONIC_TIMESTAMP"]) / 1e6)
-            if " again: " in e.get("MESSAGE", ""):
-                again.append(e["MESSAGE"])
-    return first, again
+    again (a driver or udev put the kernel's value back after the first).
+    Waits up to TIMEOUT s for every device's alert: the values can be on the
+    disk before journald has stored the alert the daemon sent after them."""
+    deadline = time.monotonic() + timeout
+    while True:
+        first, again = {}, []
+        for e in machine.since(g, since, SYSLOG_IDENTIFIER="blkpolicy", BLKPOLICY_EVENT="applied"):
+            if e.get("BLKPOLICY_DEVICE") in names:
+                first.setdefault(e["BLKPOLICY_DEVICE"], int(e["__MONOTONIC_TIMESTAMP"]) / 1e6)
+                if " again: " in e.get("MESSAGE", ""):
+                    again.append(e["MESSAGE"])
+        if set(names) <= set(first) or time.monotonic() > deadline:
+            return first, again
+        time.sleep(1)
 
 
 def _wait_values(g, names, timeout=120):
