@@ -33,8 +33,9 @@ struct Scenario {
     // apply runs in-process on a sysfs that does what the kernel does on
     // writes (brackets the scheduler, resets nr_requests, ...): a fake
     // tree's plain files would not.
-    RunResult apply(std::vector<std::string> extra = {}) {
-        std::vector<std::string> args = {"apply",
+    // COMMAND with the fleet's policy, tree and state directory, then EXTRA.
+    std::vector<std::string> args_for(const std::string& command, const std::vector<std::string>& extra) {
+        std::vector<std::string> args = {command,
                                          "--policy",
                                          kPolicy,
                                          "--sysfs-root",
@@ -42,6 +43,10 @@ struct Scenario {
                                          "--state-dir",
                                          (tree.root() / "state").string()};
         args.insert(args.end(), extra.begin(), extra.end());
+        return args;
+    }
+    RunResult apply(std::vector<std::string> extra = {}) {
+        const auto args = args_for("apply", extra);
         auto parsed = blkpolicy::agent::parse_command_line(args);
         REQUIRE(parsed.error.empty());
         KernelModelSysfs sysfs(tree.root());
@@ -56,15 +61,7 @@ struct Scenario {
         return r;
     }
     RunResult run(const std::string& command, std::vector<std::string> extra = {}) {
-        std::vector<std::string> args = {command,
-                                         "--policy",
-                                         kPolicy,
-                                         "--sysfs-root",
-                                         tree.root().string(),
-                                         "--state-dir",
-                                         (tree.root() / "state").string()};
-        args.insert(args.end(), extra.begin(), extra.end());
-        return run_blkpolicy(args, BLKPOLICY_TEST_DATA);
+        return run_blkpolicy(args_for(command, extra), BLKPOLICY_TEST_DATA);
     }
     std::string q(const std::string& dev, const std::string& attr) {
         return tree.read(tree.devpath_of(dev) + "/" + attr);

@@ -1,5 +1,7 @@
 #include "agent/cli/commands.hpp"
 
+#include <algorithm>
+
 #include "agent/cli/import_udev.hpp"
 #include "agent/cli/inspect.hpp"
 #include "agent/cli/render/common.hpp"
@@ -195,14 +197,19 @@ const Command* find_command(std::string_view name) {
     return nullptr;
 }
 
-bool OptionScope::allows(std::string_view command) const {
-    std::string_view rest = commands;
-    while (!rest.empty()) {
+std::vector<std::string_view> OptionScope::names() const {
+    std::vector<std::string_view> out;
+    for (std::string_view rest = commands; !rest.empty();) {
         const auto space = rest.find(' ');
-        if (rest.substr(0, space) == command) return true;
+        out.push_back(rest.substr(0, space));
         rest = space == std::string_view::npos ? std::string_view() : rest.substr(space + 1);
     }
-    return false;
+    return out;
+}
+
+bool OptionScope::allows(std::string_view command) const {
+    const auto n = names();
+    return std::find(n.begin(), n.end(), command) != n.end();
 }
 
 std::span<const OptionScope> option_scopes() { return kOptionScopes; }

@@ -8,6 +8,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "agent/options.hpp"
 #include "udev/sysfs.hpp"
@@ -36,6 +37,7 @@ const Command* find_command(std::string_view name);
 struct OptionScope {
     std::string_view option;
     std::string_view commands;  // space-separated command names
+    std::vector<std::string_view> names() const;
     bool allows(std::string_view command) const;
 };
 std::span<const OptionScope> option_scopes();

@@ -47,13 +47,11 @@ std::string command_names(std::string_view sep) {
     return out;
 }
 
-// "run and audit", "reload"
-std::string command_list_text(std::string_view names) {
-    std::string out(names);
-    const auto last = out.rfind(' ');
-    if (last != std::string::npos) out.replace(last, 1, " and ");
-    for (auto pos = out.find(' '); pos != std::string::npos && pos < out.rfind(" and "); pos = out.find(' ', pos + 2))
-        out.replace(pos, 1, ", ");
+// "run and audit", "a, b and c", "reload"
+std::string command_list_text(const std::vector<std::string_view>& names) {
+    std::string out;
+    for (std::size_t i = 0; i < names.size(); ++i)
+        out += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + std::string(names[i]);
     return out;
 }
 
@@ -244,7 +242,7 @@ ParseResult parse_command_line(const std::vector<std::string>& args) {
     // Options of some commands only, as the scope table says.
     for (const auto& scope : option_scopes()) {
         if (!command || !given.count(std::string(scope.option)) || scope.allows(o.command)) continue;
-        r.error = std::string(scope.option) + " is for " + command_list_text(scope.commands);
+        r.error = std::string(scope.option) + " is for " + command_list_text(scope.names());
         if (scope.option == "--no-policy") r.error += "; " + o.command + " needs a policy";
     }
     if (o.udev_rules_dirs.empty())

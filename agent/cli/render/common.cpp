@@ -55,12 +55,16 @@ json facts_json(const policy::DeviceFacts& f) {
             {"cache_type", f.cache_type}};
 }
 
+json rules_json(const std::vector<policy::RuleRef>& rules) {
+    json out = json::array();
+    for (const auto& r : rules) out.push_back(rule_json(r));
+    return out;
+}
+
 json device_head_json(const DeviceView& v) {
-    json matched = json::array();
-    for (const auto& r : v.plan.matched) matched.push_back(rule_json(r));
     return {{"device", v.facts.name},
             {"facts", facts_json(v.facts)},
-            {"matched", matched},
+            {"matched", rules_json(v.plan.matched)},
             {"not_tuned", v.plan.not_tuned}};
 }
 

@@ -16,6 +16,7 @@ inline constexpr int kJsonFormatVersion = 1;
 
 nlohmann::json facts_json(const policy::DeviceFacts& f);
 nlohmann::json rule_json(const policy::RuleRef& r);
+nlohmann::json rules_json(const std::vector<policy::RuleRef>& rules);  // an array of rule_json
 // {"device", "facts", "matched", "not_tuned"}: how a device starts in plan,
 // apply and status JSON.
 nlohmann::json device_head_json(const DeviceView& v);

@@ -13,14 +13,12 @@ json explanation_json(const policy::DeviceExplanation& x, const policy::DevicePl
     for (const auto& e : x.attributes) {
         json inputs = json::object();
         for (const auto& [k, v] : e.inputs) inputs[k] = v;
-        json overridden = json::array();
-        for (const auto& r : e.overridden) overridden.push_back(rule_json(r));
         attrs.push_back({{"attribute", e.attribute},
                          {"current", e.current},
                          {"managed", e.managed},
                          {"desired", e.managed ? json(e.desired) : json(nullptr)},
                          {"rule", e.managed ? rule_json(e.rule) : json(nullptr)},
-                         {"overridden", overridden},
+                         {"overridden", rules_json(e.overridden)},
                          {"plan_note", e.plan_note},
                          {"kernel_default", e.kernel_default.empty() ? json(nullptr) : json(e.kernel_default)},
                          {"derivation", e.derivation},
@@ -28,12 +26,10 @@ json explanation_json(const policy::DeviceExplanation& x, const policy::DevicePl
                          {"disturbs", e.disturbs},
                          {"kernel_rule", e.kernel_rule.empty() ? json(nullptr) : json(e.kernel_rule)}});
     }
-    json matched = json::array();
-    for (const auto& r : plan.matched) matched.push_back(rule_json(r));
     return {
         {"device", x.facts.name},
         {"facts", facts_json(x.facts)},
-        {"matched", matched},
+        {"matched", rules_json(plan.matched)},
         {"attributes", attrs},
         {"wbt", x.wbt_state.empty() ? json(nullptr) : json{{"state", x.wbt_state}, {"consequence", x.wbt_consequence}}},
         {"stack",

@@ -11,8 +11,6 @@ using policy::ActionKind;
 namespace {
 
 json action_json(const policy::Action& a) {
-    json overridden = json::array();
-    for (const auto& o : a.overridden) overridden.push_back(rule_json(o));
     return {{"attribute", a.attribute},
             {"path", a.path},
             {"current", a.current},
@@ -22,7 +20,7 @@ json action_json(const policy::Action& a) {
             {"action", policy::to_string(a.kind)},
             {"note", a.note},
             {"rule", rule_json(a.rule)},
-            {"overridden", overridden}};
+            {"overridden", rules_json(a.overridden)}};
 }
 
 class PlanReport final : public DeviceReport {
