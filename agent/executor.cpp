@@ -1,6 +1,10 @@
 #include "agent/executor.hpp"
 
+#include <time.h>
+
+#include <algorithm>
 #include <cerrno>
+#include <set>
 
 #include "policy/names.hpp"
 #include "policy/values.hpp"
@@ -16,20 +20,38 @@ namespace {
 constexpr policy::Named<Outcome> kOutcomes[] = {
     {Outcome::unchanged, "unchanged"}, {Outcome::applied, "applied"},     {Outcome::skipped, "skipped"},
     {Outcome::failed, "failed"},       {Outcome::not_stuck, "not-stuck"}, {Outcome::refused, "refused"},
+    {Outcome::busy, "busy"},
 };
 static_assert(policy::in_enum_order(kOutcomes));
 }  // namespace
 
 const char* to_string(Outcome o) { return policy::name_of(kOutcomes, o); }
 
-bool is_failure(Outcome o) { return o == Outcome::failed || o == Outcome::not_stuck || o == Outcome::refused; }
+bool is_failure(Outcome o) {
+    return o == Outcome::failed || o == Outcome::not_stuck || o == Outcome::refused || o == Outcome::busy;
+}
+
+const BusyRetry& default_busy_retry() {
+    static const BusyRetry r = [] {
+        BusyRetry b;
+        b.pause = [](std::chrono::microseconds d) {
+            struct timespec ts {
+                static_cast<time_t>(d.count() / 1'000'000), static_cast<long>(d.count() % 1'000'000) * 1000
+            };
+            while (::nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+            }
+        };
+        return b;
+    }();
+    return r;
+}
 
 namespace {
 
 class DeviceExecutor {
 public:
-    DeviceExecutor(udev::Sysfs& sysfs, const policy::DevicePlan& plan)
-        : sysfs_(sysfs), plan_(plan), dir_("block/" + plan.device + "/") {}
+    DeviceExecutor(udev::Sysfs& sysfs, const policy::DevicePlan& plan, const BusyRetry& retry)
+        : sysfs_(sysfs), plan_(plan), retry_(retry), dir_("block/" + plan.device + "/") {}
 
     DeviceResult run() {
         DeviceResult out;
@@ -57,15 +79,45 @@ private:
         return "cannot read " + a.path + ": " + util::errno_text(err);
     }
 
+    // One write(2) as the kernel finally answers it: a write refused with
+    // EBUSY (another writer holds the queue's update lock) is made again
+    // after a pause, within the retry bound.
+    int write_settled(const Action& a, const std::string& value, AttributeResult& r) {
+        auto pause = retry_.first_pause;
+        std::chrono::microseconds waited{0};
+        for (int attempt = 1;; ++attempt) {
+            ++r.attempts;
+            const int err = sysfs_.write(dir_ + a.path, value);
+            if (err != EBUSY) return err;
+            if (attempt == 1) policy::kernel_row("write-contended:ebusy");
+            ++r.busy;
+            if (attempt >= retry_.max_attempts || waited + pause > retry_.budget) return err;
+            if (retry_.pause) retry_.pause(pause);
+            waited += pause;
+            r.busy_waited += pause;
+            pause = std::min(pause * 2, retry_.max_pause);
+        }
+    }
+
     // The write itself, with the wbt special case: when wbt reads 0 (off,
     // e.g. after bfq disabled the default) writing a non-zero value equal to
     // the retained latency is a silent no-op; writing 0 first makes it stick.
-    int write(const Action& a, const std::string& value, const std::string& before) {
+    int write(const Action& a, const std::string& value, const std::string& before, AttributeResult& r) {
         if (a.attribute == "wbt_lat_usec" && value != "0" && (before == "0" || a.zero_first)) {
             policy::kernel_row("wbt-store:retained-value-noop");
-            if (int err = sysfs_.write(dir_ + a.path, "0")) return err;
+            if (int err = write_settled(a, "0", r)) return err;
         }
-        return sysfs_.write(dir_ + a.path, value);
+        return write_settled(a, value, r);
+    }
+
+    // A write the kernel still refused with EBUSY when the bound ran out.
+    void busy(const AttributeResult& r, Outcome& outcome, std::string& detail) const {
+        using std::chrono::duration_cast;
+        using std::chrono::milliseconds;
+        outcome = Outcome::busy;
+        detail = "the kernel answered EBUSY " + std::to_string(r.busy) + " of " + std::to_string(r.attempts) +
+                 " times in " + std::to_string(duration_cast<milliseconds>(r.busy_waited).count()) +
+                 " ms: another writer held the queue's update lock throughout";
     }
 
     // What to write for the action now: a scheduler whose first choice the
@@ -78,12 +130,12 @@ private:
     // neither has nor can load as a module; the next name is tried then.
     int write_first_accepted(const Action& a, const std::string& before, AttributeResult& r) {
         std::string tried = a.value;
-        int err = write(a, tried, before);
+        int err = write(a, tried, before, r);
         for (const auto& next : a.alternatives) {
             if (err != EINVAL) break;
             r.refused.push_back(tried);
             tried = next;
-            err = write(a, tried, before);
+            err = write(a, tried, before, r);
         }
         if (err == EINVAL && !a.alternatives.empty()) r.refused.push_back(tried);
         if (!err && tried != a.value) r.expected = tried;  // a scheduler: value and expected are the name
@@ -134,6 +186,10 @@ private:
         }
         if (int werr = write_first_accepted(a, r.before, r)) {
             r.after = r.before;  // a refused write leaves the value as it was
+            if (werr == EBUSY) {
+                busy(r, r.outcome, r.detail);
+                return r;
+            }
             r.outcome =
                 (werr == ENOENT && !sysfs_.exists("block/" + plan_.device)) ? Outcome::skipped : Outcome::failed;
             r.detail =
@@ -148,18 +204,17 @@ private:
     }
 
     // What a write does to later attributes: a queue-limits commit can raise
-    // read_ahead_kb; a scheduler switch resets nr_requests and iosched/ and
-    // can turn a default wbt off.
+    // read_ahead_kb; a scheduler switch resets nr_requests, async_depth and
+    // iosched/ and can turn a default wbt off; an nr_requests write rescales
+    // async_depth.
     void note_write(const Action& a) {
-        if (a.limits_commit) limits_written_ = true;
-        if (a.attribute == "scheduler") scheduler_written_ = true;
+        if (a.cause != policy::WriteCause::none) written_.insert(a.cause);
     }
     // The kernel rows say which writes move which attribute; the executor
     // does not know the kernel's version, so every such row counts.
     bool disturbed(const Action& a) const {
-        using policy::WriteCause;
-        return (limits_written_ && policy::disturbed_by(WriteCause::limits_commit, a.attribute, {})) ||
-               (scheduler_written_ && policy::disturbed_by(WriteCause::scheduler_switch, a.attribute, {}));
+        return std::any_of(written_.begin(), written_.end(),
+                           [&](policy::WriteCause c) { return policy::disturbed_by(c, a.attribute, {}) != nullptr; });
     }
 
     // Reads everything back. What differs (undone by a later write, or never
@@ -179,7 +234,11 @@ private:
             if (r.after == r.expected) continue;
 
             const bool was_unchanged = r.outcome == Outcome::unchanged;
-            if (int werr = write(a, value_of(a, r), r.after)) {
+            if (int werr = write(a, value_of(a, r), r.after, r)) {
+                if (werr == EBUSY) {
+                    busy(r, r.outcome, r.detail);
+                    continue;
+                }
                 r.outcome = Outcome::failed;
                 r.detail = "write " + value_of(a, r) + ": " + util::errno_text(werr);
                 continue;
@@ -202,13 +261,15 @@ private:
 
     udev::Sysfs& sysfs_;
     const policy::DevicePlan& plan_;
+    const BusyRetry& retry_;
     std::string dir_;
-    bool limits_written_ = false;
-    bool scheduler_written_ = false;
+    std::set<policy::WriteCause> written_;
 };
 
 }  // namespace
 
-DeviceResult execute(udev::Sysfs& sysfs, const policy::DevicePlan& plan) { return DeviceExecutor(sysfs, plan).run(); }
+DeviceResult execute(udev::Sysfs& sysfs, const policy::DevicePlan& plan, const BusyRetry& retry) {
+    return DeviceExecutor(sysfs, plan, retry).run();
+}
 
 }  // namespace blkpolicy::agent

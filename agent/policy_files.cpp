@@ -64,6 +64,8 @@ PolicyFileList find_policy_files(const std::vector<std::string>& explicit_paths,
             } else if (fs::exists(p, ec)) {
                 list.files.push_back(p);
             } else {
+                // Not there is not invalid: said as missing, like the default path.
+                list.none_found = true;
                 list.errors.push_back(file_error(p, "no such policy file or directory"));
             }
         }

@@ -23,7 +23,7 @@ struct PolicyLocations {
 struct PolicyFileList {
     std::vector<std::string> files;
     std::vector<policy::PolicyError> errors;
-    bool none_found = false;  // the default locations hold no policy file
+    bool none_found = false;  // a policy file given with --policy, or any in the default locations, is not there
 };
 PolicyFileList find_policy_files(const std::vector<std::string>& explicit_paths, const PolicyLocations& defaults = {});
 

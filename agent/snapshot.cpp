@@ -8,11 +8,12 @@
 
 namespace blkpolicy::agent {
 
-policy::PlanContext host_plan_context(const std::string& sysfs_root) {
+policy::PlanContext host_plan_context(const std::string& sysfs_root, const std::string& kernel_release) {
     policy::PlanContext ctx;
     long page = ::sysconf(_SC_PAGESIZE);
     if (page > 0) ctx.page_size = page;
     if (sysfs_root == "/sys") ctx.kernel = running_kernel_version();
+    if (auto k = policy::parse_kernel_release(kernel_release)) ctx.kernel = *k;
     // Modules belong to the running kernel: only a look at the real /sys
     // asks the real modules directory.
     if (sysfs_root == "/sys") {

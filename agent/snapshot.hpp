@@ -38,10 +38,12 @@ std::vector<DeviceView> look(const udev::Sysfs& sysfs, const StateDir& state, co
                              const std::vector<std::string>& only, const LookOptions& how,
                              std::vector<std::string>& warnings);
 
-// The host's side of planning: page size, and which I/O schedulers the
-// running kernel could load as modules (when its modules directory can be
-// read: the daemon's unit hides it, and then a name is simply tried).
-policy::PlanContext host_plan_context(const std::string& sysfs_root = "/sys");
+// The host's side of planning: page size, the running kernel (or
+// `kernel_release` when one is given: --kernel-release), and which I/O
+// schedulers the running kernel could load as modules (when its modules
+// directory can be read: the daemon's unit hides it, and then a name is
+// simply tried).
+policy::PlanContext host_plan_context(const std::string& sysfs_root = "/sys", const std::string& kernel_release = {});
 // The running kernel's release as major.minor (0.0 when uname says otherwise).
 policy::KernelVersion running_kernel_version();
 std::string running_kernel_release();  // uname -r

@@ -37,16 +37,25 @@ std::vector<AttributeSpec> build_table() {
     t.push_back(wc);
     t.push_back(make("add_random", "queue/add_random", Phase::limits, 4, ValueKind::flag, 0, 1));
     t.push_back(make("iostats", "queue/iostats", Phase::limits, 5, ValueKind::flag, 0, 1));
-    for (auto& s : t) s.limits_commit = true;
+    for (auto& s : t) s.cause = WriteCause::limits_commit;
 
     auto sched = make("scheduler", "queue/scheduler", Phase::scheduler, 0, ValueKind::scheduler);
     sched.mq_only = true;
+    sched.cause = WriteCause::scheduler_switch;
     t.push_back(sched);
 
     auto nr = make("nr_requests", "queue/nr_requests", Phase::requests, 0, ValueKind::integer, 4, 65536,
                    "the kernel silently raises values below 4");
     nr.mq_only = true;
+    nr.cause = WriteCause::nr_requests_write;
     t.push_back(nr);
+
+    // 7.0+: reset by a scheduler switch and rescaled by an nr_requests write,
+    // so it is written after both.
+    auto ad = make("async_depth", "queue/async_depth", Phase::requests, 1, ValueKind::integer, 1, 65536,
+                   "at least 1; the kernel caps it at nr_requests and refuses it under scheduler none");
+    ad.mq_only = true;
+    t.push_back(ad);
 
     auto wbt = make("wbt_lat_usec", "queue/wbt_lat_usec", Phase::wbt, 0, ValueKind::wbt, 0, 60'000'000,
                     "microseconds, at most 60 s; use \"default\" for the kernel's own value");
@@ -87,7 +96,7 @@ std::optional<AttributeSpec> find_attribute(std::string_view key) {
     if (key.substr(0, iosched.size()) == iosched) {
         auto name = key.substr(iosched.size());
         if (!valid_tunable_name(name)) return std::nullopt;
-        auto s = make(std::string(key), "queue/iosched/" + std::string(name), Phase::requests, 1, ValueKind::integer, 0,
+        auto s = make(std::string(key), "queue/iosched/" + std::string(name), Phase::requests, 2, ValueKind::integer, 0,
                       kInt64Max);
         s.mq_only = true;
         return s;

@@ -10,13 +10,15 @@
 #include <string_view>
 #include <vector>
 
+#include "policy/kernel.hpp"
+
 namespace blkpolicy::policy {
 
 // Write order (DESIGN.md "Write order"); lower phases are written first.
 enum class Phase : int {
     limits = 1,     // queue-limits commits: each can raise read_ahead_kb again
     scheduler = 2,  // resets nr_requests, recreates iosched/, may disable wbt
-    requests = 3,   // nr_requests, then iosched.* tunables
+    requests = 3,   // nr_requests, then async_depth, then iosched.* tunables
     wbt = 4,        // wbt_lat_usec
     late = 5,       // nomerges, rq_affinity, SCSI device.*
     readahead = 6,  // read_ahead_kb last
@@ -39,9 +41,10 @@ struct AttributeSpec {
     std::int64_t min = 0;
     std::int64_t max = 0;
     std::vector<std::string> choices;
-    // Writing this attribute commits queue limits, after which the kernel
-    // recomputes read_ahead_kb (it only ever raises it on 6.15+).
-    bool limits_commit = false;
+    // What writing this attribute can disturb elsewhere: a queue-limits
+    // commit (the kernel recomputes read_ahead_kb), a scheduler switch, an
+    // nr_requests write. The kernel rows (disturbed_by) say what moves.
+    WriteCause cause = WriteCause::none;
     // Present only on request-based (blk-mq) queues.
     bool mq_only = false;
     // Why the range is what it is, shown in validation errors.

@@ -25,6 +25,26 @@ namespace {
 
 std::string version_text(const KernelVersion& k) { return std::to_string(k.major) + "." + std::to_string(k.minor); }
 
+// What writing a queue-limits attribute does on this kernel, as its row says.
+std::string limits_commit_text(const KernelVersion& k) {
+    if (disturbed_by(WriteCause::limits_commit, "read_ahead_kb", k))
+        return "writing it is a queue-limits commit: read_ahead_kb is recomputed";
+    return "writing it is a queue-limits commit, which on this kernel (before 6.9) leaves read_ahead_kb alone";
+}
+
+// What a scheduler switch moves on this kernel, from the rows.
+std::string switch_text(const KernelVersion& k) {
+    std::vector<std::string> moved;
+    if (disturbed_by(WriteCause::scheduler_switch, "nr_requests", k)) moved.push_back("resets nr_requests");
+    if (disturbed_by(WriteCause::scheduler_switch, "async_depth", k)) moved.push_back("resets async_depth");
+    if (disturbed_by(WriteCause::scheduler_switch, "iosched.", k)) moved.push_back("recreates iosched/ with defaults");
+    if (disturbed_by(WriteCause::scheduler_switch, "wbt_lat_usec", k)) moved.push_back("bfq turns a default wbt off");
+    std::string out = "a switch";
+    for (std::size_t i = 0; i < moved.size(); ++i)
+        out += (i == 0 ? " " : i + 1 == moved.size() ? ", and " : ", ") + moved[i];
+    return out;
+}
+
 void derive_read_ahead(Explanation& e, const Values& v, const ExplainContext& ctx) {
     const bool rot = value_of(v, "rotational") == "1";
     const auto io_opt = parse_int(value_of(v, "optimal_io_size")).value_or(0);
@@ -36,6 +56,7 @@ void derive_read_ahead(Explanation& e, const Values& v, const ExplainContext& ct
     const std::string kv = "kernel " + version_text(k) + ": ";
     const auto& on_commit = kernel_row_for("readahead-on-commit", k);
     e.kernel_rule = on_commit.id;
+    e.kernel_rule_standing = standing_on(on_commit, k);
     auto computed = kernel_readahead_kb(k, rot, io_opt, max_kb);
     if (!computed) {
         e.kernel_default = std::to_string(registration_readahead_kb(io_opt));
@@ -61,6 +82,13 @@ void derive_read_ahead(Explanation& e, const Values& v, const ExplainContext& ct
             e.disturbs = commits + " resets it to " + e.kernel_default + " (6.9-6.14)";
             break;
         default:
+            if (on_commit.beyond_observed(k)) {
+                e.disturbs = commits + " recomputes it; that it only raises it was " +
+                             e.kernel_rule_standing.substr(0, e.kernel_rule_standing.find(':')) + ", so on " +
+                             version_text(k) +
+                             " it is not taken on the version's word: blkpolicy reads it back after every write";
+                break;
+            }
             e.disturbs = commits + " resets it to " + e.kernel_default +
                          ", or only raises it where this stable series took the 6.15 rule back (not known for " +
                          version_text(k) + "." + std::to_string(k.patch) +
@@ -145,6 +173,7 @@ void derive_wbt(Explanation& e, const DeviceFacts& f, const Values& v, const Exp
     e.derivation += "; rotational is " + value_of(v, "rotational") + " now, so -1 or \"default\" would give " +
                     std::to_string(wbt_default_usec(rot_now));
     e.kernel_rule = kernel_row_for("bfq-off-wbt-reads", ctx.kernel).id;
+    e.kernel_rule_standing = standing_on(kernel_row(e.kernel_rule), ctx.kernel);
     e.disturbs =
         std::string("switching to bfq turns a default wbt off (reads 0") +
         (bfq_off_wbt_reads_zero(ctx.kernel) ? ")" : "; this kernel still shows the old latency, debugfs tells)") +
@@ -178,7 +207,7 @@ void derive_scheduler(Explanation& e, const DeviceFacts& f, const Values& v, con
         e.kernel_default = "none";
         e.derivation = std::to_string(ctx.hw_queues) + " hardware queues: the kernel picks none";
     }
-    e.disturbs = "a switch resets nr_requests, recreates iosched/ with defaults, and bfq turns a default wbt off";
+    e.disturbs = switch_text(ctx.kernel);
 }
 
 void derive_nr_requests(Explanation& e, const Values& v, const ExplainContext& ctx) {
@@ -194,6 +223,27 @@ void derive_nr_requests(Explanation& e, const Values& v, const ExplainContext& c
         e.derivation = "set from the hardware tag depth and the scheduler each time a scheduler is attached";
     }
     e.disturbs = "every scheduler switch resets it";
+    if (disturbed_by(WriteCause::nr_requests_write, "async_depth", ctx.kernel))
+        e.disturbs += "; writing it rescales async_depth in proportion";
+}
+
+void derive_async_depth(Explanation& e, const Values& v, const ExplainContext& ctx) {
+    const auto sched = value_of(v, "scheduler");
+    const auto nr = parse_int(value_of(v, "nr_requests"));
+    e.inputs = {{"queue/scheduler", sched}, {"queue/nr_requests", value_of(v, "nr_requests")}};
+    e.kernel_rule = kernel_row_for("async-depth", ctx.kernel).id;
+    e.kernel_rule_standing = standing_on(kernel_row(e.kernel_rule), ctx.kernel);
+    if (nr) {
+        e.kernel_default = std::to_string(async_depth_default(*nr, sched));
+        e.derivation = sched == "kyber" || sched == "bfq"
+                           ? "under " + sched + ": 3/4 of nr_requests " + std::to_string(*nr) + " = " + e.kernel_default
+                           : "under " + (sched.empty() ? std::string("none") : sched) + ": nr_requests itself, " +
+                                 e.kernel_default;
+        e.derivation += ", set at each scheduler switch (7.0+)";
+    }
+    e.disturbs =
+        "every scheduler switch resets it; writing nr_requests scales it in proportion; a written value "
+        "above nr_requests reads back as nr_requests, and under none the kernel refuses any";
 }
 
 void derive_rotational(Explanation& e, const DeviceFacts& f, const Values& v, const ExplainContext& ctx) {
@@ -209,7 +259,7 @@ void derive_rotational(Explanation& e, const DeviceFacts& f, const Values& v, co
     if (d.rotational) e.kernel_default = *d.rotational ? "1" : "0";
     e.derivation = d.why;
     if (f.driver == "sd") e.derivation += "; sd revalidation sets it again";
-    e.disturbs = "writing it is a queue-limits commit: read_ahead_kb is recomputed (see read_ahead_kb)";
+    e.disturbs = limits_commit_text(ctx.kernel) + " (see read_ahead_kb)";
 }
 
 void derive_write_cache(Explanation& e, const DeviceFacts& f) {
@@ -229,8 +279,8 @@ DeviceExplanation explain_device(const DeviceFacts& facts, const Values& values,
 
     std::vector<std::string> order;
     for (const auto& a : plan.actions) order.push_back(a.attribute);
-    for (const char* notable :
-         {"rotational", "scheduler", "nr_requests", "wbt_lat_usec", "write_cache", "max_sectors_kb", "read_ahead_kb"})
+    for (const char* notable : {"rotational", "scheduler", "nr_requests", "async_depth", "wbt_lat_usec", "write_cache",
+                                "max_sectors_kb", "read_ahead_kb"})
         if (std::find(order.begin(), order.end(), notable) == order.end() && values.count(notable))
             order.push_back(notable);
 
@@ -254,6 +304,8 @@ DeviceExplanation explain_device(const DeviceFacts& facts, const Values& values,
             derive_scheduler(e, facts, values, ctx);
         else if (attr == "nr_requests")
             derive_nr_requests(e, values, ctx);
+        else if (attr == "async_depth")
+            derive_async_depth(e, values, ctx);
         else if (attr == "rotational")
             derive_rotational(e, facts, values, ctx);
         else if (attr == "write_cache")
@@ -261,7 +313,7 @@ DeviceExplanation explain_device(const DeviceFacts& facts, const Values& values,
         else if (attr == "max_sectors_kb") {
             e.inputs = {{"queue/max_hw_sectors_kb", value_of(values, "max_hw_sectors_kb")}};
             e.derivation = "the driver's limit, capped by the hardware maximum";
-            e.disturbs = "writing it is a queue-limits commit: read_ahead_kb is recomputed";
+            e.disturbs = limits_commit_text(ctx.kernel);
         }
         out.attributes.push_back(std::move(e));
     }

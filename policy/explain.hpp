@@ -50,8 +50,12 @@ struct Explanation {
     std::string disturbs;                                     // what else moves this value
     // Which kernel behaviour applies here, as a stable id for machines:
     // "readahead-on-commit:untouched|reset|raise|unknown" (read_ahead_kb),
-    // "bfq-off-wbt-reads:0|latency" (wbt_lat_usec). Empty otherwise.
+    // "bfq-off-wbt-reads:0|latency" (wbt_lat_usec),
+    // "async-depth:queue-attribute|iosched-tunable" (async_depth). Empty otherwise.
     std::string kernel_rule;
+    // How that row stands on this kernel (standing_on): "holds", or "not
+    // observed past 7.3: read back" on a newer one.
+    std::string kernel_rule_standing;
 };
 
 struct StackView {

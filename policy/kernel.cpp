@@ -23,8 +23,13 @@ constexpr VersionRange from(int ma, int mi, int pa = 0) { return {{ma, mi, pa}, 
 constexpr VersionRange before(int ma, int mi) { return {{}, {ma, mi, 0}}; }
 constexpr VersionRange between(KernelVersion a, KernelVersion b) { return {a, b}; }
 
-constexpr std::string_view kAll3 = "6.1.0 (Debian 12), 6.12.117 (Debian 13), 6.18.44 (host)";
-constexpr std::string_view kGuests = "6.1.0 (Debian 12), 6.12.117 (Debian 13)";
+// The kernels here: the two Debian guests' own, the host's, and Debian 13's
+// backports kernel in the third guest.
+constexpr std::string_view kAll =
+    "6.1.0 (Debian 12), 6.12.117 (Debian 13), 6.18.44 (host), 7.3.4 (Debian 13 backports)";
+constexpr std::string_view kGuests = "6.1.0 (Debian 12), 6.12.117 (Debian 13), 7.3.4 (Debian 13 backports)";
+// The newest kernel series a version-keyed row was observed on.
+constexpr KernelVersion kNewest{7, 3, 4};
 
 // The rows of one question are listed together, most specific first: the
 // first row whose versions hold answers it.
@@ -35,10 +40,11 @@ constexpr KernelRow kRows[] = {
      {from(6, 15), between({6, 12, 117}, {6, 13, 0})},
      KnownBy::version,
      "the release: 6.15 and later, and the 6.12 stable series from the release it was observed on",
-     "6.12.117 (Debian 13, the 6.15 rule carried back), 6.18.44 (host)",
+     "6.12.117 (Debian 13, the 6.15 rule carried back), 6.18.44 (host), 7.3.4 (Debian 13 backports)",
      WriteCause::none,
      "",
-     "blk_apply_bdi_limits, block/blk-settings.c"},
+     "blk_apply_bdi_limits, block/blk-settings.c",
+     kNewest},
     {"readahead-on-commit:unknown",
      "a stable series that may or may not carry the 6.15 \"only raise\" rule back",
      {between({6, 12, 0}, {6, 12, 117}), between({6, 14, 0}, {6, 15, 0})},
@@ -73,16 +79,18 @@ constexpr KernelRow kRows[] = {
      {from(6, 17), kUnused},
      KnownBy::version,
      "the release: 6.17 and later",
-     "6.18.44 (host: a bound loop reads 2560 = 2 x 1280)",
+     "6.18.44 (host: a bound loop reads 2560 = 2 x 1280), 7.3.4 (Debian 13 backports: a virtio disk reads 8192 = 2 x "
+     "4096)",
      WriteCause::none,
      "",
-     "blk_apply_bdi_limits, block/blk-settings.c"},
+     "blk_apply_bdi_limits, block/blk-settings.c",
+     kNewest},
     {"readahead-default:2x-io-opt",
      "max(2 x optimal_io_size, 128 KiB), where the 2x-max-sectors rule does not apply",
      {kEvery, kUnused},
      KnownBy::always,
      "",
-     kAll3,
+     kAll,
      WriteCause::none,
      "",
      "blk_apply_bdi_limits, block/blk-settings.c"},
@@ -91,7 +99,7 @@ constexpr KernelRow kRows[] = {
      {kEvery, kUnused},
      KnownBy::always,
      "the page size, from sysconf",
-     "6.18.44 (host: 99999999 reads 99999996)",
+     "6.18.44 (host: 99999999 reads 99999996), 7.3.4 (Debian 13 backports)",
      WriteCause::none,
      "",
      "queue_ra_store, block/blk-sysfs.c"},
@@ -103,16 +111,17 @@ constexpr KernelRow kRows[] = {
      {from(6, 9), kUnused},
      KnownBy::version_and_probe,
      "the release, and read_ahead_kb is read again after every such write",
-     "6.12.117 (Debian 13), 6.18.44 (host)",
+     "6.12.117 (Debian 13), 6.18.44 (host), 7.3.4 (Debian 13 backports)",
      WriteCause::limits_commit,
      "read_ahead_kb",
-     "queue_limits_commit_update, block/blk-settings.c"},
+     "queue_limits_commit_update, block/blk-settings.c",
+     kNewest},
     {"scheduler-switch:resets-nr-requests",
      "a scheduler switch sets nr_requests to the default for the new scheduler",
      {kEvery, kUnused},
      KnownBy::always,
      "nr_requests is read again after a switch",
-     kAll3,
+     kAll,
      WriteCause::scheduler_switch,
      "nr_requests",
      "blk_mq_init_sched, block/blk-mq-sched.c"},
@@ -121,19 +130,39 @@ constexpr KernelRow kRows[] = {
      {kEvery, kUnused},
      KnownBy::always,
      "the tunables are read again after a switch",
-     kAll3,
+     kAll,
      WriteCause::scheduler_switch,
      "iosched.",
      "elevator_switch, block/elevator.c"},
+    {"scheduler-switch:resets-async-depth",
+     "a scheduler switch sets queue/async_depth to the new scheduler's default",
+     {from(7, 0), kUnused},
+     KnownBy::version_and_probe,
+     "the release, and queue/async_depth is there; it is read again after a switch",
+     "7.3.4 (Debian 13 backports)",
+     WriteCause::scheduler_switch,
+     "async_depth",
+     "elevator_switch, block/elevator.c",
+     kNewest},
     {"bfq-attach:turns-default-wbt-off",
      "attaching bfq turns a default wbt off (a manual value stays); leaving bfq turns it back on",
      {kEvery, kUnused},
      KnownBy::version_and_probe,
      "debugfs rqos/wbt/enabled, where debugfs is mounted",
-     kAll3,
+     kAll,
      WriteCause::scheduler_switch,
      "wbt_lat_usec",
      "bfq_init_queue, block/bfq-iosched.c; wbt_disable_default"},
+    {"nr-requests-write:rescales-async-depth",
+     "writing nr_requests scales queue/async_depth in proportion (64 of 256, then nr_requests 128: 32)",
+     {from(7, 0), kUnused},
+     KnownBy::version_and_probe,
+     "the release, and queue/async_depth is there; it is read again after an nr_requests write",
+     "7.3.4 (Debian 13 backports)",
+     WriteCause::nr_requests_write,
+     "async_depth",
+     "blk_mq_update_nr_requests, block/blk-mq.c",
+     kNewest},
 
     // wbt.
     {"bfq-off-wbt-reads:0",
@@ -141,10 +170,11 @@ constexpr KernelRow kRows[] = {
      {from(6, 2), kUnused},
      KnownBy::version_and_probe,
      "the release, and debugfs rqos/wbt/enabled = 3 where debugfs is mounted",
-     "6.12.117 (Debian 13), 6.18.44 (host)",
+     "6.12.117 (Debian 13), 6.18.44 (host), 7.3.4 (Debian 13 backports)",
      WriteCause::none,
      "",
-     "queue_wb_lat_show, block/blk-sysfs.c"},
+     "queue_wb_lat_show, block/blk-sysfs.c",
+     kNewest},
     {"bfq-off-wbt-reads:latency",
      "after bfq turned a default wbt off, queue/wbt_lat_usec still reads the old latency",
      {before(6, 2), kUnused},
@@ -159,7 +189,7 @@ constexpr KernelRow kRows[] = {
      {kEvery, kUnused},
      KnownBy::always,
      "",
-     kAll3,
+     kAll,
      WriteCause::none,
      "",
      "wbt_default_latency_nsec, block/blk-wbt.c"},
@@ -168,10 +198,84 @@ constexpr KernelRow kRows[] = {
      {kEvery, kUnused},
      KnownBy::always,
      "every write is read back",
-     kAll3,
+     kAll,
      WriteCause::none,
      "",
      "wbt_set_lat, block/blk-wbt.c"},
+
+    // Writers that meet on one queue (or on one tag set: the disks of one
+    // SCSI host).
+    {"write-contended:ebusy",
+     "a write of scheduler, nr_requests or async_depth returns EBUSY while another writer updates the queue "
+     "(or another queue of the same tag set, such as a disk on the same SCSI host) instead of waiting for it",
+     {from(7, 0), between({6, 18, 44}, {6, 19, 0})},
+     KnownBy::probe,
+     "the write's own errno: on every kernel an EBUSY is written again after a pause, within a bound",
+     "6.18.44 (host: two writers of one loop queue), 7.3.4 (Debian 13 backports: a scheduler switch on another disk "
+     "of the same SCSI host)",
+     WriteCause::none,
+     "",
+     "elevator_change, blk_mq_update_nr_requests; block/elevator.c, block/blk-mq.c",
+     kNewest},
+    {"write-contended:unknown",
+     "a stable series that may or may not carry the EBUSY change back",
+     {between({6, 18, 0}, {6, 18, 44}), between({6, 19, 0}, {7, 0, 0})},
+     KnownBy::probe,
+     "the write's own errno: an EBUSY is written again after a pause, within a bound",
+     "",
+     WriteCause::none,
+     "",
+     "elevator_change, blk_mq_update_nr_requests; block/elevator.c, block/blk-mq.c"},
+    {"write-contended:waits",
+     "a contended write of scheduler or nr_requests waits for the other writer",
+     {before(6, 18), kUnused},
+     KnownBy::probe,
+     "the write's own errno (none comes)",
+     kGuests.substr(0, kGuests.find(", 7.3.4")),
+     WriteCause::none,
+     "",
+     "elevator_change, blk_mq_update_nr_requests; block/elevator.c, block/blk-mq.c"},
+
+    // queue/async_depth (7.0+).
+    {"async-depth:queue-attribute",
+     "queue/async_depth caps the tags asynchronous writes may take; mq-deadline's iosched/async_depth is gone",
+     {from(7, 0), kUnused},
+     KnownBy::version_and_probe,
+     "the release, and the file queue/async_depth",
+     "7.3.4 (Debian 13 backports)",
+     WriteCause::none,
+     "",
+     "queue_async_depth_store, block/blk-sysfs.c",
+     kNewest},
+    {"async-depth:iosched-tunable",
+     "no queue/async_depth: mq-deadline has its own iosched/async_depth",
+     {before(7, 0), kUnused},
+     KnownBy::version_and_probe,
+     "the release, and the file iosched/async_depth under mq-deadline",
+     "6.1.0 (Debian 12), 6.12.117 (Debian 13), 6.18.44 (host)",
+     WriteCause::none,
+     "",
+     "deadline_async_depth_store, block/mq-deadline.c"},
+    {"async-depth-default:by-scheduler",
+     "after a switch async_depth is nr_requests under none and mq-deadline, and 3/4 of it under kyber and bfq",
+     {from(7, 0), kUnused},
+     KnownBy::version_and_probe,
+     "the release, and queue/async_depth is read again after a switch",
+     "7.3.4 (Debian 13 backports: 256 and 192 of 256)",
+     WriteCause::none,
+     "",
+     "blk_mq_init_sched, block/blk-mq-sched.c",
+     kNewest},
+    {"async-depth-write:capped-refused-under-none",
+     "a written async_depth above nr_requests reads back as nr_requests; 0, or any value under none, is EINVAL",
+     {from(7, 0), kUnused},
+     KnownBy::version_and_probe,
+     "the release; the plan leaves it out under none and refuses a value above nr_requests; every write is read back",
+     "7.3.4 (Debian 13 backports)",
+     WriteCause::none,
+     "",
+     "queue_async_depth_store, block/blk-sysfs.c",
+     kNewest},
 
     // Loop devices.
     {"loop-created-rotational:1",
@@ -188,10 +292,11 @@ constexpr KernelRow kRows[] = {
      {from(6, 11), kUnused},
      KnownBy::version,
      "the release: 6.11 and later",
-     "6.12.117 (Debian 13), 6.18.44 (host)",
+     "6.12.117 (Debian 13), 6.18.44 (host), 7.3.4 (Debian 13 backports)",
      WriteCause::none,
      "",
-     "loop_add, drivers/block/loop.c"},
+     "loop_add, drivers/block/loop.c",
+     kNewest},
 
     // nr_requests.
     {"nr-requests-default:scheduler",
@@ -199,7 +304,7 @@ constexpr KernelRow kRows[] = {
      {kEvery, kUnused},
      KnownBy::probe,
      "mq/0/nr_tags",
-     kAll3,
+     kAll,
      WriteCause::none,
      "",
      "blk_mq_init_sched, block/blk-mq-sched.c"},
@@ -208,7 +313,7 @@ constexpr KernelRow kRows[] = {
      {kEvery, kUnused},
      KnownBy::probe,
      "mq/0/nr_tags",
-     kAll3,
+     kAll,
      WriteCause::none,
      "",
      "blk_mq_init_sched, block/blk-mq-sched.c"},
@@ -220,7 +325,7 @@ constexpr KernelRow kRows[] = {
      {kEvery, kUnused},
      KnownBy::read_back,
      "every write is read back",
-     "6.18.44 (host)",
+     kAll,
      WriteCause::none,
      "",
      "queue_wc_store, block/blk-sysfs.c"},
@@ -229,7 +334,7 @@ constexpr KernelRow kRows[] = {
      {kEvery, kUnused},
      KnownBy::read_back,
      "the policy allows 0-2 only; every write is read back",
-     "6.18.44 (host)",
+     kAll,
      WriteCause::none,
      "",
      "queue_rq_affinity_store, block/blk-sysfs.c"},
@@ -276,7 +381,7 @@ constexpr KernelRow kRows[] = {
      {kEvery, kUnused},
      KnownBy::probe,
      "loop/backing_file and the device its file system is on",
-     "6.12.117 (Debian 13), 6.18.44 (host)",
+     "6.12.117 (Debian 13), 6.18.44 (host), 7.3.4 (Debian 13 backports)",
      WriteCause::none,
      "",
      "loop_update_rotational, drivers/block/loop.c"},
@@ -285,7 +390,7 @@ constexpr KernelRow kRows[] = {
      {kEvery, kUnused},
      KnownBy::version,
      "the release",
-     kAll3,
+     kAll,
      WriteCause::none,
      "",
      "loop_add, drivers/block/loop.c"},
@@ -314,7 +419,7 @@ constexpr KernelRow kRows[] = {
      {kEvery, kUnused},
      KnownBy::probe,
      "the stack kind",
-     kAll3,
+     kAll,
      WriteCause::none,
      "",
      "BLK_MQ_F_NO_SCHED_BY_DEFAULT, drivers/block/loop.c"},
@@ -377,6 +482,21 @@ bool KernelRow::holds_on(const KernelVersion& v) const {
     return std::any_of(versions.begin(), versions.end(), [&](const VersionRange& r) { return r.contains(v); });
 }
 
+bool KernelRow::beyond_observed(const KernelVersion& v) const {
+    if (known_by != KnownBy::version && known_by != KnownBy::version_and_probe) return false;
+    const bool open_ended = std::any_of(versions.begin(), versions.end(),
+                                        [&](const VersionRange& r) { return r.contains(v) && r.until.major == 0; });
+    if (!open_ended || newest_seen.major == 0) return false;
+    return v.major > newest_seen.major || (v.major == newest_seen.major && v.minor > newest_seen.minor);
+}
+
+std::string standing_on(const KernelRow& r, const KernelVersion& v) {
+    if (!r.holds_on(v)) return "does not hold";
+    if (!r.beyond_observed(v)) return "holds";
+    return "not observed past " + std::to_string(r.newest_seen.major) + "." + std::to_string(r.newest_seen.minor) +
+           (r.known_by == KnownBy::version_and_probe ? ": probe" : ": read back");
+}
+
 std::span<const KernelRow> kernel_rows() { return kRows; }
 
 const KernelRow& kernel_row(std::string_view id) {
@@ -416,7 +536,11 @@ ReadaheadOnCommit readahead_on_commit(const KernelVersion& v) {
         {ReadaheadOnCommit::unknown, "unknown"},
     };
     static_assert(in_enum_order(kAnswers));
-    return *value_named(kAnswers, kernel_row_for("readahead-on-commit", v).answer());
+    const auto& row = kernel_row_for("readahead-on-commit", v);
+    // Past the newest kernel it was seen on, the version alone says nothing:
+    // every write is read back, as on a series that may or may not carry it.
+    if (row.beyond_observed(v)) return ReadaheadOnCommit::unknown;
+    return *value_named(kAnswers, row.answer());
 }
 
 bool bfq_off_wbt_reads_zero(const KernelVersion& v) { return kernel_row_for("bfq-off-wbt-reads", v).answer() == "0"; }
@@ -469,11 +593,34 @@ bool rq_affinity_write_ignored(std::int64_t value) {
     return value > 2;
 }
 
+std::int64_t async_depth_default(std::int64_t nr_requests, std::string_view scheduler) {
+    kernel_row("async-depth-default:by-scheduler");
+    if (scheduler == "kyber" || scheduler == "bfq") return nr_requests * 3 / 4;
+    return nr_requests;
+}
+
+std::int64_t async_depth_rescaled(std::int64_t async_depth, std::int64_t old_nr, std::int64_t new_nr) {
+    kernel_row("nr-requests-write:rescales-async-depth");
+    if (old_nr <= 0) return async_depth;
+    return std::max<std::int64_t>(1, async_depth * new_nr / old_nr);
+}
+
+std::optional<std::int64_t> async_depth_readback(std::int64_t value, std::int64_t nr_requests,
+                                                 std::string_view scheduler) {
+    kernel_row("async-depth-write:capped-refused-under-none");
+    if (value <= 0 || scheduler == "none" || scheduler.empty()) return std::nullopt;
+    return std::min(value, nr_requests);
+}
+
 const KernelRow* disturbed_by(WriteCause cause, std::string_view attribute, const KernelVersion& v) {
     if (cause == WriteCause::none) return nullptr;
+    // A kernel newer than any seen here is treated like an unknown one:
+    // whatever some kernel's write disturbed is checked for.
+    const bool known =
+        v.major != 0 && !(v.major > kNewest.major || (v.major == kNewest.major && v.minor > kNewest.minor));
     for (std::size_t i = 0; i < kRowCount; ++i) {
         const auto& r = kRows[i];
-        if (r.cause != cause || (v.major != 0 && !r.holds_on(v))) continue;
+        if (r.cause != cause || (known && !r.holds_on(v))) continue;
         const bool prefix = r.disturbs.ends_with('.');
         if (prefix ? attribute.starts_with(r.disturbs) : attribute == r.disturbs) return &consulted(i);
     }

@@ -50,8 +50,9 @@ enum class KnownBy {
 };
 const char* to_string(KnownBy k);
 
-// What a write can disturb: a queue-limits commit, or a scheduler switch.
-enum class WriteCause { none, limits_commit, scheduler_switch };
+// What a write can disturb: a queue-limits commit, a scheduler switch, or a
+// write of nr_requests (which rescales async_depth on 7.0+).
+enum class WriteCause { none, limits_commit, scheduler_switch, nr_requests_write };
 
 struct KernelRow {
     std::string_view id;                   // "question:answer"; the rows of one question exclude each other
@@ -63,7 +64,17 @@ struct KernelRow {
     WriteCause cause = WriteCause::none;  // for "a write disturbs" rows: which writes
     std::string_view disturbs;            // ... and the attribute (a trailing '.' is a prefix: iosched.)
     std::string_view source;              // kernel function and file
+    // For a row keyed on the version with an open-ended range: the newest
+    // kernel series it was observed on here. On a newer kernel blkpolicy
+    // does not take the version's word for it (see beyond_observed).
+    KernelVersion newest_seen{};
     bool holds_on(const KernelVersion& v) const;
+    // Whether the row is keyed on the version (known_by version or
+    // version+probe) and `v` lies past the newest kernel it was observed on,
+    // in a range that is open-ended: nobody here has seen it hold there.
+    // Then blkpolicy acts on what it can know without the version: it reads
+    // every write back, and probes where the row names a probe.
+    bool beyond_observed(const KernelVersion& v) const;
     constexpr std::string_view question() const { return id.substr(0, id.find(':')); }
     constexpr std::string_view answer() const { return id.substr(id.find(':') + 1); }
 };
@@ -87,6 +98,10 @@ enum class ReadaheadOnCommit {
     unknown,    // a stable series that may or may not carry the fix: blkpolicy verifies after writing
 };
 ReadaheadOnCommit readahead_on_commit(const KernelVersion& v);
+
+// How the row stands on `v`, for `explain --kernel-rules`: "holds",
+// "does not hold", or "not observed past 7.3: read back" (or ": probe").
+std::string standing_on(const KernelRow& r, const KernelVersion& v);
 
 // Whether a new loop device starts rotational (before 6.11 it does).
 bool loop_created_rotational(const KernelVersion& v);
@@ -122,8 +137,19 @@ std::optional<std::string> write_cache_readback(std::string_view value);
 // Whether writing `value` to rq_affinity is accepted but changes nothing (3, any value above 2).
 bool rq_affinity_write_ignored(std::int64_t value);
 
+// queue/async_depth (7.0+): its default after a scheduler is attached
+// (nr_requests under none and mq-deadline, 3/4 of it under kyber and bfq);
+// what it becomes when nr_requests is written (scaled in proportion); what
+// a written value reads back as (capped at nr_requests). nullopt: the
+// kernel refuses the write (0, or any value under none).
+std::int64_t async_depth_default(std::int64_t nr_requests, std::string_view scheduler);
+std::int64_t async_depth_rescaled(std::int64_t async_depth, std::int64_t old_nr, std::int64_t new_nr);
+std::optional<std::int64_t> async_depth_readback(std::int64_t value, std::int64_t nr_requests,
+                                                 std::string_view scheduler);
+
 // The row behind "a write of this cause can move this attribute" on `v`
-// (v.major == 0: the kernel is not known, every such row counts), or null.
+// (v.major == 0: the kernel is not known, and a kernel newer than any seen
+// here is treated the same: every such row counts), or null.
 const KernelRow* disturbed_by(WriteCause cause, std::string_view attribute, const KernelVersion& v);
 
 // The row of the question "rotational-default" that explains how the

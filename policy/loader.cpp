@@ -550,3 +550,19 @@ LoadResult load_policy(const std::vector<PolicySource>& sources) {
 }
 
 }  // namespace blkpolicy::policy
+
+namespace blkpolicy::policy {
+
+std::vector<PolicyError> policy_warnings(const Policy& policy) {
+    std::vector<PolicyError> out;
+    for (const auto& rule : policy.rules)
+        for (const auto& s : rule.set)
+            if (s.attribute == "iosched.async_depth")
+                out.push_back({s.pos,
+                               "iosched.async_depth: since kernel 7.0 mq-deadline has no such tunable and "
+                               "queue/async_depth replaces it (set async_depth); there plan and apply skip "
+                               "it as moved"});
+    return out;
+}
+
+}  // namespace blkpolicy::policy

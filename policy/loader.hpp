@@ -33,6 +33,10 @@ struct LoadResult {
 // later [daemon] key overrides an earlier one. All errors are collected.
 LoadResult load_policy(const std::vector<PolicySource>& sources);
 
+// What is valid but will not do what it says on some kernels, as
+// file:line:col warnings (check prints them; the policy still loads).
+std::vector<PolicyError> policy_warnings(const Policy& policy);
+
 // toml++'s description of a syntax error in words a policy's author knows
 // ("unterminated string: ..."), for the common mistakes; others as toml++
 // says them, on one line.

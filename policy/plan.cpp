@@ -137,6 +137,10 @@ std::vector<std::string> value_keys_for(const Policy& policy, const DeviceFacts&
     keys.insert("scheduler");
     if (keys.count("max_sectors_kb")) keys.insert("max_hw_sectors_kb");
     if (keys.count("discard_max_bytes")) keys.insert("discard_granularity");
+    // async_depth is capped at nr_requests; whether mq-deadline's own
+    // tunable moved to queue/async_depth shows in that file being there.
+    if (keys.count("async_depth")) keys.insert("nr_requests");
+    if (keys.count("iosched.async_depth")) keys.insert("async_depth");
     return {keys.begin(), keys.end()};
 }
 
@@ -174,7 +178,7 @@ DevicePlan plan_device(const Policy& policy, const DeviceFacts& facts, const Val
         a.attribute = key;
         a.path = spec->path;
         a.phase = spec->phase;
-        a.limits_commit = spec->limits_commit;
+        a.cause = spec->cause;
         a.rank = write_rank(*spec);
         a.rule = w.rule;
         a.overridden = w.overridden;
@@ -193,6 +197,12 @@ DevicePlan plan_device(const Policy& policy, const DeviceFacts& facts, const Val
         } else if (cur == current.end()) {
             a.kind = ActionKind::skip;
             a.note = "device has no " + spec->path;
+            if (key == "async_depth") {
+                kernel_row("async-depth:iosched-tunable");
+                a.note =
+                    "this kernel has no queue/async_depth (7.0 and later have it; before, mq-deadline has "
+                    "iosched.async_depth)";
+            }
         } else {
             resolve(a, *spec, w, facts, current, ctx, final_rotational);
         }
@@ -204,26 +214,33 @@ DevicePlan plan_device(const Policy& policy, const DeviceFacts& facts, const Val
 
     // Side effects of earlier writes on later attributes: the kernel rows
     // say which writes move which attribute (policy/kernel).
-    bool limits_written = false;
-    bool scheduler_switch = false;
+    std::set<WriteCause> written;
     std::string final_scheduler = facts.scheduler;
+    // nr_requests once the plan has run; -1 when a switch resets it to a default not known here.
+    std::int64_t final_nr = parse_int(value_of(current, "nr_requests")).value_or(-1);
     for (auto& a : plan.actions) {
-        if (a.kind == ActionKind::write && a.limits_commit) limits_written = true;
+        const bool active = a.kind == ActionKind::write || a.kind == ActionKind::unchanged;
+        const auto by = [&](WriteCause c) -> const KernelRow* {
+            return written.count(c) ? disturbed_by(c, a.attribute, ctx.kernel) : nullptr;
+        };
+        const auto* by_switch = active ? by(WriteCause::scheduler_switch) : nullptr;
         if (a.attribute == "scheduler" && a.kind == ActionKind::write) {
-            scheduler_switch = true;
             final_scheduler = a.expected;
+            final_nr = -1;  // the switch resets it to the new scheduler's default
         }
-        if (a.kind != ActionKind::write && a.kind != ActionKind::unchanged) continue;
-        const auto* by_switch =
-            scheduler_switch ? disturbed_by(WriteCause::scheduler_switch, a.attribute, ctx.kernel) : nullptr;
-        const auto* by_limits =
-            limits_written ? disturbed_by(WriteCause::limits_commit, a.attribute, ctx.kernel) : nullptr;
+        if (a.attribute == "nr_requests" && active) final_nr = parse_int(a.expected).value_or(-1);
 
-        if (starts_with(a.attribute, "iosched.")) {
+        if (!active) {
+        } else if (starts_with(a.attribute, "iosched.")) {
             if (final_scheduler == "none") {
                 a.kind = ActionKind::skip;
                 a.note = "scheduler none has no tunables";
-            } else if (a.current.empty() && !scheduler_switch) {
+            } else if (a.attribute == "iosched.async_depth" && final_scheduler == "mq-deadline" &&
+                       current.count("async_depth")) {
+                kernel_row("async-depth:queue-attribute");
+                a.kind = ActionKind::skip;
+                a.note = "moved: since 7.0 mq-deadline has no iosched/async_depth; set async_depth instead";
+            } else if (a.current.empty() && !written.count(WriteCause::scheduler_switch)) {
                 a.kind = ActionKind::skip;
                 a.note = "scheduler " + final_scheduler + " has no tunable " + a.attribute.substr(8);
             } else if (by_switch) {
@@ -233,6 +250,23 @@ DevicePlan plan_device(const Policy& policy, const DeviceFacts& facts, const Val
         } else if (a.attribute == "nr_requests" && by_switch) {
             a.kind = ActionKind::write;
             a.note = "the scheduler switch resets nr_requests";
+        } else if (a.attribute == "async_depth") {
+            const auto want = parse_int(a.expected).value_or(0);
+            if (final_scheduler == "none") {
+                kernel_row("async-depth-write:capped-refused-under-none");
+                a.kind = ActionKind::skip;
+                a.note = "under scheduler none the kernel refuses async_depth (EINVAL): it follows nr_requests";
+            } else if (final_nr > 0 && want > final_nr) {
+                kernel_row("async-depth-write:capped-refused-under-none");
+                a.kind = ActionKind::refuse;
+                a.note = "above nr_requests (" + std::to_string(final_nr) + "): the kernel would cap it at that";
+            } else if (by_switch) {
+                a.kind = ActionKind::write;
+                a.note = "the switch to " + final_scheduler + " resets async_depth";
+            } else if (by(WriteCause::nr_requests_write)) {
+                a.kind = ActionKind::write;
+                a.note = "writing nr_requests rescales async_depth";
+            }
         } else if (a.attribute == "wbt_lat_usec" && a.expected != "0") {
             if (by_switch && final_scheduler == "bfq") {
                 a.kind = ActionKind::write;
@@ -243,10 +277,11 @@ DevicePlan plan_device(const Policy& policy, const DeviceFacts& facts, const Val
                 a.zero_first = true;
                 a.note = "wbt is off: written as 0, then the value (the value alone can be a no-op)";
             }
-        } else if (a.attribute == "read_ahead_kb" && by_limits && a.kind == ActionKind::unchanged) {
+        } else if (a.attribute == "read_ahead_kb" && by(WriteCause::limits_commit) && a.kind == ActionKind::unchanged) {
             a.kind = ActionKind::write;
             a.note = "checked again after the limits writes: the kernel can raise read_ahead_kb";
         }
+        if (a.kind == ActionKind::write && a.cause != WriteCause::none) written.insert(a.cause);
     }
     return plan;
 }

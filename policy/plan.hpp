@@ -27,12 +27,12 @@ struct Action {
     std::string attribute;  // policy key
     std::string path;       // relative to the device's sysfs directory
     Phase phase = Phase::late;
-    bool limits_commit = false;  // from the attribute table: the write recomputes read_ahead_kb
-    int rank = 0;                // write order
-    std::string current;         // normalised value at plan time; empty when absent
-    std::string desired;         // as the policy says it ("bfq", "default", "128")
-    std::string value;           // what is written ("-1" for wbt "default")
-    std::string expected;        // what a correct read-back shows
+    WriteCause cause = WriteCause::none;  // from the attribute table: what the write can disturb
+    int rank = 0;                         // write order
+    std::string current;                  // normalised value at plan time; empty when absent
+    std::string desired;                  // as the policy says it ("bfq", "default", "128")
+    std::string value;                    // what is written ("-1" for wbt "default")
+    std::string expected;                 // what a correct read-back shows
     ActionKind kind = ActionKind::write;
     std::vector<std::string> alternatives;  // scheduler: the next names to try, in order, if the kernel refuses `value`
     // wbt_lat_usec: write 0, then the value, even when the value reads as

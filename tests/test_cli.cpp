@@ -75,6 +75,19 @@ TEST_CASE("check: errors as file:line:col on stderr - exit 3 - --json carries th
     CHECK(doc["errors"][0]["column"] == 15);
 }
 
+TEST_CASE("check: a warning is file:line:col on stderr, the policy stays valid (exit 0), --json lists it") {
+    FakeSysfs t;  // only for a scratch directory
+    const auto path = (t.root() / "moved.toml").string();
+    t.file("moved.toml", "[[rule]]\nname = \"x\"\n[rule.set]\niosched.async_depth = 16\n");
+    auto r = run_blkpolicy({"check", "--policy", path});
+    CHECK(r.exit_code == 0);
+    CHECK(r.err.find(path + ":4:23: warning: iosched.async_depth: since kernel 7.0") == 0);
+    auto j = run_blkpolicy({"check", "--json", "--policy", path});
+    auto doc = nlohmann::json::parse(j.out);
+    CHECK(doc["valid"] == true);
+    CHECK(doc["warnings"][0]["line"] == 4);
+}
+
 TEST_CASE("plan/apply/status refuse to act on an invalid policy - writing nothing") {
     FakeSysfs t;
     build_fleet(t);
@@ -174,6 +187,34 @@ TEST_CASE("no policy anywhere: says what is missing and where it looked, not tha
     CHECK(r.exit_code == 3);
     CHECK(r.err.find("no policy file: looked for /etc/blkpolicy/policy.toml") != std::string::npos);
     CHECK(r.err.find("invalid") == std::string::npos);
+}
+
+TEST_CASE("a policy named with --policy that is not there: said to be missing, not invalid, for every command") {
+    FakeSysfs t;
+    t.add_loop("loop0", 0, "/img");
+    for (const char* command : {"check", "plan", "apply", "status"}) {
+        CAPTURE(command);
+        std::vector<std::string> args = {command, "--policy", "/no/such/policy.toml"};
+        if (std::string(command) != "check") args.insert(args.end(), {"--sysfs-root", t.root().string()});
+        auto r = run_blkpolicy(args);
+        CHECK(r.exit_code == 3);
+        CHECK(r.err == "/no/such/policy.toml: no such policy file or directory\n");
+    }
+}
+
+TEST_CASE("--kernel-release: plan, apply, status and explain take it; a malformed one is a usage error") {
+    auto bad = run_blkpolicy({"plan", "--kernel-release", "linux"});
+    CHECK(bad.exit_code == 2);
+    CHECK(bad.err.find("--kernel-release wants a release such as 6.12.0, not \"linux\"") != std::string::npos);
+    auto wrong = run_blkpolicy({"run", "--kernel-release", "9.0"});
+    CHECK(wrong.exit_code == 2);
+    CHECK(wrong.err.find("--kernel-release is for plan, apply, status and explain") != std::string::npos);
+    auto rules = run_blkpolicy({"explain", "--kernel-rules", "--kernel-release", "9.0"});
+    CHECK(rules.exit_code == 0);
+    CHECK(rules.out.find("readahead-on-commit:raise  (not observed past 7.3: read back)") != std::string::npos);
+    CHECK(rules.out.find("limits-commit:recomputes-read-ahead  (not observed past 7.3: probe)") != std::string::npos);
+    auto now = run_blkpolicy({"explain", "--kernel-rules", "--kernel-release", "7.3.4"});
+    CHECK(now.out.find("not observed past") == std::string::npos);
 }
 
 TEST_CASE("--help: every options block is set off by a blank line") {

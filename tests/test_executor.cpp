@@ -222,7 +222,8 @@ TEST_CASE("refused and skipped actions write nothing") {
 }
 
 TEST_CASE("fault injection: every kind of failing write is reported on its attribute alone") {
-    for (int err : {EINVAL, EIO, EBUSY, ENODEV, EACCES, EROFS}) {
+    // (EBUSY is contention, retried: its own tests below.)
+    for (int err : {EINVAL, EIO, ENODEV, EACCES, EROFS}) {
         CAPTURE(err);
         FakeSysfs t;
         t.add_loop("loop0", 0, "/img");
@@ -333,4 +334,153 @@ TEST_CASE("a value that reads back otherwise than written keeps the read-back as
     CHECK(r["read_ahead_kb"].outcome == agent::Outcome::applied);
     CHECK(r["read_ahead_kb"].expected == "128");
     CHECK(r["read_ahead_kb"].after == "128");
+}
+
+namespace {
+// The retry bound with its pauses recorded instead of slept.
+struct CountedRetry {
+    agent::BusyRetry bound;
+    std::vector<long> pauses_us;
+    CountedRetry() {
+        bound.pause = [this](std::chrono::microseconds d) { pauses_us.push_back(static_cast<long>(d.count())); };
+    }
+};
+}  // namespace
+
+TEST_CASE("EBUSY is contention: the write is made again after doubling pauses until the kernel takes it") {
+    FakeSysfs t;
+    t.add_loop("loop0", 0, "/img");
+    KernelModelSysfs s(t.root());
+    s.busy["queue/scheduler"] = 3;    // another writer holds the queue for three tries
+    s.busy["queue/nr_requests"] = 1;  // and once more for nr_requests
+    CountedRetry retry;
+    auto r = by_attr(agent::execute(
+        s, plan_for(s, "loop0", test::one_rule_policy("scheduler = \"mq-deadline\"\nnr_requests = 32\n")),
+        retry.bound));
+    CHECK(r["scheduler"].outcome == agent::Outcome::applied);
+    CHECK(r["scheduler"].attempts == 4);
+    CHECK(r["scheduler"].busy == 3);
+    CHECK(r["nr_requests"].outcome == agent::Outcome::applied);
+    CHECK(r["nr_requests"].attempts == 2);
+    CHECK(r["nr_requests"].after == "32");
+    CHECK(retry.pauses_us == std::vector<long>{1000, 2000, 4000, 1000});
+    CHECK(r["scheduler"].busy_waited == std::chrono::microseconds(7000));
+    CHECK(writes_of(s) == std::vector<std::string>{"queue/scheduler=mq-deadline", "queue/scheduler=mq-deadline",
+                                                   "queue/scheduler=mq-deadline", "queue/scheduler=mq-deadline",
+                                                   "queue/nr_requests=32", "queue/nr_requests=32"});
+}
+
+TEST_CASE("EBUSY past the bound is reported as busy, not failed, and the rest still applies") {
+    FakeSysfs t;
+    t.add_loop("loop0", 0, "/img");
+    KernelModelSysfs s(t.root());
+    s.busy["queue/nr_requests"] = 1'000'000;  // a writer that never lets go
+    CountedRetry retry;
+    retry.bound.max_attempts = 40;
+    retry.bound.budget = std::chrono::milliseconds(100);
+    auto r = by_attr(agent::execute(
+        s, plan_for(s, "loop0", test::one_rule_policy("nr_requests = 32\nread_ahead_kb = 64\n")), retry.bound));
+    CHECK(r["nr_requests"].outcome == agent::Outcome::busy);
+    CHECK(agent::is_failure(agent::Outcome::busy));
+    // 1 + 2 + 4 + 8 + 16 + 32 + 32 (the cap) = 95 ms; one more pause would pass 100.
+    CHECK(retry.pauses_us == std::vector<long>{1000, 2000, 4000, 8000, 16000, 32000, 32000});
+    CHECK(r["nr_requests"].attempts == 8);
+    CHECK(r["nr_requests"].detail ==
+          "the kernel answered EBUSY 8 of 8 times in 95 ms: another writer held the queue's update lock throughout");
+    CHECK(r["nr_requests"].after == r["nr_requests"].before);
+    CHECK(r["read_ahead_kb"].outcome == agent::Outcome::applied);
+
+    SUBCASE("the attempt count bounds it too") {
+        s.writes.clear();
+        retry.pauses_us.clear();
+        retry.bound.max_attempts = 3;
+        retry.bound.budget = std::chrono::milliseconds(10'000);
+        auto again =
+            by_attr(agent::execute(s, plan_for(s, "loop0", test::one_rule_policy("nr_requests = 32\n")), retry.bound));
+        CHECK(again["nr_requests"].outcome == agent::Outcome::busy);
+        CHECK(again["nr_requests"].attempts == 3);
+        CHECK(retry.pauses_us.size() == 2);
+    }
+}
+
+TEST_CASE("the default bound: at most 40 writes and one second of pauses, real sleeps") {
+    const auto& b = agent::default_busy_retry();
+    CHECK(b.max_attempts == 40);
+    CHECK(b.budget == std::chrono::milliseconds(1000));
+    CHECK(b.first_pause == std::chrono::microseconds(1000));
+    CHECK(b.max_pause == std::chrono::microseconds(32000));
+    CHECK(static_cast<bool>(b.pause));
+}
+
+namespace {
+// A 7.0+ loop queue: queue/async_depth beside nr_requests.
+void add_async_depth(FakeSysfs& t, const std::string& name, const std::string& value) {
+    t.file(t.devpath_of(name) + "/queue/async_depth", value);
+}
+}  // namespace
+
+TEST_CASE("async_depth (7.0+): written after the scheduler switch and nr_requests that move it, read back") {
+    FakeSysfs t;
+    t.add_loop("loop0", 0, "/img");
+    add_async_depth(t, "loop0", "128");
+    KernelModelSysfs s(t.root());
+    s.kernel = {7, 3, 4};
+    auto plan =
+        plan_for(s, "loop0", test::one_rule_policy("scheduler = \"kyber\"\nnr_requests = 64\nasync_depth = 16\n"));
+    auto result = agent::execute(s, plan);
+    CHECK(writes_of(s) ==
+          std::vector<std::string>{"queue/scheduler=kyber", "queue/nr_requests=64", "queue/async_depth=16"});
+    auto r = by_attr(result);
+    CHECK(r["async_depth"].outcome == agent::Outcome::applied);
+    CHECK(r["async_depth"].before == "48");  // kyber's default for 64 requests, 3/4, read after the writes
+    CHECK(t.read(t.devpath_of("loop0") + "/queue/async_depth") == "16");
+
+    SUBCASE("an nr_requests write alone rescales it: async_depth is written again") {
+        s.writes.clear();
+        auto p2 = test::one_rule_policy("scheduler = \"kyber\"\nnr_requests = 128\nasync_depth = 16\n");
+        auto plan2 = plan_for(s, "loop0", p2);
+        auto again = by_attr(agent::execute(s, plan2));
+        CHECK(again["async_depth"].before == "32");  // 16 of 64 scaled to 128
+        CHECK(again["async_depth"].outcome == agent::Outcome::applied);
+        CHECK(t.read(t.devpath_of("loop0") + "/queue/async_depth") == "16");
+    }
+}
+
+TEST_CASE("async_depth: skipped under none and on kernels without it, refused above nr_requests") {
+    FakeSysfs t;
+    t.add_loop("loop0", 0, "/img");
+    t.add_loop("loop1", 1, "/img1");
+    add_async_depth(t, "loop0", "128");
+    KernelModelSysfs s(t.root());
+    auto none = by_attr(agent::execute(s, plan_for(s, "loop0", test::one_rule_policy("async_depth = 16\n"))));
+    CHECK(none["async_depth"].outcome == agent::Outcome::skipped);
+    CHECK(none["async_depth"].detail ==
+          "under scheduler none the kernel refuses async_depth (EINVAL): it follows nr_requests");
+    auto old = by_attr(agent::execute(
+        s, plan_for(s, "loop1", test::one_rule_policy("scheduler = \"mq-deadline\"\nasync_depth = 16\n"))));
+    CHECK(old["async_depth"].outcome == agent::Outcome::skipped);
+    CHECK(old["async_depth"].detail ==
+          "this kernel has no queue/async_depth (7.0 and later have it; before, mq-deadline has iosched.async_depth)");
+    auto big = by_attr(agent::execute(
+        s, plan_for(s, "loop0",
+                    test::one_rule_policy("scheduler = \"mq-deadline\"\nnr_requests = 64\nasync_depth = 100\n"))));
+    CHECK(big["async_depth"].outcome == agent::Outcome::refused);
+    CHECK(big["async_depth"].detail == "above nr_requests (64): the kernel would cap it at that");
+    CHECK(big["nr_requests"].outcome == agent::Outcome::applied);
+}
+
+TEST_CASE("iosched.async_depth under mq-deadline: moved to async_depth where the kernel has queue/async_depth") {
+    FakeSysfs t;
+    t.add_loop("loop0", 0, "/img");
+    t.add_loop("loop1", 1, "/img1");
+    add_async_depth(t, "loop0", "128");
+    KernelModelSysfs s(t.root());
+    const auto p = test::one_rule_policy("scheduler = \"mq-deadline\"\niosched.async_depth = 16\n");
+    auto moved = by_attr(agent::execute(s, plan_for(s, "loop0", p)));
+    CHECK(moved["iosched.async_depth"].outcome == agent::Outcome::skipped);
+    CHECK(moved["iosched.async_depth"].detail ==
+          "moved: since 7.0 mq-deadline has no iosched/async_depth; set async_depth instead");
+    auto plan_old = plan_for(s, "loop1", p);
+    for (const auto& a : plan_old.actions)
+        if (a.attribute == "iosched.async_depth") CHECK(a.kind == policy::ActionKind::write);
 }

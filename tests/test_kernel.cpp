@@ -4,11 +4,16 @@
 // consulted by some test (BLKPOLICY_KERNEL_ROW_COVERAGE=1, its own ctest).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <set>
 
 #include "policy/kernel.hpp"
 
 using namespace blkpolicy::policy;
+
+namespace {
+std::string_view id_of(const KernelRow* r) { return r ? r->id : std::string_view("-"); }
+}  // namespace
 
 TEST_CASE("kernel releases parse with their stable number") {
     auto k = parse_kernel_release("6.12.117+deb13-amd64");
@@ -43,7 +48,7 @@ TEST_CASE("kernel rows: each says what, where it holds, how blkpolicy knows, and
 // optimal_io_size, and is asked only then).
 TEST_CASE("kernel rows: every version question has exactly one answer for every release from 4.0 to 7.20") {
     std::set<std::string_view> questions = {"readahead-on-commit", "bfq-off-wbt-reads", "loop-created-rotational",
-                                            "readahead-default"};
+                                            "readahead-default",   "write-contended",   "async-depth"};
     for (int major = 4; major <= 7; ++major)
         for (int minor = 0; minor <= 20; ++minor)
             for (int patch : {0, 1, 116, 117, 300}) {
@@ -150,4 +155,75 @@ TEST_CASE("which writes disturb which attribute, per kernel") {
           "bfq-attach:turns-default-wbt-off");
     CHECK_FALSE(disturbed_by(WriteCause::scheduler_switch, "read_ahead_kb", unknown));
     CHECK_FALSE(disturbed_by(WriteCause::none, "read_ahead_kb", unknown));
+}
+
+TEST_CASE("kernel rows keyed on the version say the newest kernel they were observed on, and name it") {
+    for (const auto& r : kernel_rows()) {
+        CAPTURE(r.id);
+        const bool by_version = r.known_by == KnownBy::version || r.known_by == KnownBy::version_and_probe;
+        const bool open_ended = std::any_of(r.versions.begin(), r.versions.end(),
+                                            [](const VersionRange& v) { return v.used && v.until.major == 0; }) &&
+                                !(r.versions[0].from == KernelVersion{});  // a row for every version is not keyed on it
+        if (!by_version || !open_ended || r.observed.empty()) continue;
+        REQUIRE(r.newest_seen.major != 0);
+        const std::string release = std::to_string(r.newest_seen.major) + "." + std::to_string(r.newest_seen.minor) +
+                                    "." + std::to_string(r.newest_seen.patch);
+        CHECK(r.observed.find(release) != std::string_view::npos);
+    }
+}
+
+TEST_CASE("where the model ends: past the newest kernel a row was seen on, blkpolicy reads back or probes") {
+    const auto& raise = kernel_row("readahead-on-commit:raise");
+    CHECK_FALSE(raise.beyond_observed({7, 3, 4}));
+    CHECK_FALSE(raise.beyond_observed({7, 3, 99}));  // a later stable release of a series seen here
+    CHECK(raise.beyond_observed({7, 4, 0}));
+    CHECK(raise.beyond_observed({9, 0, 0}));
+    CHECK_FALSE(raise.beyond_observed({6, 15, 0}));
+    // Not keyed on the version: the same everywhere, or only a probe knows.
+    CHECK_FALSE(kernel_row("wbt-default:rotational-at-init").beyond_observed({9, 0, 0}));
+    CHECK_FALSE(kernel_row("write-contended:ebusy").beyond_observed({9, 0, 0}));
+    // A closed range ends before the question can arise.
+    CHECK_FALSE(kernel_row("readahead-on-commit:untouched").beyond_observed({6, 1, 0}));
+
+    // The behaviour: on 9.0 the only-raise rule is not taken on the version's word.
+    CHECK(readahead_on_commit({9, 0, 0}) == ReadaheadOnCommit::unknown);
+    CHECK(readahead_on_commit({7, 3, 4}) == ReadaheadOnCommit::raise);
+    CHECK(standing_on(raise, {9, 0, 0}) == "not observed past 7.3: read back");
+    CHECK(standing_on(kernel_row("limits-commit:recomputes-read-ahead"), {9, 0, 0}) == "not observed past 7.3: probe");
+    CHECK(standing_on(raise, {7, 3, 4}) == "holds");
+    CHECK(standing_on(raise, {6, 1, 0}) == "does not hold");
+}
+
+TEST_CASE("contended writes: EBUSY from 7.0 and the 6.18 series it was seen on; unknown between; waits before") {
+    CHECK(kernel_row_for("write-contended", {6, 1, 0}).id == "write-contended:waits");
+    CHECK(kernel_row_for("write-contended", {6, 12, 117}).id == "write-contended:waits");
+    CHECK(kernel_row_for("write-contended", {6, 18, 10}).id == "write-contended:unknown");
+    CHECK(kernel_row_for("write-contended", {6, 18, 44}).id == "write-contended:ebusy");
+    CHECK(kernel_row_for("write-contended", {6, 19, 3}).id == "write-contended:unknown");
+    CHECK(kernel_row_for("write-contended", {7, 3, 4}).id == "write-contended:ebusy");
+}
+
+TEST_CASE("async_depth (7.0+): the default per scheduler, rescaling by nr_requests, read-back and refusals") {
+    CHECK(kernel_row_for("async-depth", {7, 3, 4}).id == "async-depth:queue-attribute");
+    CHECK(kernel_row_for("async-depth", {6, 18, 44}).id == "async-depth:iosched-tunable");
+    // Measured on 7.3.4: 256 under none and mq-deadline, 192 under kyber and bfq.
+    CHECK(async_depth_default(256, "none") == 256);
+    CHECK(async_depth_default(256, "mq-deadline") == 256);
+    CHECK(async_depth_default(256, "kyber") == 192);
+    CHECK(async_depth_default(256, "bfq") == 192);
+    // 64 of 256, nr_requests 128: 32; then 512: 128; bfq 100 of 256, 64: 25.
+    CHECK(async_depth_rescaled(64, 256, 128) == 32);
+    CHECK(async_depth_rescaled(32, 128, 512) == 128);
+    CHECK(async_depth_rescaled(100, 256, 64) == 25);
+    CHECK(async_depth_rescaled(1, 256, 4) == 1);
+    CHECK(async_depth_readback(1000, 512, "mq-deadline") == 512);
+    CHECK(async_depth_readback(64, 512, "bfq") == 64);
+    CHECK_FALSE(async_depth_readback(0, 512, "mq-deadline"));
+    CHECK_FALSE(async_depth_readback(64, 256, "none"));
+    CHECK(id_of(disturbed_by(WriteCause::nr_requests_write, "async_depth", {7, 3, 4})) ==
+          "nr-requests-write:rescales-async-depth");
+    CHECK(id_of(disturbed_by(WriteCause::scheduler_switch, "async_depth", {7, 3, 4})) ==
+          "scheduler-switch:resets-async-depth");
+    CHECK_FALSE(disturbed_by(WriteCause::scheduler_switch, "async_depth", {6, 18, 44}));
+    CHECK_FALSE(disturbed_by(WriteCause::nr_requests_write, "read_ahead_kb", {7, 3, 4}));
 }

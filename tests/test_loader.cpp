@@ -139,8 +139,8 @@ TEST_CASE("validation messages - exactly") {
          "acknowledge = [\"write-through-drops-flushes\"] to rule \"x\""},
         {"[[rule]]\nname = \"x\"\n[rule.set]\nreadahead_kb = 5\n",
          "p.toml:4:1: unknown attribute \"readahead_kb\" in [rule.set] (writable: rotational, max_sectors_kb, "
-         "discard_max_bytes, write_cache, add_random, iostats, scheduler, nr_requests, wbt_lat_usec, nomerges, "
-         "rq_affinity, device.timeout, device.queue_depth, read_ahead_kb, iosched.<tunable>)"},
+         "discard_max_bytes, write_cache, add_random, iostats, scheduler, nr_requests, async_depth, wbt_lat_usec, "
+         "nomerges, rq_affinity, device.timeout, device.queue_depth, read_ahead_kb, iosched.<tunable>)"},
         {"[[rule]]\nname = \"x\"\n[rule.match]\nmodel_name = \"x\"\n[rule.set]\nnomerges = 1\n",
          "p.toml:4:1: unknown match key \"model_name\" (known: kernel, driver, model, vendor, serial, wwid, "
          "stack, dm_name, dm_uuid, md_level, rotational, removable, env.<udev property>)"},
@@ -170,12 +170,12 @@ TEST_CASE("validation messages - exactly") {
         {"[[rule]]\nname = \"x\"\n[rule.set]\niosched.Fifo-Batch = 1\n",
          "p.toml:4:9: unknown attribute \"iosched.Fifo-Batch\" in [rule.set] (writable: rotational, "
          "max_sectors_kb, discard_max_bytes, write_cache, add_random, iostats, scheduler, nr_requests, "
-         "wbt_lat_usec, nomerges, rq_affinity, device.timeout, device.queue_depth, read_ahead_kb, "
+         "async_depth, wbt_lat_usec, nomerges, rq_affinity, device.timeout, device.queue_depth, read_ahead_kb, "
          "iosched.<tunable>)"},
         {"[[rule]]\nname = \"x\"\n[rule.set]\ndevice.eh_deadline = 1\n",
          "p.toml:4:8: unknown attribute \"device.eh_deadline\" in [rule.set] (writable: rotational, "
          "max_sectors_kb, discard_max_bytes, write_cache, add_random, iostats, scheduler, nr_requests, "
-         "wbt_lat_usec, nomerges, rq_affinity, device.timeout, device.queue_depth, read_ahead_kb, "
+         "async_depth, wbt_lat_usec, nomerges, rq_affinity, device.timeout, device.queue_depth, read_ahead_kb, "
          "iosched.<tunable>)"},
         {"[[rule]]\nname = \"x\"\n", "p.toml:1:1: rule \"x\" has no [rule.set] table: it would do nothing"},
         {"[[rule]]\nname = \"x\"\n[rule.set]\n", "p.toml:3:7: [rule.set] is empty: the rule would do nothing"},
@@ -287,4 +287,18 @@ TEST_CASE("pathological input gets a clear error with a position") {
     auto nul = load_policy({{"nul.toml", std::string("[[rule]]\nname = \"x\0\"\n", 20)}});
     REQUIRE_FALSE(nul.ok());
     CHECK(nul.errors[0].pos.line == 2);
+}
+
+TEST_CASE("warnings: iosched.async_depth is valid but moved to async_depth on 7.0 and later") {
+    const auto r = blkpolicy::policy::load_policy(
+        {{"p.toml", "[[rule]]\nname = \"x\"\n[rule.set]\nscheduler = \"mq-deadline\"\niosched.async_depth = 16\n"}});
+    REQUIRE(r.ok());
+    const auto w = blkpolicy::policy::policy_warnings(r.policy);
+    REQUIRE(w.size() == 1);
+    CHECK(w[0].str() ==
+          "p.toml:5:23: iosched.async_depth: since kernel 7.0 mq-deadline has no such tunable and queue/async_depth "
+          "replaces it (set async_depth); there plan and apply skip it as moved");
+    const auto clean =
+        blkpolicy::policy::load_policy({{"p.toml", "[[rule]]\nname = \"x\"\n[rule.set]\nasync_depth = 16\n"}});
+    CHECK(blkpolicy::policy::policy_warnings(clean.policy).empty());
 }

@@ -76,7 +76,7 @@ TEST_CASE("missing policy: a clear error - never an empty policy") {
 
     auto missing = agent::load_policy_from({(t.root / "nope.toml").string()}, t.locations());
     REQUIRE(missing.errors.size() == 1);
-    CHECK_FALSE(missing.missing);  // a path given that does not exist is an error in the command line's policy
+    CHECK(missing.missing);  // a path given that is not there is missing, not invalid, like the default path
     CHECK(missing.errors[0].str() == (t.root / "nope.toml").string() + ": no such policy file or directory");
 
     fs::create_directories(t.root / "empty");

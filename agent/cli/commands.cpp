@@ -11,6 +11,7 @@
 #include "agent/executor.hpp"
 #include "agent/policy_files.hpp"
 #include "agent/snapshot.hpp"
+#include "policy/loader.hpp"
 #include "udev/discovery.hpp"
 
 namespace blkpolicy::agent {
@@ -28,17 +29,17 @@ json errors_json(const std::vector<policy::PolicyError>& errors) {
 
 int check(const Options& o, std::ostream& out, std::ostream& err) {
     auto loaded = load_policy_from(o.policies);
+    const auto warnings = policy::policy_warnings(loaded.policy);
     if (o.json) {
-        out << json{{"format", kJsonFormatVersion},
-                    {"valid", loaded.ok()},
-                    {"files", loaded.policy.files},
-                    {"rules", loaded.policy.rules.size()},
-                    {"errors", errors_json(loaded.errors)}}
+        out << json{{"format", kJsonFormatVersion},         {"valid", loaded.ok()},
+                    {"files", loaded.policy.files},         {"rules", loaded.policy.rules.size()},
+                    {"errors", errors_json(loaded.errors)}, {"warnings", errors_json(warnings)}}
                    .dump(2)
             << '\n';
         return loaded.ok() ? kExitOk : kExitPolicy;
     }
     for (const auto& e : loaded.errors) err << e.str() << '\n';
+    for (const auto& w : warnings) err << w.pos.str() << ": warning: " << w.message << '\n';
     if (!loaded.ok()) return kExitPolicy;
     out << "policy OK: " << loaded.policy.rules.size() << " rule(s) from " << loaded.policy.files.size()
         << " file(s)\n";
@@ -84,7 +85,7 @@ int with_devices(Kind kind, const Options& o, udev::Sysfs& sysfs, std::ostream& 
     LookOptions how;
     how.record = kind == Kind::apply;
     how.udev_db = o.udev_db();
-    how.context = host_plan_context(o.sysfs_root);
+    how.context = host_plan_context(o.sysfs_root, o.kernel_release);
     std::unique_ptr<DeviceReport> report;
     switch (kind) {
         case Kind::plan:
@@ -183,7 +184,7 @@ constexpr OptionScope kOptionScopes[] = {
     {"--pid", "reload"},
     {"--no-policy", "explain audit"},
     {"--all", "audit"},
-    {"--kernel-release", "explain"},
+    {"--kernel-release", "plan apply status explain"},
     {"--kernel-rules", "explain"},
 };
 

@@ -73,11 +73,11 @@ policy::StackView stack_of(const std::map<std::string, DeviceView>& views, const
 
 int run_explain(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::ostream& err) {
     if (o.kernel_rules) {
-        std::string release = o.kernel_release.empty() ? running_kernel_release() : o.kernel_release;
-        auto k = policy::parse_kernel_release(release);
-        if (!k) {
-            err << "blkpolicy: --kernel-release wants a release such as 6.12.0, not \"" << release << "\"\n";
-            return kExitUsage;
+        const std::string release = o.kernel_release.empty() ? running_kernel_release() : o.kernel_release;
+        const auto k = policy::parse_kernel_release(release);
+        if (!k) {  // uname says something blkpolicy cannot read (a given release was checked by the parser)
+            err << "blkpolicy: cannot read the kernel release \"" << release << "\"\n";
+            return kExitRuntime;
         }
         print_kernel_rules(out, *k, release, o.json);
         return kExitOk;
@@ -95,22 +95,14 @@ int run_explain(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::os
     LookOptions how;
     how.all_values = true;
     how.udev_db = o.udev_db();
-    how.context = host_plan_context(o.sysfs_root);
+    how.context = host_plan_context(o.sysfs_root, o.kernel_release);
     auto all = look(sysfs, state, pol ? *pol : policy::Policy{}, {}, how, warnings);
     std::map<std::string, DeviceView> views;
     for (auto& v : all) views.emplace(v.facts.name, std::move(v));
 
     policy::ExplainContext ctx;
-    ctx.kernel = running_kernel_version();
+    ctx.kernel = o.kernel_release.empty() ? running_kernel_version() : how.context.kernel;
     ctx.loadable_schedulers = how.context.loadable_schedulers;
-    if (!o.kernel_release.empty()) {
-        auto k = policy::parse_kernel_release(o.kernel_release);
-        if (!k) {
-            err << "blkpolicy: --kernel-release wants a release such as 6.12.0, not \"" << o.kernel_release << "\"\n";
-            return kExitUsage;
-        }
-        ctx.kernel = *k;
-    }
     json docs = json::array();
     bool first = true;
     for (const auto& name : o.devices) {

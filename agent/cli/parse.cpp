@@ -6,6 +6,7 @@
 #include <set>
 
 #include "agent/cli/commands.hpp"
+#include "policy/kernel.hpp"
 
 namespace blkpolicy::agent {
 
@@ -98,9 +99,12 @@ Options of explain and audit:
       --all                 (audit) also devices without a medium (unbound
                             loop devices, empty removable drives)
 
+Options of plan, apply, status and explain:
+      --kernel-release R    act and explain as if the running kernel were
+                            release R (e.g. 6.12.0 or 9.0): what blkpolicy
+                            expects of it; default: the running kernel
+
 Options of explain:
-      --kernel-release R    derive the kernel's defaults as release R (e.g.
-                            6.12.0) would; default: the running kernel
       --kernel-rules        instead of a device, list what blkpolicy expects
                             the kernel to do (the rules that hold on this
                             kernel or on R), how it knows, where each was seen
@@ -239,6 +243,8 @@ ParseResult parse_command_line(const std::vector<std::string>& args) {
         r.error = o.command + " takes no device arguments";
     if (o.no_policy && !o.policies.empty()) r.error = "--no-policy and --policy contradict each other";
     if (o.kernel_rules && !o.devices.empty()) r.error = "explain --kernel-rules takes no device arguments";
+    if (!o.kernel_release.empty() && !policy::parse_kernel_release(o.kernel_release))
+        r.error = "--kernel-release wants a release such as 6.12.0, not \"" + o.kernel_release + "\"";
     // Options of some commands only, as the scope table says.
     for (const auto& scope : option_scopes()) {
         if (!command || !given.count(std::string(scope.option)) || scope.allows(o.command)) continue;

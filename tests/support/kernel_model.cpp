@@ -55,10 +55,14 @@ int KernelModelSysfs::write(const std::string& rel, std::string_view value) {
     const std::string dev = rel.substr(first + 1, second - first - 1);
     const std::string attr = rel.substr(second + 1);
     int err = 0;
-    if (auto f = fail.find(attr); f != fail.end())
+    if (auto b = busy.find(attr); b != busy.end() && b->second > 0) {
+        --b->second;  // another writer still holds the queue
+        err = EBUSY;
+    } else if (auto f = fail.find(attr); f != fail.end()) {
         err = f->second;
-    else
+    } else {
         err = simulate(dev, attr, value);
+    }
     writes.push_back({attr, std::string(value), err});
     return err;
 }
@@ -91,7 +95,9 @@ int KernelModelSysfs::simulate(const std::string& dev, const std::string& attr, 
         for (const auto& s : line.offered) out += (s == want ? "[" + s + "]" : s) + " ";
         put("scheduler", trim(out));
         const auto tags = parse_int(trim(udev::Sysfs::read("block/" + dev + "/mq/0/nr_tags").value)).value_or(128);
-        put("nr_requests", std::to_string(policy::nr_requests_default(tags, want == "none")));
+        const auto nr = policy::nr_requests_default(tags, want == "none");
+        put("nr_requests", std::to_string(nr));
+        if (exists(q + "async_depth")) put("async_depth", std::to_string(policy::async_depth_default(nr, want)));
         std::filesystem::remove_all(root() / (q + "iosched"));
         if (auto d = kIoschedDefaults.find(want); d != kIoschedDefaults.end()) {
             std::filesystem::create_directories(root() / (q + "iosched"));
@@ -117,6 +123,23 @@ int KernelModelSysfs::simulate(const std::string& dev, const std::string& attr, 
         wbt.state = n == 0 ? 4 : 2;
         sync_debugfs(dev);
         return put("wbt_lat_usec", std::to_string(n));
+    }
+    if (attr == "queue/nr_requests" && exists(q + "async_depth")) {
+        auto v = parse_int(value);
+        if (!v || *v < 0) return EINVAL;
+        const auto nr = std::max<std::int64_t>(*v, 4);
+        const auto old = parse_int(get("nr_requests")).value_or(nr);
+        put("async_depth",
+            std::to_string(policy::async_depth_rescaled(parse_int(get("async_depth")).value_or(old), old, nr)));
+        return put("nr_requests", std::to_string(nr));
+    }
+    if (attr == "queue/async_depth") {
+        auto v = parse_int(value);
+        auto shown = v ? policy::async_depth_readback(*v, parse_int(get("nr_requests")).value_or(0),
+                                                      policy::parse_scheduler_line(get("scheduler")).active)
+                       : std::nullopt;
+        if (!shown) return EINVAL;
+        return put("async_depth", std::to_string(*shown));
     }
     if (attr == "queue/read_ahead_kb") {
         auto v = parse_int(value);
@@ -145,7 +168,7 @@ int KernelModelSysfs::simulate(const std::string& dev, const std::string& attr, 
     // A limits commit (the attributes the product's table marks) recomputes
     // read_ahead_kb the way the modelled kernel does (the kernel rows).
     const auto spec = attr.rfind("queue/", 0) == 0 ? policy::find_attribute(attr.substr(6)) : std::nullopt;
-    if (spec && spec->path == attr && spec->limits_commit &&
+    if (spec && spec->path == attr && spec->cause == policy::WriteCause::limits_commit &&
         policy::disturbed_by(policy::WriteCause::limits_commit, "read_ahead_kb", kernel)) {
         const auto computed =
             policy::kernel_readahead_kb(kernel, get("rotational") == "1", parse_int(get("optimal_io_size")).value_or(0),

@@ -1,7 +1,9 @@
 // A Sysfs over a fake tree that also does what the kernel does behind the
 // writer's back (KERNEL.md): limits commits raise read_ahead_kb, a scheduler
 // switch resets nr_requests and iosched/, bfq turns default wbt off, writing
-// the retained wbt latency is a no-op, read_ahead_kb rounds to pages. It
+// the retained wbt latency is a no-op, read_ahead_kb rounds to pages, and
+// on a queue with async_depth (7.0+) a switch resets it and an nr_requests
+// write rescales it. It
 // records every write and can fail chosen paths. The real-kernel tests prove
 // the same behaviours on loop devices.
 #pragma once
@@ -32,6 +34,7 @@ public:
     // Fault injection, by attribute path relative to the device
     // ("queue/max_sectors_kb"), for any device:
     std::map<std::string, int> fail;       // writes fail with this errno
+    std::map<std::string, int> busy;       // the next N writes fail with EBUSY (another writer holds the queue)
     std::map<std::string, int> read_fail;  // reads fail with this errno
     std::set<std::string> short_read;      // reads return only the first half
     std::set<std::string> vanish;          // the file disappears when first opened

@@ -11,6 +11,7 @@ checkout so that a fresh clone on the same machine reuses it.
 
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -22,9 +23,14 @@ MIRROR = os.environ.get("BLKPOLICY_VM_MIRROR", "http://deb.debian.org/debian")
 ROOT_LABEL = "bproot"
 
 # What each suite is, as the harness knows it.
+# A guest is a Debian suite, and for trixie-bpo the same suite with the newest
+# kernel from trixie-backports (7.x). "package" names the suite whose package
+# it installs: the backports guest runs trixie's.
 SUITES = {
-    "bookworm": {"release": "Debian 12", "kernel_series": "6.1"},
-    "trixie": {"release": "Debian 13", "kernel_series": "6.12"},
+    "bookworm": {"release": "Debian 12", "kernel_series": "6.1", "package": "bookworm", "dist": "bookworm"},
+    "trixie": {"release": "Debian 13", "kernel_series": "6.12", "package": "trixie", "dist": "trixie"},
+    "trixie-bpo": {"release": "Debian 13 with the trixie-backports kernel", "kernel_series": "7.x",
+                   "package": "trixie", "dist": "trixie", "backports_kernel": True},
 }
 
 # The guest: systemd as PID 1 with udev and dbus (logind needs it for the
@@ -60,7 +66,21 @@ chroot "$root" systemctl mask serial-getty@ttyS0.service getty@tty1.service 2>/d
 rm -f "$root/etc/apt/sources.list" "$root"/etc/apt/sources.list.d/*
 """
 
+# The backports guest: the newest linux-image-amd64 of DIST-backports,
+# installed before the common customize hook builds the initramfs; the
+# suite's own kernel stays beside it, and the newest one boots.
+BACKPORTS_KERNEL_HOOK = ('--customize-hook=chroot "$1" sh -c "apt-get -q update >/dev/null && '
+                         'DEBIAN_FRONTEND=noninteractive apt-get install -y -q -t __DIST__-backports '
+                         'linux-image-amd64 >/dev/null"')
+
 RECIPE_VERSION = "1"
+
+
+def _release_key(release):
+    """6.12.117+deb13-amd64 -> (6, 12, 117): kernels compared by number, not
+    as text (as text 6.9 sorts after 6.12)."""
+    nums = re.match(r"(\d+)\.(\d+)(?:\.(\d+))?", release)
+    return tuple(int(n or 0) for n in nums.groups()) if nums else (0, 0, 0)
 
 
 def log(msg):
@@ -123,6 +143,8 @@ class Image:
 def guest_image(suite):
     if suite not in SUITES:
         raise ValueError(f"unknown suite {suite}; known: {', '.join(SUITES)}")
+    spec = SUITES[suite]
+    dist = spec["dist"]
 
     def build(work):
         rootfs = os.path.join(work, "rootfs")
@@ -130,12 +152,18 @@ def guest_image(suite):
         with open(hook, "w") as f:
             f.write(GUEST_CUSTOMIZE.replace("__LABEL__", ROOT_LABEL))
         os.chmod(hook, 0o755)
-        _run(["mmdebstrap", "--quiet", "--variant=minbase", "--components=main",
-              "--include=" + ",".join(GUEST_PACKAGES),
-              "--customize-hook=" + hook,
-              suite, rootfs, MIRROR])
+        cmd = ["mmdebstrap", "--quiet", "--variant=minbase", "--components=main",
+               "--include=" + ",".join(GUEST_PACKAGES)]
+        if spec.get("backports_kernel"):
+            # The suite's own kernel stays beside it; the newest one boots.
+            cmd += [BACKPORTS_KERNEL_HOOK.replace("__DIST__", dist)]
+        cmd += ["--customize-hook=" + hook, dist, rootfs, f"deb {MIRROR} {dist} main"]
+        if spec.get("backports_kernel"):
+            cmd += [f"deb {MIRROR} {dist}-backports main"]
+        _run(cmd)
         boot = os.path.join(rootfs, "boot")
-        vmlinuz = sorted(f for f in os.listdir(boot) if f.startswith("vmlinuz-"))[-1]
+        vmlinuz = max((f for f in os.listdir(boot) if f.startswith("vmlinuz-")),
+                      key=lambda f: _release_key(f[len("vmlinuz-"):]))
         release = vmlinuz[len("vmlinuz-"):]
         shutil.copy(os.path.join(boot, vmlinuz), os.path.join(work, "vmlinuz"))
         shutil.copy(os.path.join(boot, "initrd.img-" + release), os.path.join(work, "initrd.img"))
@@ -145,16 +173,19 @@ def guest_image(suite):
         _run(["mkfs.ext4", "-q", "-F", "-L", ROOT_LABEL, "-d", rootfs, os.path.join(work, "root.raw"), "3G"])
         shutil.rmtree(rootfs)
 
-    key = _key(RECIPE_VERSION, suite, MIRROR, GUEST_PACKAGES, GUEST_CUSTOMIZE)
+    key = _key(RECIPE_VERSION, suite, MIRROR, GUEST_PACKAGES, GUEST_CUSTOMIZE,
+               BACKPORTS_KERNEL_HOOK if spec.get("backports_kernel") else "")
     return Image(suite, cache_entry("image", suite, key, f"the guest image (mmdebstrap from {MIRROR})", build))
 
 
 def _prune(prefix, keep):
     """Removes older cache entries of the same kind: keys change when the
-    recipe does, and images are large."""
+    recipe does, and images are large. Only PREFIX followed by a key
+    counts: image-trixie- must not take image-trixie-bpo-KEY with it."""
     for name in os.listdir(CACHE):
         path = os.path.join(CACHE, name)
-        if name.startswith(prefix) and path != keep and os.path.exists(os.path.join(path, "done")):
+        if (name.startswith(prefix) and re.fullmatch(r"[0-9a-f]{16}", name[len(prefix):]) and path != keep
+                and os.path.exists(os.path.join(path, "done"))):
             shutil.rmtree(path, ignore_errors=True)
 
 

@@ -13,18 +13,20 @@ json explanation_json(const policy::DeviceExplanation& x, const policy::DevicePl
     for (const auto& e : x.attributes) {
         json inputs = json::object();
         for (const auto& [k, v] : e.inputs) inputs[k] = v;
-        attrs.push_back({{"attribute", e.attribute},
-                         {"current", e.current},
-                         {"managed", e.managed},
-                         {"desired", e.managed ? json(e.desired) : json(nullptr)},
-                         {"rule", e.managed ? rule_json(e.rule) : json(nullptr)},
-                         {"overridden", rules_json(e.overridden)},
-                         {"plan_note", e.plan_note},
-                         {"kernel_default", e.kernel_default.empty() ? json(nullptr) : json(e.kernel_default)},
-                         {"derivation", e.derivation},
-                         {"inputs", inputs},
-                         {"disturbs", e.disturbs},
-                         {"kernel_rule", e.kernel_rule.empty() ? json(nullptr) : json(e.kernel_rule)}});
+        attrs.push_back(
+            {{"attribute", e.attribute},
+             {"current", e.current},
+             {"managed", e.managed},
+             {"desired", e.managed ? json(e.desired) : json(nullptr)},
+             {"rule", e.managed ? rule_json(e.rule) : json(nullptr)},
+             {"overridden", rules_json(e.overridden)},
+             {"plan_note", e.plan_note},
+             {"kernel_default", e.kernel_default.empty() ? json(nullptr) : json(e.kernel_default)},
+             {"derivation", e.derivation},
+             {"inputs", inputs},
+             {"disturbs", e.disturbs},
+             {"kernel_rule", e.kernel_rule.empty() ? json(nullptr) : json(e.kernel_rule)},
+             {"kernel_rule_standing", e.kernel_rule_standing.empty() ? json(nullptr) : json(e.kernel_rule_standing)}});
     }
     return {
         {"device", x.facts.name},
@@ -62,6 +64,9 @@ void print_explanation(std::ostream& out, const policy::DeviceExplanation& x, co
             out << '\n';
         }
         if (!e.disturbs.empty()) out << "  moved by   " << e.disturbs << '\n';
+        if (!e.kernel_rule.empty())
+            out << "  rule       " << e.kernel_rule
+                << (e.kernel_rule_standing == "holds" ? "" : " (" + e.kernel_rule_standing + ")") << '\n';
     }
     out << '\n';
     if (!x.wbt_state.empty())
@@ -84,6 +89,11 @@ void print_kernel_rules(std::ostream& out, const policy::KernelVersion& k, const
         for (const auto& r : policy::kernel_rows())
             rows.push_back({{"id", r.id},
                             {"holds", r.holds_on(k)},
+                            {"standing", policy::standing_on(r, k)},
+                            {"newest_seen", r.newest_seen.major == 0 ? json(nullptr)
+                                                                     : json(std::to_string(r.newest_seen.major) + "." +
+                                                                            std::to_string(r.newest_seen.minor) + "." +
+                                                                            std::to_string(r.newest_seen.patch))},
                             {"behaviour", r.behaviour},
                             {"known_by", policy::to_string(r.known_by)},
                             {"how", r.how},
@@ -95,7 +105,9 @@ void print_kernel_rules(std::ostream& out, const policy::KernelVersion& k, const
     out << "What blkpolicy expects kernel " << release << " to do, and how it knows:\n";
     for (const auto& r : policy::kernel_rows()) {
         if (!r.holds_on(k)) continue;
-        out << "\n" << r.id << "\n  " << r.behaviour << "\n  known by: " << policy::to_string(r.known_by);
+        out << "\n" << r.id;
+        if (r.beyond_observed(k)) out << "  (" << policy::standing_on(r, k) << ")";
+        out << "\n  " << r.behaviour << "\n  known by: " << policy::to_string(r.known_by);
         if (!r.how.empty()) out << " (" << r.how << ")";
         out << "\n  observed: " << (r.observed.empty() ? "not on these machines; from the kernel source" : r.observed);
         if (!r.source.empty()) out << "\n  source: " << r.source;
