@@ -204,7 +204,8 @@ TEST_CASE("daemon scenario: a driver putting a value back during its setup is pa
 }
 
 TEST_CASE("fault injection: the daemon keeps going through failing reads and writes") {
-    for (int err : {EINVAL, EIO, EBUSY, ENODEV, EACCES, EROFS}) {
+    // (A write refused with EBUSY is contention: "another writer holds the queue" below.)
+    for (int err : {EINVAL, EIO, ENODEV, EACCES, EROFS}) {
         CAPTURE(err);
         World w;
         w.rec.set_policy(loops_policy("read_ahead_kb = 128\nnomerges = 1\n"));
@@ -247,4 +248,43 @@ TEST_CASE("the daemon reads only the facts its policy matches on, and records fa
     w.rec.set_policy(r.policy);
     w.rec.reconcile("loop0", Trigger::verify);
     CHECK(std::find(w.sysfs.reads.begin(), w.sysfs.reads.end(), "block/loop0/serial") != w.sysfs.reads.end());
+}
+
+TEST_CASE("daemon scenario: another writer holds the queue (EBUSY): quiet at the first pass, applied at the next") {
+    World w;
+    agent::BusyRetry quick;
+    quick.max_attempts = 3;
+    quick.pause = [](std::chrono::microseconds) {};
+    w.rec.set_busy_retry(quick);
+    w.rec.set_policy(loops_policy("nr_requests = 64\nread_ahead_kb = 128\n"));
+    w.sysfs.busy["queue/nr_requests"] = 5;  // more than one pass's three writes
+    w.rec.reconcile("loop0", Trigger::verify);
+    CHECK(w.log.take() == V{"applied loop0 read_ahead_kb 128 128"});
+    CHECK(w.rec.devices().at("loop0").attrs.at("nr_requests").status == agent::AttrStatus::busy);
+    CHECK(w.rec.summary().busy == 1);
+    CHECK(std::any_of(w.log.lines.begin(), w.log.lines.end(), [](const std::string& l) {
+        return l.find("cannot set nr_requests of loop0 to 64 yet: the kernel answered EBUSY 3 of 3 times") == 0;
+    }));
+
+    SUBCASE("the writer lets go before the next pass: applied, with the reason") {
+        w.rec.reconcile("loop0", Trigger::verify);  // two more EBUSY, then taken
+        CHECK(w.log.take() == V{"applied loop0 nr_requests 64 64"});
+        CHECK(w.log.full.back().message ==
+              "set nr_requests of loop0 to 64 (was 128; another writer held the queue at the pass before)");
+        CHECK(w.q("nr_requests") == "64");
+        CHECK(w.rec.summary().busy == 0);
+    }
+    SUBCASE("still busy at the next pass: one failed alert, then quiet until it goes through") {
+        w.sysfs.busy["queue/nr_requests"] = 100;
+        w.rec.reconcile("loop0", Trigger::verify);
+        const auto alerts = w.log.take();
+        REQUIRE(alerts == V{"failed loop0 nr_requests 64 128"});
+        CHECK(w.log.full.back().message.find("cannot set nr_requests of loop0 to 64: still busy at a second pass") ==
+              0);
+        w.rec.reconcile("loop0", Trigger::verify);
+        CHECK(w.log.take().empty());
+        w.sysfs.busy["queue/nr_requests"] = 0;
+        w.rec.reconcile("loop0", Trigger::verify);
+        CHECK(w.log.take() == V{"resolved loop0 nr_requests 64 64"});
+    }
 }

@@ -112,7 +112,7 @@ Options of explain:
 DEVICE limits plan, apply, status and audit to the named block devices (e.g. sda).
 
 Exit status: 0 success (run: stopped by SIGTERM or SIGINT); 1 apply left
-something failed, not stuck or refused, status found drift, audit found
+something failed, not stuck, refused or busy, status found drift, audit found
 something at warning level or above, or import-udev left a rule out; 2 usage error; 3 invalid policy;
 4 system error.
 )";

@@ -38,6 +38,7 @@ json daemon_json(const Reconciler& r, long pid, double last_pass_unix, const Rel
             {"devices_managed", s.devices},
             {"drifted", s.drifted},
             {"failed", s.failed},
+            {"busy", s.busy},
             {"devices", devices},
             {"reload", {{"generation", reload.generation}, {"ok", reload.ok}, {"errors", reload.errors}}}};
 }

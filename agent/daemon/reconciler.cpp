@@ -29,6 +29,7 @@ constexpr policy::Named<AttrStatus> kAttrStatuses[] = {
     {AttrStatus::ok, "ok"},
     {AttrStatus::drifted, "drifted"},
     {AttrStatus::failed, "failed"},
+    {AttrStatus::busy, "busy"},
 };
 static_assert(policy::in_enum_order(kAttrStatuses));
 }  // namespace
@@ -51,6 +52,7 @@ Summary Reconciler::summary() const {
         for (const auto& [attr, r] : d.attrs) {
             if (r.status == AttrStatus::drifted) ++s.drifted;
             if (r.status == AttrStatus::failed) ++s.failed;
+            if (r.status == AttrStatus::busy) ++s.busy;
         }
     }
     return s;
@@ -154,7 +156,7 @@ bool Reconciler::reconcile(const std::string& device, Trigger trigger) {
         if ((a.kind == ActionKind::write || a.kind == ActionKind::unchanged) && a.current != a.expected) differs = true;
     std::map<std::string, AttributeResult> results;
     if (enforce && differs) {
-        for (auto& r : execute(sysfs_, plan).results) {
+        for (auto& r : execute(sysfs_, plan, retry_).results) {
             context_.refused_schedulers.insert(r.refused.begin(), r.refused.end());
             results[r.attribute] = std::move(r);
         }
@@ -248,6 +250,10 @@ bool Reconciler::reconcile(const std::string& device, Trigger trigger) {
             } else if (r.status == AttrStatus::failed) {
                 alert(AlertKind::resolved, device, a, r, a.expected,
                       what + " is " + a.expected + " now, as the policy says");
+            } else if (r.status == AttrStatus::busy) {
+                alert(AlertKind::applied, device, a, r, a.expected,
+                      "set " + what + " to " + a.expected + " (was " + (before.empty() ? "unset" : before) +
+                          "; another writer held the queue at the pass before)");
             } else {
                 ++r.drifts;
                 alert(kind, device, a, r, before, cause + "; re-applied", udev_rule);
@@ -257,6 +263,25 @@ bool Reconciler::reconcile(const std::string& device, Trigger trigger) {
             continue;
         }
         const std::string actual = res == results.end() ? before : res->second.after;
+        if (res != results.end() && res->second.outcome == Outcome::busy) {
+            if (r.status != AttrStatus::busy && r.status != AttrStatus::failed) {
+                // Contention, not a failure yet: the next pass tries again.
+                log_.log(LOG_INFO, "cannot set " + what + " to " + a.expected + " yet: " + res->second.detail +
+                                       "; trying again at the next pass");
+                r.status = AttrStatus::busy;
+                r.actual = actual;
+                continue;
+            }
+            if (r.status == AttrStatus::busy) {
+                ++r.failures;
+                alert(AlertKind::failed, device, a, r, actual,
+                      "cannot set " + what + " to " + a.expected +
+                          ": still busy at a second pass: " + res->second.detail);
+            }
+            r.status = AttrStatus::failed;
+            r.actual = actual;
+            continue;
+        }
         if (r.status != AttrStatus::failed) {
             ++r.failures;
             const std::string detail = res == results.end() ? "not attempted" : res->second.detail;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/executor.hpp"
 #include "agent/state.hpp"
 #include "policy/kernel.hpp"
 #include "policy/plan.hpp"
@@ -25,7 +26,10 @@ enum class Trigger {
 };
 const char* to_string(Trigger t);
 
-enum class AttrStatus { ok, drifted, failed };
+// busy: the last pass could not write it because another writer held the
+// queue (EBUSY past the retry bound); tried again at the next pass, and
+// alerted as failed only when that pass finds it busy too.
+enum class AttrStatus { ok, drifted, failed, busy };
 const char* to_string(AttrStatus s);
 
 struct AttrRecord {
@@ -55,6 +59,7 @@ struct Summary {
     std::size_t devices = 0;  // with at least one managed attribute
     std::size_t drifted = 0;  // attributes out of policy now (observe mode)
     std::size_t failed = 0;   // attributes that could not be applied
+    std::size_t busy = 0;     // attributes another writer kept from being written at the last pass
 };
 
 class Reconciler {
@@ -70,6 +75,8 @@ public:
     // Schedulers the kernel refused are not tried again until this (a
     // reload: the admin may have installed the module meanwhile).
     void forget_refused_schedulers() { context_.refused_schedulers.clear(); }
+    // How long a write refused with EBUSY is tried again within one pass.
+    void set_busy_retry(BusyRetry retry) { retry_ = std::move(retry); }
 
     // Looks at one device and acts on what it finds. Returns false when the
     // device is gone (and has been forgotten).
@@ -90,6 +97,7 @@ private:
     systemd::EventLog& log_;
     policy::KernelVersion kernel_;
     policy::PlanContext context_;
+    BusyRetry retry_ = default_busy_retry();
     policy::Policy policy_;
     policy::Mode mode_ = policy::Mode::enforce;
     std::vector<policy::UdevAssignment> udev_rules_;
