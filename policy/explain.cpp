@@ -191,7 +191,10 @@ void derive_scheduler(Explanation& e, const DeviceFacts& f, const Values& v, con
             {"loadable as modules", ctx.loadable_schedulers->empty() ? "-" : join(*ctx.loadable_schedulers, " ")});
     if (ctx.hw_queues == 0) {
         scheduler_default_row(SchedulerDefault::bio_based);
-        e.derivation = "bio-based queue: no scheduler here; the devices below schedule the requests";
+        e.kernel_default = "none";
+        e.derivation =
+            "bio-based queue: no scheduler here (the file reads none); the devices below schedule the "
+            "requests";
         return;
     }
     if (f.stack == Stack::loop) {

@@ -129,8 +129,9 @@ TEST_CASE("explain: the scheduler the kernel picks from the hardware queues") {
     CHECK(explain(disk("nvme"), {{"scheduler", "none"}}, ctx)["scheduler"].kernel_default == "none");
     ctx.hw_queues = 0;  // md, bio-based dm
     auto bio = explain(disk("", Stack::md), {{"scheduler", "none"}}, ctx)["scheduler"];
-    CHECK(bio.kernel_default.empty());
-    CHECK(bio.derivation == "bio-based queue: no scheduler here; the devices below schedule the requests");
+    CHECK(bio.kernel_default == "none");  // what queue/scheduler of a bio-based queue reads
+    CHECK(bio.derivation ==
+          "bio-based queue: no scheduler here (the file reads none); the devices below schedule the requests");
 }
 
 TEST_CASE("explain: a driver blkpolicy knows nothing special about reports rotational itself") {

@@ -175,17 +175,24 @@ def setup(ctx):
         names["crypt"] = g.sh("basename $(readlink -f /dev/mapper/bpcrypt)").strip()
         names["loop"] = ctx.loop
         ctx.names = names
+        # The stacked devices as the kernel set them up, before anything wrote them.
+        for key in ("md", "lvm", "crypt", "loop"):
+            ctx.pristine[names[key]] = read_queue(g, names[key], PRISTINE_ATTRS)
+            ctx.pristine[names[key]]["serial"] = key
         R.figure(s, "devices", " ".join(f"{k}={v}" for k, v in sorted(names.items())))
         g.write_file("/root/classes.toml", CLASSES_POLICY)
+
+
+PRISTINE_ATTRS = ["rotational", "read_ahead_kb", "wbt_lat_usec", "nr_requests", "scheduler", "max_sectors_kb",
+                  "async_depth"]
 
 
 def _pristine_values(g):
     """Every disk's queue values as the kernel set them, before anything
     wrote them (the first thing after the reboot)."""
-    attrs = ["rotational", "read_ahead_kb", "wbt_lat_usec", "nr_requests", "scheduler", "max_sectors_kb"]
     out = {}
     for serial, name in disks_by_serial(g).items():
-        out[name] = read_queue(g, name, attrs)
+        out[name] = read_queue(g, name, PRISTINE_ATTRS)
         out[name]["serial"] = serial
     return out
 
@@ -270,18 +277,22 @@ def explain_defaults(ctx):
     """explain's kernel default for each attribute equals what the real
     kernel set on each pristine disk."""
     g, s, R = ctx.guest, ctx.suite, ctx.results
-    with R.step(s, "explain derives the kernel's own defaults: read_ahead_kb, wbt_lat_usec, rotational, nr_requests"):
+    with R.step(s, "explain derives the kernel's own defaults on every disk and stack: read_ahead_kb, wbt_lat_usec, "
+                   "rotational, nr_requests, scheduler, async_depth"):
         bad = []
+        compared = 0
         for name, real in sorted(ctx.pristine.items()):
             out = json.loads(g.sh(f"blkpolicy explain --json --no-policy {name}"))
             attrs = {a["attribute"]: a for a in out["devices"][0]["attributes"]}
-            for attr in ("read_ahead_kb", "wbt_lat_usec", "rotational", "nr_requests"):
+            for attr in ("read_ahead_kb", "wbt_lat_usec", "rotational", "nr_requests", "scheduler", "async_depth"):
                 if not real.get(attr):
-                    continue  # the device has no such attribute (bio-based)
-                derived = attrs.get(attr, {}).get("kernel_default", "")
+                    continue  # the device has no such attribute (bio-based; async_depth before 7.0)
+                derived = attrs.get(attr, {}).get("kernel_default") or ""
+                compared += 1
                 if derived != real[attr]:
                     bad.append(f"{name} ({real['serial']}) {attr}: explain says {derived!r}, the kernel set "
                                f"{real[attr]!r}")
+        R.figure(s, "explain's kernel defaults compared with the kernel's", compared, "values")
         expect(not bad, "\n".join(bad))
 
     with R.step(s, "explain --kernel-rules: the rules for this kernel hold here, and each that names it holds on it"):
@@ -293,6 +304,14 @@ def explain_defaults(ctx):
         version = release.split("-")[0].split("+")[0]
         wrong = [r["id"] for r in doc["rules"] if version in r["observed"] and not r["holds"]]
         expect(not wrong, f"rows observed on {version} that do not hold on it: {wrong}")
+        # Nothing past what was observed: every row holds here as itself.
+        beyond = [r["id"] for r in doc["rules"] if r["standing"] != ("holds" if r["holds"] else "does not hold")]
+        expect(not beyond, f"rows this kernel is past the observations of: {beyond}")
+        if ctx.strict_rows:
+            # The newest kernel: every row that holds here and was seen
+            # anywhere names this kernel among its observations.
+            unnamed = [r["id"] for r in doc["rules"] if r["holds"] and r["observed"] and version not in r["observed"]]
+            expect(not unnamed, f"rows that hold on {version} but do not name it as observed: {unnamed}")
         # An unbound loop device starts the way the loop-created-rotational row says.
         g.sh("modprobe loop; test -e /dev/loop-control")
         free = g.sh("losetup -f").strip().replace("/dev/", "")
@@ -302,6 +321,31 @@ def explain_defaults(ctx):
         expect_eq(f"loop-created-rotational:{unbound}" in holds, True, f"unbound {free} reads rotational {unbound}")
 
 
+
+
+def field_case(ctx):
+    """The case operators report from the field: an untouched virtio disk that
+    claims to spin, with read_ahead_kb 2 x max_sectors_kb (6.17+) and wbt
+    75000; the package's default policy (/etc/blkpolicy/policy.toml, from
+    examples/cloud-vm.toml) puts it right."""
+    g, s, R = ctx.guest, ctx.suite, ctx.results
+    with R.step(s, "field case: an untouched virtio disk claims to spin; the packaged default policy fixes it"):
+        name = ctx.names["bp-virtio1"]
+        real = ctx.pristine[name]
+        rules = {r["id"] for r in json.loads(g.sh("blkpolicy explain --kernel-rules --json"))["rules"] if r["holds"]}
+        twice = "readahead-default:2x-max-sectors" in rules
+        want_ra = str(2 * int(real["max_sectors_kb"])) if twice else "128"
+        R.figure(s, f"untouched virtio disk {name}: rotational / wbt_lat_usec / read_ahead_kb (max_sectors_kb)",
+                 f"{real['rotational']} / {real['wbt_lat_usec']} / {real['read_ahead_kb']} "
+                 f"({real['max_sectors_kb']})")
+        expect_eq((real["rotational"], real["wbt_lat_usec"], real["read_ahead_kb"]), ("1", "75000", want_ra),
+                  "the untouched virtio disk (2 x max_sectors_kb where the 6.17 rule holds)")
+        # The packaged default policy, as installed: no --policy.
+        rc, out, err = g.run(f"blkpolicy apply --json --state-dir /run/bp-field {name}", check=False)
+        expect(rc == 0, f"apply with the packaged policy: exit {rc}\n{out}{err}")
+        expect_eq(read_queue(g, name, ["rotational", "wbt_lat_usec", "read_ahead_kb"]),
+                  {"rotational": "0", "wbt_lat_usec": "2000", "read_ahead_kb": "128"},
+                  "the virtio disk after the packaged policy")
 
 
 # --- traps on fresh hot-added disks ---------------------------------------
@@ -397,6 +441,23 @@ def traps(ctx):
         _apply(g, d2, "[[rule]]\nname = \"t\"\n[rule.set]\nscheduler = \"bfq\"\nwbt_lat_usec = 75000\n")
         expect_eq(wbt_enabled(g, d2), "2", "wbt after apply switched to bfq (debugfs read afterwards)")
 
+    with R.step(s, "trap: read_ahead_kb rounds to whole pages; a switch recreates iosched/ with its defaults"):
+        d = _hot_add(g, "bp-trap-io", rotation_rate="7200")
+        g.sh(f"echo 6 > /sys/block/{d}/queue/read_ahead_kb")
+        expect_eq(_q(g, d, "read_ahead_kb"), "4", "read_ahead_kb after writing 6 (4 KiB pages)")
+        g.sh(f"echo mq-deadline > /sys/block/{d}/queue/scheduler")
+        default = _q(g, d, "iosched/fifo_batch")
+        g.sh(f"echo 32 > /sys/block/{d}/queue/iosched/fifo_batch; echo kyber > /sys/block/{d}/queue/scheduler; "
+             f"echo mq-deadline > /sys/block/{d}/queue/scheduler")
+        expect_eq(_q(g, d, "iosched/fifo_batch"), default, "fifo_batch after kyber and back")
+        res = _apply(g, d, "[[rule]]\nname = \"t\"\n[rule.set]\nscheduler = \"kyber\"\n")
+        res = _apply(g, d, "[[rule]]\nname = \"t\"\n[rule.set]\nscheduler = \"mq-deadline\"\n"
+                           "iosched.fifo_batch = 32\n")
+        expect_eq((res["iosched.fifo_batch"]["outcome"], _q(g, d, "iosched/fifo_batch")), ("applied", "32"),
+                  "apply writes the tunable after the switch that recreated it")
+
+    async_depth(ctx)
+
     with R.step(s, "trap: write_cache takes any prefix, rq_affinity takes 3 and ignores it; check refuses both"):
         d = _hot_add(g, "bp-trap-wc", rotation_rate="7200")
         rc, _, _ = g.run(f"echo 'write backwards' > /sys/block/{d}/queue/write_cache", check=False)
@@ -410,9 +471,163 @@ def traps(ctx):
             g.write_file("/root/bad.toml", f"[[rule]]\nname = \"t\"\n[rule.set]\n{bad}\n")
             expect_eq(g.run("blkpolicy check --policy /root/bad.toml", check=False)[0], 3, f"check of {bad}")
 
-    for node in ("bp-trap-ra", "bp-trap-nr", "bp-trap-wbt", "bp-trap-wbt2", "bp-trap-wc"):
-        g.unplug(node)
+    for node in ("bp-trap-ra", "bp-trap-nr", "bp-trap-wbt", "bp-trap-wbt2", "bp-trap-io", "bp-trap-ad", "bp-trap-wc"):
+        try:
+            g.unplug(node)
+        except GuestError:
+            pass  # a step that failed before adding it
 
+
+
+def _rows(g):
+    return {r["id"] for r in json.loads(g.sh("blkpolicy explain --kernel-rules --json"))["rules"] if r["holds"]}
+
+
+def async_depth(ctx):
+    """queue/async_depth where the kernel has it (7.0+), as its rows say;
+    mq-deadline's iosched/async_depth where it does not."""
+    g, s, R = ctx.guest, ctx.suite, ctx.results
+    with R.step(s, "async_depth: the kernel's own behaviour as its rows say, and apply right after a switch"):
+        d = _hot_add(g, "bp-trap-ad", rotation_rate="7200")
+        rows = _rows(g)
+        q = f"/sys/block/{d}/queue"
+        if "async-depth:iosched-tunable" in rows:
+            expect(g.run(f"test -e {q}/async_depth", check=False)[0] != 0, "queue/async_depth on a kernel before 7.0")
+            g.sh(f"echo mq-deadline > {q}/scheduler; test -e {q}/iosched/async_depth")
+            res = _apply(g, d, "[[rule]]\nname = \"t\"\n[rule.set]\nscheduler = \"mq-deadline\"\n"
+                               "async_depth = 16\niosched.async_depth = 16\n")
+            expect_eq(res["async_depth"]["outcome"], "skipped", "async_depth on a kernel without it")
+            expect("no queue/async_depth" in res["async_depth"]["detail"], res["async_depth"]["detail"])
+            expect_eq((res["iosched.async_depth"]["outcome"], _q(g, d, "iosched/async_depth")), ("applied", "16"),
+                      "mq-deadline's own async_depth")
+            R.figure(s, "async_depth", "iosched/async_depth under mq-deadline; no queue/async_depth")
+            return
+        expect("async-depth:queue-attribute" in rows, f"no async-depth row holds: {sorted(rows)}")
+        vals = lambda: (_q(g, d, "nr_requests"), _q(g, d, "async_depth"))  # noqa: E731
+        seen = {"none": vals()}
+        expect_eq(seen["none"][1], seen["none"][0], "under none async_depth is nr_requests")
+        rc, _, err = g.run(f"/bin/echo 16 > {q}/async_depth", check=False)
+        expect(rc != 0 and "Invalid argument" in err, f"a write under none: exit {rc} {err!r}")
+        for sched in ("mq-deadline", "kyber", "bfq"):
+            g.sh(f"echo {sched} > {q}/scheduler")
+            nr, ad = seen[sched] = vals()
+            want = int(nr) * 3 // 4 if sched in ("kyber", "bfq") else int(nr)
+            expect_eq(int(ad), want, f"async_depth after the switch to {sched} (nr_requests {nr})")
+        g.sh(f"echo mq-deadline > {q}/scheduler; echo 64 > {q}/async_depth; echo 128 > {q}/nr_requests")
+        nr_before = seen["mq-deadline"][0]
+        expect_eq(_q(g, d, "async_depth"), str(64 * 128 // int(nr_before)),
+                  f"async_depth 64 of {nr_before} after nr_requests 128 (rescaled)")
+        g.sh(f"echo 1000 > {q}/async_depth")
+        expect_eq(_q(g, d, "async_depth"), "128", "a value above nr_requests reads back capped")
+        expect(g.run(f"test -e {q}/iosched/async_depth", check=False)[0] != 0, "mq-deadline still has its own")
+        R.figure(s, "async_depth after switches (nr_requests / async_depth)",
+                 "; ".join(f"{k} {v[0]}/{v[1]}" for k, v in seen.items()))
+        g.sh(f"echo none > {q}/scheduler")
+        # apply: the switch, nr_requests, then async_depth, read back right after.
+        res = _apply(g, d, "[[rule]]\nname = \"t\"\n[rule.set]\nscheduler = \"mq-deadline\"\nnr_requests = 64\n"
+                           "async_depth = 16\n")
+        expect_eq((res["async_depth"]["outcome"], res["async_depth"]["after"], _q(g, d, "async_depth")),
+                  ("applied", "16", "16"), "async_depth after apply switched to mq-deadline")
+        res = _apply(g, d, "[[rule]]\nname = \"t\"\n[rule.set]\nscheduler = \"kyber\"\nasync_depth = 16\n")
+        expect_eq((res["scheduler"]["outcome"], res["async_depth"]["outcome"], _q(g, d, "async_depth")),
+                  ("applied", "applied", "16"), "async_depth after apply switched to kyber (the switch reset it)")
+        res = _apply(g, d, "[[rule]]\nname = \"t\"\n[rule.set]\nscheduler = \"mq-deadline\"\n"
+                           "iosched.async_depth = 16\n")
+        expect_eq(res["iosched.async_depth"]["outcome"], "skipped", "iosched.async_depth on 7.0+")
+        expect("moved" in res["iosched.async_depth"]["detail"], res["iosched.async_depth"]["detail"])
+        res = _apply(g, d, "[[rule]]\nname = \"t\"\n[rule.set]\nscheduler = \"none\"\nasync_depth = 16\n")
+        expect_eq(res["async_depth"]["outcome"], "skipped", "async_depth under none")
+
+
+# --- another writer on the same SCSI host ----------------------------------
+
+# Switches the scheduler of one disk back and forth until told to stop: a
+# writer (a udev rule at hotplug, TuneD, an admin) busy with another disk of
+# the same SCSI host, whose queues share one tag set.
+_CONTENDER = r"""
+q=/sys/block/{other}/queue
+rm -f /run/bp-contend.stop
+setsid sh -c 'while [ ! -e /run/bp-contend.stop ]; do echo kyber > {q}/scheduler; echo mq-deadline > {q}/scheduler; done'     >/dev/null 2>&1 </dev/null &
+"""
+
+# Plain writes of nr_requests to DISK, counting the EBUSY answers.
+_PLAIN_WRITES = r"""
+busy=0; i=0
+while [ $i -lt 40 ]; do
+  if ! /bin/echo 32 > /sys/block/{disk}/queue/nr_requests 2>/tmp/bp-err; then
+    grep -q busy /tmp/bp-err && busy=$((busy+1))
+  fi
+  i=$((i+1))
+done
+echo $busy
+"""
+
+CONTENTION_POLICY = """[daemon]
+mode = "enforce"
+verify_interval = "5s"
+
+[[rule]]
+name = "contended disk"
+[rule.match]
+serial = "bp-busy-a"
+[rule.set]
+scheduler = "mq-deadline"
+nr_requests = 32
+"""
+
+
+def contention(ctx):
+    """Another writer busy with a disk of the same SCSI host: on kernels
+    whose rows say so the kernel answers EBUSY; apply and the daemon's
+    passes still end with every value applied."""
+    g, s, R = ctx.guest, ctx.suite, ctx.results
+    with R.step(s, "contention: a writer on another disk of the SCSI host; apply and the daemon still apply"):
+        a = _hot_add(g, "bp-busy-a", rotation_rate="7200")
+        b = _hot_add(g, "bp-busy-b", rotation_rate="7200")
+        rows = _rows(g)
+        extra = "async_depth = 16\n" if "async-depth:queue-attribute" in rows else ""
+        try:
+            g.sh(_CONTENDER.format(other=b, q=f"/sys/block/{b}/queue"))
+            plain = int(g.sh(_PLAIN_WRITES.format(disk=a)).strip() or 0)
+            R.figure(s, "contention: plain nr_requests writes answered EBUSY", f"{plain} of 40",
+                     "(rows: " + ", ".join(sorted(r for r in rows if r.startswith("write-contended"))) + ")")
+            if "write-contended:ebusy" in rows:
+                expect(plain > 0, "no EBUSY beside the writer, though this kernel's row says it answers so")
+            elif "write-contended:waits" in rows:
+                expect_eq(plain, 0, "EBUSY on a kernel whose contended writes wait")
+            retried = 0
+            for _ in range(5):
+                g.sh(f"until echo none > /sys/block/{a}/queue/scheduler 2>/dev/null; do sleep 0.01; done")
+                res = _apply(g, a, "[[rule]]\nname = \"t\"\n[rule.set]\nscheduler = \"mq-deadline\"\n"
+                                   "nr_requests = 32\n" + extra)
+                bad = {k: v["outcome"] for k, v in res.items() if v["outcome"] not in ("applied", "unchanged")}
+                expect(not bad, f"apply beside the writer: {bad}")
+                retried += sum(v["busy"] for v in res.values())
+                want = {"scheduler": "mq-deadline", "nr_requests": "32"}
+                if extra:
+                    want["async_depth"] = "16"
+                expect_eq(read_queue(g, a, list(want)), want, "after apply beside the writer")
+            R.figure(s, "contention: blkpolicy's writes answered EBUSY and made again, in 5 applies", retried)
+
+            # The daemon: a drift while the writer runs is re-applied at a pass.
+            g.write_file("/etc/blkpolicy/policy.toml", CONTENTION_POLICY)
+            g.sh(f"systemctl start {UNIT}")
+            since = machine.cursor(g)
+            for _ in range(3):
+                g.sh(f"until echo kyber > /sys/block/{a}/queue/scheduler 2>/dev/null; do sleep 0.01; done")
+                g.wait_for(f"grep -q '\\[mq-deadline\\]' /sys/block/{a}/queue/scheduler && "
+                           f"test $(cat /sys/block/{a}/queue/nr_requests) = 32", timeout=30,
+                           what="the daemon to re-apply beside the writer")
+            failed = [e.get("MESSAGE") for e in machine.since(g, since, SYSLOG_IDENTIFIER="blkpolicy")
+                      if e.get("BLKPOLICY_EVENT") == "failed"]
+            expect(not failed, f"failed alerts beside the writer: {failed}")
+        finally:
+            g.sh(f"touch /run/bp-contend.stop; systemctl stop {UNIT}; sleep 0.5")
+            for node in ("bp-busy-a", "bp-busy-b"):
+                try:
+                    g.unplug(node)
+                except GuestError:
+                    pass
 
 
 # --- hotplug under the running service, against an equivalent udev rule ----
@@ -790,8 +1005,10 @@ def udev_equivalence(ctx):
 def run(ctx):
     setup(ctx)
     explain_defaults(ctx)
+    field_case(ctx)
     facts_against_udev(ctx)
     traps(ctx)
+    contention(ctx)
     hotplug(ctx)
     stacks(ctx)
     udev_equivalence(ctx)
