@@ -10,7 +10,7 @@
 # Without a chroot: `apt-get build-dep ./ && dpkg-buildpackage -us -uc -b`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh
+scripts/install-deps.sh --tests
 suite=${1:-$(. /etc/os-release && echo "$VERSION_CODENAME")}
 out=$(/usr/bin/python3 - "$suite" <<'PY'
 import sys

@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# Install everything blkpolicy needs to build, run and test, from Debian's
-# packages. Idempotent; needs root (apt-get). Set BLKPOLICY_SKIP_APT=1 to skip
-# (for example in a container image that already has the packages).
+# Install what blkpolicy needs to build and run, from Debian's packages;
+# with --tests also what its test suite needs (fuzzers, the formatter, qemu
+# and mmdebstrap for the guest tests). Idempotent; needs root (apt-get). Set
+# BLKPOLICY_SKIP_APT=1 to skip (for example in a container image that
+# already has the packages).
 set -euo pipefail
 
 if [[ "${BLKPOLICY_SKIP_APT:-0}" == 1 ]]; then
     exit 0
 fi
 
+# What building and running blkpolicy needs (scripts/run.sh installs only these).
 packages=(
     # build
     build-essential cmake pkg-config git dpkg-dev
@@ -15,18 +18,24 @@ packages=(
     libudev-dev libsystemd-dev libtomlplusplus-dev libspdlog-dev doctest-dev nlohmann-json3-dev
     # man pages, generated at build time
     scdoc
+    # run time: losetup, udevadm, systemd-udevd, systemd-journald, journalctl
+    util-linux udev systemd
+)
+# What the test suite needs on top (scripts/test.sh, scripts/build-deb.sh: --tests).
+test_packages=(
     # fuzzing (scripts/fuzz.sh): clang with libFuzzer and the sanitizer runtimes
     clang libclang-rt-14-dev
     # the format check of the test suite (.clang-format)
     clang-format-14
-    # run time and tests: losetup, udevadm, systemd-udevd, systemd-journald, journalctl
-    util-linux udev systemd
     # tests: the daemon's system calls, checked against the unit's SystemCallFilter
     strace
     # the package (scripts/build-deb.sh) and the guest tests (tests/vm/):
     # suite chroots and guest images, Debian guests under qemu, the harness
     mmdebstrap qemu-system-x86 qemu-utils python3 e2fsprogs
 )
+if [[ "${1:-}" == --tests ]]; then
+    packages+=("${test_packages[@]}")
+fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -18,7 +18,7 @@
 # skips the guest tests; VM_SUITES="trixie" runs one suite only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh
+scripts/install-deps.sh --tests
 
 # The daemon tests read what blkpolicy sends to journald. Where no journald
 # runs (a container, a machine without systemd as PID 1), start one for the

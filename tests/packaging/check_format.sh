@@ -5,7 +5,7 @@
 set -euo pipefail
 src=$1
 fmt=$(command -v clang-format-14 || true)
-[[ -n $fmt ]] || { echo "clang-format-14 is not installed (scripts/install-deps.sh installs it)"; exit 1; }
+[[ -n $fmt ]] || { echo "clang-format-14 is not installed (scripts/install-deps.sh --tests installs it)"; exit 1; }
 cd "$src"
 mapfile -t files < <(find agent policy udev util systemd tests bench fuzz \( -name '*.cpp' -o -name '*.hpp' -o -name '*.c' \) \
                       -not -path 'tests/vm/*' | sort)

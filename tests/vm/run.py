@@ -46,7 +46,7 @@ def preflight():
         return "needs root (mmdebstrap, chroot builds)"
     for tool in ("qemu-system-x86_64", "qemu-img", "mmdebstrap", "dpkg-deb", "mkfs.ext4"):
         if not shutil.which(tool):
-            return f"{tool} is not installed (scripts/install-deps.sh installs it)"
+            return f"{tool} is not installed (scripts/install-deps.sh --tests installs it)"
     return None
 
 
