@@ -5,6 +5,7 @@
 
 #include "policy/match.hpp"
 #include "udev/discovery.hpp"
+#include "udev/probes.hpp"
 
 namespace blkpolicy::agent {
 
@@ -58,6 +59,28 @@ std::vector<DeviceView> look(const udev::Sysfs& sysfs, const StateDir& state, co
     for (const auto& name : names)
         if (auto v = look_one(sysfs, state, policy, name, how, warnings)) out.push_back(std::move(*v));
     return out;
+}
+
+policy::AuditInput audit_input(const udev::Sysfs& sysfs, const policy::Policy* policy,
+                               std::vector<policy::UdevAssignment> udev_rules, const std::string& udev_db,
+                               const policy::PlanContext& ctx, policy::KernelVersion kernel) {
+    policy::AuditInput in;
+    in.with_policy = policy != nullptr;
+    in.udev_rules = std::move(udev_rules);
+    in.single_llc = udev::single_last_level_cache(sysfs);
+    in.kernel = kernel;
+    for (const auto& name : udev::list_block_devices(sysfs)) {
+        auto f = udev::read_facts(sysfs, name, udev_db);
+        if (!f) continue;
+        policy::AuditDevice d;
+        d.facts = std::move(*f);
+        d.values = udev::read_values(sysfs, name);
+        if (policy) d.plan = policy::plan_device(*policy, d.facts, d.values, ctx);
+        d.wbt_state = udev::read_wbt_state(sysfs, name);
+        d.has_medium = udev::has_medium(sysfs, name);
+        in.devices.push_back(std::move(d));
+    }
+    return in;
 }
 
 }  // namespace blkpolicy::agent

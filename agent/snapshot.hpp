@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "agent/state.hpp"
+#include "policy/audit.hpp"
 #include "policy/kernel.hpp"
 #include "policy/plan.hpp"
 #include "udev/sysfs.hpp"
@@ -47,5 +48,13 @@ policy::PlanContext host_plan_context(const std::string& sysfs_root = "/sys", co
 // The running kernel's release as major.minor (0.0 when uname says otherwise).
 policy::KernelVersion running_kernel_version();
 std::string running_kernel_release();  // uname -r
+
+// What audit reads, for every device under <sysfs>/block (stack findings
+// need them all): live facts, every value, the plan under `policy` (null:
+// kernel side only), debugfs's wbt state and whether a medium is there.
+// `audit` and the daemon's metrics share it.
+policy::AuditInput audit_input(const udev::Sysfs& sysfs, const policy::Policy* policy,
+                               std::vector<policy::UdevAssignment> udev_rules, const std::string& udev_db,
+                               const policy::PlanContext& ctx, policy::KernelVersion kernel);
 
 }  // namespace blkpolicy::agent

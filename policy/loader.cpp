@@ -3,6 +3,7 @@
 #include <toml++/toml.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <tuple>
 
@@ -528,8 +529,31 @@ std::optional<std::chrono::milliseconds> parse_duration(std::string_view text) {
     return std::chrono::milliseconds(total);
 }
 
+namespace {
+// FNV-1a, 64 bits: a fingerprint of what was loaded, not a security measure.
+std::string digest_of(const std::vector<PolicySource>& sources) {
+    std::uint64_t h = 0xcbf29ce484222325ULL;
+    auto mix = [&](std::string_view s) {
+        for (unsigned char c : s) {
+            h ^= c;
+            h *= 0x100000001b3ULL;
+        }
+        h ^= 0xff;  // a separator no text holds
+        h *= 0x100000001b3ULL;
+    };
+    for (const auto& src : sources) {
+        mix(src.name);
+        mix(src.text);
+    }
+    char out[17];
+    std::snprintf(out, sizeof out, "%016llx", static_cast<unsigned long long>(h));
+    return out;
+}
+}  // namespace
+
 LoadResult load_policy(const std::vector<PolicySource>& sources) {
     LoadResult result;
+    result.policy.digest = digest_of(sources);
     std::map<std::string, SourcePos> rule_names;
     for (const auto& src : sources) {
         result.policy.files.push_back(src.name);

@@ -85,6 +85,9 @@ struct Policy {
     DaemonConfig daemon;
     std::vector<Rule> rules;
     std::vector<std::string> files;  // in the order they were read
+    // What was loaded, as 16 hex digits (FNV-1a over each file's name and
+    // text): two hosts with the same digest run the same policy.
+    std::string digest;
 };
 
 // A reference to the rule that decided something, for reports.

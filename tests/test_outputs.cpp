@@ -1,6 +1,9 @@
 // agent/daemon/outputs: what the daemon publishes after a pass.
 #include <doctest/doctest.h>
 
+#include <set>
+#include <sstream>
+
 #include "agent/daemon/outputs.hpp"
 #include "support/reconciler_world.hpp"
 
@@ -9,17 +12,131 @@ using agent::Trigger;
 using test::loops_policy;
 using test::World;
 
-TEST_CASE("metrics text after a pass") {
+namespace {
+bool has(const std::string& text, const std::string& line) { return text.find(line) != std::string::npos; }
+
+agent::MetricsInput input(double now, const agent::OutOfPolicyClock* clock = nullptr) {
+    agent::MetricsInput m;
+    m.last_pass_unix = now;
+    m.verify_interval_seconds = 30;
+    m.version = "1.2.3";
+    m.policy_loaded_unix = 1699999000;
+    m.clock = clock;
+    return m;
+}
+}  // namespace
+
+TEST_CASE("metrics text after a pass: the kept families") {
     World w;
     w.rec.set_policy(loops_policy("read_ahead_kb = 128\n"));
     w.rec.reconcile("loop0", Trigger::added);
     w.poke("read_ahead_kb", "512");
     w.rec.reconcile("loop0", Trigger::verify);
-    const auto text = agent::metrics_text(w.rec, 1700000000.0);
-    CHECK(text.find("blkpolicy_devices_managed 1\n") != std::string::npos);
-    CHECK(text.find("blkpolicy_last_verify_timestamp_seconds 1700000000\n") != std::string::npos);
-    CHECK(text.find("blkpolicy_attribute_in_policy{device=\"loop0\",attribute=\"read_ahead_kb\"} 1\n") !=
-          std::string::npos);
-    CHECK(text.find("blkpolicy_drifts_total{device=\"loop0\",attribute=\"read_ahead_kb\"} 1\n") != std::string::npos);
-    CHECK(text.find("# TYPE blkpolicy_failures_total counter\n") != std::string::npos);
+    const auto text = agent::metrics_text(w.rec, input(1700000000.0));
+    CHECK(has(text, "blkpolicy_devices_managed 1\n"));
+    CHECK(has(text, "blkpolicy_last_verify_timestamp_seconds 1700000000\n"));
+    CHECK(has(text, "blkpolicy_attribute_in_policy{device=\"loop0\",attribute=\"read_ahead_kb\"} 1\n"));
+    CHECK(has(text, "blkpolicy_drifts_total{device=\"loop0\",attribute=\"read_ahead_kb\"} 1\n"));
+    CHECK(has(text, "# TYPE blkpolicy_failures_total counter\n"));
+}
+
+TEST_CASE("metrics: build, interval, policy state, identity, values and desired values, text attributes") {
+    World w;
+    w.rec.set_identity_labels(true);
+    w.rec.set_mode(policy::Mode::observe);
+    w.rec.set_policy(loops_policy("read_ahead_kb = 128\nscheduler = \"mq-deadline\"\n"));
+    w.rec.reconcile("loop0", Trigger::added);
+    agent::OutOfPolicyClock clock;
+    clock.update(w.rec, 1700000000.0);
+    auto m = input(1700000045.0, &clock);
+    m.last_reload_ok = false;
+    m.reloads = 2;
+    const auto text = agent::metrics_text(w.rec, m);
+    CHECK(has(text, "blkpolicy_build_info{version=\"1.2.3\"} 1\n"));
+    CHECK(has(text, "blkpolicy_verify_interval_seconds 30\n"));
+    CHECK(has(text, "blkpolicy_policy_loaded_timestamp_seconds 1699999000\n"));
+    CHECK(has(text, "blkpolicy_policy_last_reload_success 0\n"));
+    CHECK(has(text, "blkpolicy_policy_reloads_total 2\n"));
+    CHECK(has(text, "blkpolicy_policy_info{digest=\"" + w.rec.policy().digest +
+                        "\",files=\"1\",rules=\"1\",mode=\"observe\"} 1\n"));
+    CHECK(w.rec.policy().digest.size() == 16);
+    CHECK(has(text,
+              "blkpolicy_device_info{device=\"loop0\",driver=\"\",model=\"\",vendor=\"\",serial=\"\","
+              "rotational=\"1\",stack=\"loop\"} 1\n"));
+    // Observe mode: both differ and stay so; out of policy for 45 s as of this pass.
+    CHECK(has(text, "blkpolicy_attribute_in_policy{device=\"loop0\",attribute=\"read_ahead_kb\"} 0\n"));
+    CHECK(has(text, "blkpolicy_attribute_out_of_policy_seconds{device=\"loop0\",attribute=\"read_ahead_kb\"} 45\n"));
+    CHECK(has(text, "blkpolicy_attribute_failing{device=\"loop0\",attribute=\"read_ahead_kb\"} 0\n"));
+    CHECK(has(text, "blkpolicy_attribute_value{device=\"loop0\",attribute=\"read_ahead_kb\"} 2560\n"));
+    CHECK(has(text, "blkpolicy_attribute_desired{device=\"loop0\",attribute=\"read_ahead_kb\"} 128\n"));
+    CHECK(has(text,
+              "blkpolicy_attribute_text_info{device=\"loop0\",attribute=\"scheduler\",value=\"none\","
+              "desired=\"mq-deadline\"} 1\n"));
+    CHECK_FALSE(has(text, "blkpolicy_attribute_value{device=\"loop0\",attribute=\"scheduler\""));
+    // No audit yet: the counts are there, at 0.
+    CHECK(has(text, "blkpolicy_audit_findings{severity=\"critical\"} 0\n"));
+    CHECK(has(text, "blkpolicy_audit_last_run_timestamp_seconds 0\n"));
+
+    SUBCASE("back in policy: the clock forgets, the seconds go to 0") {
+        w.rec.set_mode(policy::Mode::enforce);
+        w.rec.reconcile("loop0", Trigger::verify);
+        clock.update(w.rec, 1700000060.0);
+        const auto after = agent::metrics_text(w.rec, input(1700000060.0, &clock));
+        CHECK(
+            has(after, "blkpolicy_attribute_out_of_policy_seconds{device=\"loop0\",attribute=\"read_ahead_kb\"} 0\n"));
+        CHECK(has(after, "blkpolicy_attribute_in_policy{device=\"loop0\",attribute=\"read_ahead_kb\"} 1\n"));
+    }
+}
+
+TEST_CASE("metrics: audit findings, counted per severity, every severity always there") {
+    World w;
+    w.rec.set_policy(loops_policy("read_ahead_kb = 128\n"));
+    w.rec.reconcile("loop0", Trigger::added);
+    std::vector<policy::Finding> findings = {
+        {"sda", "write-through-volatile-cache", policy::Severity::critical, "m", {}, {}},
+        {"vda", "rotational-claim-virtual", policy::Severity::warning, "m", {}, {}},
+        {"vdb", "rotational-claim-virtual", policy::Severity::warning, "m", {}, {}},
+    };
+    auto m = input(1700000000.0);
+    m.findings = &findings;
+    m.audit_unix = 1699999999;
+    const auto text = agent::metrics_text(w.rec, m);
+    CHECK(has(text, "blkpolicy_audit_findings{severity=\"info\"} 0\n"));
+    CHECK(has(text, "blkpolicy_audit_findings{severity=\"warning\"} 2\n"));
+    CHECK(has(text, "blkpolicy_audit_findings{severity=\"critical\"} 1\n"));
+    CHECK(has(text,
+              "blkpolicy_audit_finding{device=\"sda\",code=\"write-through-volatile-cache\","
+              "severity=\"critical\"} 1\n"));
+    CHECK(has(text, "blkpolicy_audit_last_run_timestamp_seconds 1699999999\n"));
+}
+
+TEST_CASE("metrics: label values escaped as the text format wants; every family once, HELP and TYPE first") {
+    CHECK(agent::escape_label_value("QEMU \"HARD\"\\DISK\nx") == "QEMU \\\"HARD\\\"\\\\DISK\\nx");
+    World w;
+    w.rec.set_policy(loops_policy("read_ahead_kb = 128\nnr_requests = 64\n"));
+    w.rec.reconcile("loop0", Trigger::added);
+    const auto text = agent::metrics_text(w.rec, input(1700000000.0));
+    std::map<std::string, int> helps;
+    std::string last_family;
+    std::set<std::string> closed;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) {
+        if (line.rfind("# HELP ", 0) == 0) {
+            const auto name = line.substr(7, line.find(' ', 7) - 7);
+            ++helps[name];
+            if (!last_family.empty()) closed.insert(last_family);
+            last_family = name;
+            continue;
+        }
+        if (line.rfind("# TYPE ", 0) == 0) continue;
+        const auto name = line.substr(0, line.find_first_of("{ "));
+        CAPTURE(line);
+        CHECK(name == last_family);  // samples follow their own HELP and TYPE, never another family's
+        CHECK_FALSE(closed.count(name));
+    }
+    for (const auto& [name, n] : helps) {
+        CAPTURE(name);
+        CHECK(n == 1);
+    }
+    CHECK(helps.size() == 20);  // every family of blkpolicy(8) METRICS
 }

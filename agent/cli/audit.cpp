@@ -19,28 +19,13 @@ int run_audit(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::ostr
     auto pol = optional_policy(o, err, rc);
     if (rc != kExitOk) return rc;
     if (int rc2 = check_sysfs_and_devices(o, sysfs, err)) return rc2;
-    policy::AuditInput in;
-    in.with_policy = pol.has_value();
     std::vector<std::string> rule_warnings;
-    in.udev_rules = udev::scan_udev_rules(o.udev_rules_dirs, &rule_warnings);
+    auto rules = udev::scan_udev_rules(o.udev_rules_dirs, &rule_warnings);
     for (const auto& w : rule_warnings) err << "blkpolicy: warning: " << w << '\n';
-    in.single_llc = udev::single_last_level_cache(sysfs);
-    in.include_empty = o.all;
-    in.kernel = running_kernel_version();
-    const auto ctx = host_plan_context();
     const auto names = o.devices.empty() ? udev::list_block_devices(sysfs) : o.devices;
-    // Stack findings need every device, even when the output is limited.
-    for (const auto& name : udev::list_block_devices(sysfs)) {
-        auto f = udev::read_facts(sysfs, name, o.udev_db());
-        if (!f) continue;
-        policy::AuditDevice d;
-        d.facts = *f;
-        d.values = udev::read_values(sysfs, name);
-        if (pol) d.plan = policy::plan_device(*pol, d.facts, d.values, ctx);
-        d.wbt_state = udev::read_wbt_state(sysfs, name);
-        d.has_medium = udev::has_medium(sysfs, name);
-        in.devices.push_back(std::move(d));
-    }
+    auto in = audit_input(sysfs, pol ? &*pol : nullptr, std::move(rules), o.udev_db(), host_plan_context(),
+                          running_kernel_version());
+    in.include_empty = o.all;
     auto findings = policy::audit(in);
     if (!o.devices.empty()) {
         std::erase_if(findings, [&](const policy::Finding& f) {

@@ -62,6 +62,8 @@ public:
         apply_policy(std::move(loaded.policy));
         load_udev_rules();
         reconciler_.set_udev_db(opts_.udev_db());
+        // The metrics say who each device is and what audit finds.
+        reconciler_.set_identity_labels(!opts_.metrics_file.empty());
         if (!sysfs_.is_dir("block")) {
             log_->log(LOG_ERR, opts_.sysfs_root + "/block is not a directory: is sysfs mounted there?");
             return kExitRuntime;
@@ -76,6 +78,7 @@ public:
                                 std::to_string(reconciler_.policy().files.size()) + " file(s)");
         // Devices found at start were added before: not in a driver's setup.
         full_pass(Trigger::verify);
+        refresh_audit();
         systemd::notify_ready(status_line());
         int r = sd_event_loop(event_.get());
         if (report_pending_) write_reports();  // the last results, not those of a gap ago
@@ -87,11 +90,14 @@ public:
 private:
     void load_udev_rules() {
         std::vector<std::string> warnings;
-        reconciler_.set_udev_rules(udev::scan_udev_rules(opts_.udev_rules_dirs, &warnings));
+        udev_rules_ = udev::scan_udev_rules(opts_.udev_rules_dirs, &warnings);
+        reconciler_.set_udev_rules(udev_rules_);
         for (const auto& w : warnings) log_->log(LOG_WARNING, w);
     }
 
     void apply_policy(policy::Policy p) {
+        policy_loaded_unix_ = now_unix();
+        audit_due_ = true;
         interval_ = p.daemon.verify_interval;
         reconciler_.set_mode(opts_.mode ? *opts_.mode : p.daemon.mode);
         reconciler_.set_policy(std::move(p));
@@ -168,6 +174,7 @@ private:
     static int on_timer(sd_event_source* s, uint64_t, void* userdata) {
         auto* d = static_cast<Daemon*>(userdata);
         d->full_pass(Trigger::verify);
+        d->refresh_audit();
         sd_event_source_set_time_relative(s, d->interval_usec());
         sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
         return 0;
@@ -205,6 +212,7 @@ private:
     void process_pending() {
         if (pending_.empty()) return;
         auto batch = pending_.take();
+        if (!batch.removed.empty()) audit_due_ = true;
         for (const auto& name : batch.removed) reconciler_.forget(name);
         if (batch.rescan) {
             full_pass(Trigger::verify);
@@ -212,6 +220,7 @@ private:
         }
         std::set<std::string> related;
         for (const auto& [name, trigger] : batch.reconcile) {
+            if (trigger == Trigger::added || trigger == Trigger::changed) audit_due_ = true;
             if (!reconciler_.reconcile(name, trigger)) continue;
             // Stacked devices see each other's changes: verify holders and
             // slaves too (looked up here, not in a full pass, which sees all).
@@ -258,6 +267,7 @@ private:
                 sd_event_source_set_enabled(timer_, SD_EVENT_ONESHOT);
             }
             full_pass(Trigger::verify);
+            refresh_audit();
         }
         // At once, not after the report gap: `blkpolicy reload` waits for it.
         write_reports();
@@ -316,10 +326,34 @@ private:
         if (!st.ok() && st.message() != last_state_error_) log_->log(LOG_WARNING, st.message());
         last_state_error_ = st.message();
         if (!opts_.metrics_file.empty()) {
-            auto mst = util::write_atomically(opts_.metrics_file, metrics_text(reconciler_, now));
+            clock_.update(reconciler_, now);
+            MetricsInput m;
+            m.last_pass_unix = now;
+            m.verify_interval_seconds = static_cast<double>(interval_.count()) / 1000.0;
+            m.version = BLKPOLICY_VERSION;
+            m.policy_loaded_unix = policy_loaded_unix_;
+            m.last_reload_ok = reload_.ok;
+            m.reloads = reload_.generation;
+            m.findings = audit_unix_ > 0 ? &findings_ : nullptr;
+            m.audit_unix = audit_unix_;
+            m.clock = &clock_;
+            auto mst = util::write_atomically(opts_.metrics_file, metrics_text(reconciler_, m));
             if (!mst.ok() && mst.message() != last_metrics_error_) log_->log(LOG_WARNING, mst.message());
             last_metrics_error_ = mst.message();
         }
+    }
+
+    // Audit's findings for the metrics: at start, at reload, and at the first
+    // verify pass after a device appeared, changed or went (not every pass:
+    // it reads every attribute of every device).
+    void refresh_audit() {
+        if (opts_.metrics_file.empty() || !audit_due_) return;
+        audit_due_ = false;
+        const auto& pol = reconciler_.policy();
+        findings_ = policy::audit(audit_input(sysfs_, &pol, udev_rules_, opts_.udev_db(),
+                                              host_plan_context(opts_.sysfs_root), running_kernel_version()));
+        audit_unix_ = now_unix();
+        write_reports();  // rare (see above): not worth the report gap
     }
 
     struct Watch {
@@ -345,6 +379,12 @@ private:
     Watch watches_[2];
     PendingEvents pending_{kMaxPending};
     ReloadOutcome reload_;
+    std::vector<policy::UdevAssignment> udev_rules_;
+    double policy_loaded_unix_ = 0;
+    bool audit_due_ = true;
+    std::vector<policy::Finding> findings_;
+    double audit_unix_ = 0;
+    OutOfPolicyClock clock_;
     std::string last_state_error_;
     std::string last_status_;
     std::string last_metrics_error_;

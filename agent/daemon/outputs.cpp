@@ -8,9 +8,12 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <sstream>
 
 #include "agent/options.hpp"
+#include "policy/attributes.hpp"
+#include "policy/values.hpp"
 
 namespace blkpolicy::agent {
 
@@ -43,37 +46,192 @@ json daemon_json(const Reconciler& r, long pid, double last_pass_unix, const Rel
             {"reload", {{"generation", reload.generation}, {"ok", reload.ok}, {"errors", reload.errors}}}};
 }
 
-namespace {
-std::string label(const std::string& device, const std::string& attr) {
-    return "{device=\"" + device + "\",attribute=\"" + attr + "\"}";
+std::string escape_label_value(std::string_view v) {
+    std::string out;
+    out.reserve(v.size());
+    for (char c : v) {
+        if (c == '\\' || c == '"') {
+            out += '\\';
+            out += c;
+        } else if (c == '\n') {
+            out += "\\n";
+        } else {
+            out += c;
+        }
+    }
+    return out;
 }
-}  // namespace
 
-std::string metrics_text(const Reconciler& r, double last_pass_unix) {
-    const auto s = r.summary();
-    std::ostringstream o;
-    o << "# HELP blkpolicy_devices_managed Block devices with at least one attribute managed by the policy.\n"
-      << "# TYPE blkpolicy_devices_managed gauge\n"
-      << "blkpolicy_devices_managed " << s.devices << "\n"
-      << "# HELP blkpolicy_last_verify_timestamp_seconds When the daemon last compared every device with the policy.\n"
-      << "# TYPE blkpolicy_last_verify_timestamp_seconds gauge\n"
-      << "blkpolicy_last_verify_timestamp_seconds " << static_cast<long long>(last_pass_unix) << "\n";
-    std::ostringstream in_policy, drifts, failures;
+void OutOfPolicyClock::update(const Reconciler& r, double now_unix) {
+    std::map<std::pair<std::string, std::string>, double> next;
     for (const auto& [name, d] : r.devices())
         for (const auto& [attr, rec] : d.attrs) {
-            in_policy << "blkpolicy_attribute_in_policy" << label(name, attr) << ' '
-                      << (rec.status == AttrStatus::ok ? 1 : 0) << '\n';
-            drifts << "blkpolicy_drifts_total" << label(name, attr) << ' ' << rec.drifts << '\n';
-            failures << "blkpolicy_failures_total" << label(name, attr) << ' ' << rec.failures << '\n';
+            if (rec.status == AttrStatus::ok) continue;
+            auto key = std::make_pair(name, attr);
+            auto it = since_.find(key);
+            next.emplace(key, it == since_.end() ? now_unix : it->second);
         }
-    o << "# HELP blkpolicy_attribute_in_policy 1 when the attribute reads as the policy says.\n"
-      << "# TYPE blkpolicy_attribute_in_policy gauge\n"
-      << in_policy.str() << "# HELP blkpolicy_drifts_total Times the attribute was found moved away from the policy.\n"
-      << "# TYPE blkpolicy_drifts_total counter\n"
-      << drifts.str() << "# HELP blkpolicy_failures_total Times the attribute could not be set.\n"
-      << "# TYPE blkpolicy_failures_total counter\n"
-      << failures.str();
-    return o.str();
+    since_ = std::move(next);
+}
+
+double OutOfPolicyClock::seconds(const std::string& device, const std::string& attribute, double now_unix) const {
+    auto it = since_.find({device, attribute});
+    return it == since_.end() ? 0.0 : std::max(0.0, now_unix - it->second);
+}
+
+namespace {
+
+// One metric family: HELP and TYPE, then its samples, kept together as the
+// text format requires.
+class Family {
+public:
+    Family(std::string name, const char* type, const char* help) : name_(std::move(name)) {
+        text_ = "# HELP " + name_ + " " + help + "\n# TYPE " + name_ + " " + type + "\n";
+    }
+    // labels: alternating name, value.
+    Family& sample(std::initializer_list<std::string_view> labels, std::string_view value) {
+        text_ += name_;
+        if (labels.size() > 0) {
+            text_ += '{';
+            bool first = true;
+            for (auto it = labels.begin(); it != labels.end(); it += 2) {
+                if (!first) text_ += ',';
+                first = false;
+                text_ += *it;
+                text_ += "=\"";
+                text_ += escape_label_value(*(it + 1));
+                text_ += '"';
+            }
+            text_ += '}';
+        }
+        text_ += ' ';
+        text_ += value;
+        text_ += '\n';
+        return *this;
+    }
+    const std::string& text() const { return text_; }
+
+private:
+    std::string name_;
+    std::string text_;
+};
+
+std::string number(double v) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%.17g", v);
+    return b;
+}
+std::string number(std::uint64_t v) { return std::to_string(v); }
+
+// The value as a sample: the integer it reads as, or NaN when it is not one
+// (not read).
+std::string sample_value(const std::string& v) {
+    auto n = policy::parse_int(v);
+    return n ? std::to_string(*n) : std::string("NaN");
+}
+
+bool is_text_attribute(const std::string& attr) {
+    auto spec = policy::find_attribute(attr);
+    return spec && (spec->kind == policy::ValueKind::choice || spec->kind == policy::ValueKind::scheduler);
+}
+
+}  // namespace
+
+std::string metrics_text(const Reconciler& r, const MetricsInput& in) {
+    const auto s = r.summary();
+    const double now = in.last_pass_unix;
+    std::string out;
+    out += Family("blkpolicy_build_info", "gauge", "The running blkpolicy's version, as a label.")
+               .sample({"version", in.version}, "1")
+               .text();
+    out +=
+        Family("blkpolicy_devices_managed", "gauge", "Block devices with at least one attribute managed by the policy.")
+            .sample({}, number(static_cast<std::uint64_t>(s.devices)))
+            .text();
+    out += Family("blkpolicy_verify_interval_seconds", "gauge",
+                  "How often the daemon re-reads every managed value (daemon.verify_interval).")
+               .sample({}, number(in.verify_interval_seconds))
+               .text();
+    out += Family("blkpolicy_last_verify_timestamp_seconds", "gauge",
+                  "When the daemon last compared devices with the policy (Unix time).")
+               .sample({}, number(static_cast<std::uint64_t>(now)))
+               .text();
+    const auto& pol = r.policy();
+    out += Family("blkpolicy_policy_loaded_timestamp_seconds", "gauge",
+                  "When the policy in force was loaded (Unix time): at start or at the last reload that took.")
+               .sample({}, number(static_cast<std::uint64_t>(in.policy_loaded_unix)))
+               .text();
+    out += Family("blkpolicy_policy_last_reload_success", "gauge",
+                  "1 when the last reload (SIGHUP) took the new policy, or none was asked for; 0 when the new policy "
+                  "was invalid and the old one is kept.")
+               .sample({}, in.last_reload_ok ? "1" : "0")
+               .text();
+    out += Family("blkpolicy_policy_reloads_total", "counter", "Reloads (SIGHUP) asked for since the daemon started.")
+               .sample({}, number(static_cast<std::uint64_t>(in.reloads)))
+               .text();
+    out += Family("blkpolicy_policy_info", "gauge",
+                  "The policy in force: its digest (the same on hosts that run the same files), files, rules and mode.")
+               .sample({"digest", pol.digest, "files", std::to_string(pol.files.size()), "rules",
+                        std::to_string(pol.rules.size()), "mode", policy::to_string(r.mode())},
+                       "1")
+               .text();
+
+    Family info("blkpolicy_device_info", "gauge",
+                "Who each block device is; join node_exporter's node_disk_info on device. rotational is what the "
+                "device claimed before blkpolicy wrote anything.");
+    Family in_policy("blkpolicy_attribute_in_policy", "gauge", "1 when the attribute reads as the policy says.");
+    Family out_secs(
+        "blkpolicy_attribute_out_of_policy_seconds", "gauge",
+        "How long the attribute has read otherwise than the policy says, as of the last pass; 0 in policy.");
+    Family failing("blkpolicy_attribute_failing", "gauge",
+                   "1 when the daemon could not set the attribute (refused, failed, or busy at two passes).");
+    Family value("blkpolicy_attribute_value", "gauge", "The attribute's value as last read (numeric attributes).");
+    Family desired("blkpolicy_attribute_desired", "gauge", "The value the policy asks for (numeric attributes).");
+    Family text("blkpolicy_attribute_text_info", "gauge",
+                "Text attributes (scheduler, write_cache): the value as last read and the policy's, as labels.");
+    Family drifts("blkpolicy_drifts_total", "counter", "Times the attribute was found moved away from the policy.");
+    Family failures("blkpolicy_failures_total", "counter", "Times the attribute could not be set.");
+    for (const auto& [name, d] : r.devices()) {
+        if (d.labels.known)
+            info.sample(
+                {"device", name, "driver", d.labels.driver, "model", d.labels.model, "vendor", d.labels.vendor,
+                 "serial", d.labels.serial, "rotational", d.labels.rotational ? "1" : "0", "stack", d.labels.stack},
+                "1");
+        for (const auto& [attr, rec] : d.attrs) {
+            const std::initializer_list<std::string_view> labels = {"device", name, "attribute", attr};
+            in_policy.sample(labels, rec.status == AttrStatus::ok ? "1" : "0");
+            out_secs.sample(labels, number(in.clock ? in.clock->seconds(name, attr, now) : 0.0));
+            failing.sample(labels, rec.status == AttrStatus::failed ? "1" : "0");
+            if (is_text_attribute(attr)) {
+                text.sample({"device", name, "attribute", attr, "value", rec.actual, "desired", rec.expected}, "1");
+            } else {
+                value.sample(labels, sample_value(rec.actual));
+                desired.sample(labels, sample_value(rec.expected));
+            }
+            drifts.sample(labels, number(static_cast<std::uint64_t>(rec.drifts)));
+            failures.sample(labels, number(static_cast<std::uint64_t>(rec.failures)));
+        }
+    }
+    for (const auto* f : {&info, &in_policy, &out_secs, &failing, &value, &desired, &text, &drifts, &failures})
+        out += f->text();
+
+    Family counts("blkpolicy_audit_findings", "gauge", "Audit findings per severity, as of the last audit.");
+    Family found("blkpolicy_audit_finding", "gauge", "One audit finding (blkpolicy audit), as of the last audit.");
+    std::map<policy::Severity, std::uint64_t> per;
+    for (auto sev : {policy::Severity::info, policy::Severity::warning, policy::Severity::critical}) per[sev] = 0;
+    if (in.findings)
+        for (const auto& f : *in.findings) {
+            ++per[f.severity];
+            found.sample({"device", f.device, "code", f.code, "severity", policy::to_string(f.severity)}, "1");
+        }
+    for (const auto& [sev, n] : per) counts.sample({"severity", policy::to_string(sev)}, number(n));
+    out += counts.text();
+    out += found.text();
+    out += Family("blkpolicy_audit_last_run_timestamp_seconds", "gauge",
+                  "When the findings were last refreshed (Unix time; 0: not yet).")
+               .sample({}, number(static_cast<std::uint64_t>(in.audit_unix)))
+               .text();
+    return out;
 }
 
 std::optional<json> read_daemon_json(const std::string& state_dir) {

@@ -2,13 +2,17 @@
 // (read by `blkpolicy status`) and, when asked, Prometheus text metrics.
 #pragma once
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <ostream>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "agent/daemon/reconciler.hpp"
+#include "policy/audit.hpp"
 
 namespace blkpolicy::agent {
 
@@ -21,7 +25,42 @@ struct ReloadOutcome {
 };
 
 nlohmann::json daemon_json(const Reconciler& r, long pid, double last_pass_unix, const ReloadOutcome& reload);
-std::string metrics_text(const Reconciler& r, double last_pass_unix);
+
+// Since when each managed attribute has been out of policy (drifted, failed
+// or busy), as of the reports written so far: the reconciler owns no clock,
+// the daemon stamps each report with its pass time.
+class OutOfPolicyClock {
+public:
+    void update(const Reconciler& r, double now_unix);
+    // Seconds out of policy as of `now_unix`; 0 when in policy.
+    double seconds(const std::string& device, const std::string& attribute, double now_unix) const;
+
+private:
+    std::map<std::pair<std::string, std::string>, double> since_;
+};
+
+// What the metrics say beside the reconciler's records (blkpolicy(8)
+// METRICS lists every family; the format is kept stable like --json).
+struct MetricsInput {
+    double last_pass_unix = 0;
+    double verify_interval_seconds = 0;
+    std::string version;
+    // The policy: when it was (last) loaded, whether the last reload took,
+    // how many reloads were asked for, and its digest, files and rules.
+    double policy_loaded_unix = 0;
+    bool last_reload_ok = true;
+    unsigned long reloads = 0;
+    // The last audit (refreshed when a device appears or changes and at
+    // reload; null before the first), and when it ran.
+    const std::vector<policy::Finding>* findings = nullptr;
+    double audit_unix = 0;
+    const OutOfPolicyClock* clock = nullptr;
+};
+std::string metrics_text(const Reconciler& r, const MetricsInput& in);
+
+// A Prometheus label value as the text format wants it: backslash, double
+// quote and newline escaped.
+std::string escape_label_value(std::string_view v);
 
 // The daemon's last results, when a daemon with that pid is still running.
 std::optional<nlohmann::json> read_daemon_json(const std::string& state_dir);

@@ -117,6 +117,10 @@ bool Reconciler::reconcile(const std::string& device, Trigger trigger) {
     std::vector<std::string> warnings;
     LookOptions how;
     how.shown = 0;
+    const auto known = devices_.find(device);
+    const bool label_now = identity_labels_ && (known == devices_.end() || !known->second.labels.known ||
+                                                trigger == Trigger::added || trigger == Trigger::changed);
+    if (label_now) how.shown = policy::kFactDrivers | policy::kFactModel | policy::kFactSerial | policy::kFactStack;
     how.udev_db = udev_db_;
     how.context = context_;
     const auto view = look_one(sysfs_, state_, policy_, device, how, warnings);
@@ -137,6 +141,15 @@ bool Reconciler::reconcile(const std::string& device, Trigger trigger) {
         rec.verifies_since_add = trigger == Trigger::added ? 0 : kSettlePasses;
     } else if (trigger == Trigger::added) {
         rec.verifies_since_add = 0;
+    }
+    if (label_now) {
+        rec.labels = {true,
+                      facts.driver,
+                      facts.model,
+                      facts.vendor,
+                      facts.serial,
+                      policy::to_string(facts.stack),
+                      facts.rotational};
     }
     // The pass that completes the count is still within the window: a
     // reset that came just after the first pass is seen at the second.

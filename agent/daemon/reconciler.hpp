@@ -42,8 +42,18 @@ struct AttrRecord {
     unsigned long failures = 0;  // failed alerts so far
 };
 
+// Who the device is, for the metrics' blkpolicy_device_info (labels that
+// join node_exporter's node_disk_info on `device`). Read at first sight and
+// on add and change uevents, not on every pass.
+struct DeviceLabels {
+    bool known = false;
+    std::string driver, model, vendor, serial, stack;
+    bool rotational = false;  // as the device claimed it before blkpolicy wrote anything (frozen)
+};
+
 struct DeviceRecord {
     std::string identity;
+    DeviceLabels labels;
     std::map<std::string, AttrRecord> attrs;
     // Verify passes since the device's add uevent. Drivers finish their
     // setup after the add uevent (sd revalidates, NVMe scans its
@@ -77,6 +87,9 @@ public:
     void forget_refused_schedulers() { context_.refused_schedulers.clear(); }
     // How long a write refused with EBUSY is tried again within one pass.
     void set_busy_retry(BusyRetry retry) { retry_ = std::move(retry); }
+    // Read who each device is (DeviceLabels) at first sight and on add and
+    // change uevents: the metrics need it, a daemon without them does not.
+    void set_identity_labels(bool on) { identity_labels_ = on; }
 
     // Looks at one device and acts on what it finds. Returns false when the
     // device is gone (and has been forgotten).
@@ -98,6 +111,7 @@ private:
     policy::KernelVersion kernel_;
     policy::PlanContext context_;
     BusyRetry retry_ = default_busy_retry();
+    bool identity_labels_ = false;
     policy::Policy policy_;
     policy::Mode mode_ = policy::Mode::enforce;
     std::vector<policy::UdevAssignment> udev_rules_;

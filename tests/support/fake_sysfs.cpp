@@ -53,6 +53,15 @@ FakeSysfs::FakeSysfs() {
     std::string tmpl = (fs::temp_directory_path() / "blkpolicy-fake-sysfs.XXXXXX").string();
     if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
     root_ = tmpl;
+    make_skeleton();
+}
+
+FakeSysfs::FakeSysfs(std::filesystem::path root, Keep) : root_(std::move(root)), keep_(true) {
+    if (fs::exists(root_ / "block")) throw std::runtime_error(root_.string() + " holds a tree already");
+    make_skeleton();
+}
+
+void FakeSysfs::make_skeleton() {
     fs::create_directories(root_ / "block");
     fs::create_directories(root_ / "devices/virtual/block");
     for (auto d :
@@ -62,6 +71,7 @@ FakeSysfs::FakeSysfs() {
 }
 
 FakeSysfs::~FakeSysfs() {
+    if (keep_) return;
     std::error_code ec;
     fs::remove_all(root_, ec);
 }

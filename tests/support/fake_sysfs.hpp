@@ -24,6 +24,10 @@ class FakeSysfs {
 public:
     // A fresh tree in a new temporary directory, removed on destruction.
     FakeSysfs();
+    // A fresh tree at `root` (created; it must not hold a tree already),
+    // left in place: for tools that hand it to other processes.
+    enum class Keep { yes };
+    FakeSysfs(std::filesystem::path root, Keep);
     ~FakeSysfs();
     FakeSysfs(const FakeSysfs&) = delete;
     FakeSysfs& operator=(const FakeSysfs&) = delete;
@@ -64,7 +68,9 @@ public:
     std::string devpath_of(const std::string& name) const;
 
 private:
+    void make_skeleton();
     std::filesystem::path root_;
+    bool keep_ = false;
 };
 
 // A tree with every layout the issue names: a QEMU HARDDISK SCSI disk sda
