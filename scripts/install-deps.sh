@@ -32,6 +32,9 @@ test_packages=(
     # the package (scripts/build-deb.sh) and the guest tests (tests/vm/):
     # suite chroots and guest images, Debian guests under qemu, the harness
     mmdebstrap qemu-system-x86 qemu-utils python3 e2fsprogs
+    # the fleet test (tests/fleet/): real engines on 127.0.0.1, and promtool
+    # for the shipped rules
+    prometheus prometheus-alertmanager prometheus-node-exporter systemd-journal-remote
 )
 if [[ "${1:-}" == --tests ]]; then
     packages+=("${test_packages[@]}")

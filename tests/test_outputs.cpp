@@ -1,6 +1,8 @@
 // agent/daemon/outputs: what the daemon publishes after a pass.
 #include <doctest/doctest.h>
 
+#include <fstream>
+#include <iterator>
 #include <set>
 #include <sstream>
 
@@ -139,4 +141,39 @@ TEST_CASE("metrics: label values escaped as the text format wants; every family 
         CHECK(n == 1);
     }
     CHECK(helps.size() == 20);  // every family of blkpolicy(8) METRICS
+}
+
+TEST_CASE("metrics: every family is in blkpolicy(8) METRICS and in docs/prometheus.md") {
+    World w;
+    w.rec.set_identity_labels(true);
+    w.rec.set_policy(loops_policy("read_ahead_kb = 128\nscheduler = \"mq-deadline\"\n"));
+    w.rec.reconcile("loop0", Trigger::added);
+    const auto text = agent::metrics_text(w.rec, input(1700000000.0));
+    auto slurp = [](const std::string& rel) {
+        std::ifstream in(std::string(BLKPOLICY_SOURCE_DIR) + "/" + rel);
+        REQUIRE(in);
+        return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    };
+    const auto man = slurp("docs/blkpolicy.8.scd");
+    const auto doc = slurp("docs/prometheus.md");
+    const auto rules = slurp("prometheus/blkpolicy-rules.yml");
+    std::istringstream in(text);
+    int families = 0;
+    for (std::string line; std::getline(in, line);) {
+        if (line.rfind("# HELP ", 0) != 0) continue;
+        const auto name = line.substr(7, line.find(' ', 7) - 7);
+        CAPTURE(name);
+        ++families;
+        CHECK(man.find("*" + name + "*") != std::string::npos);
+        CHECK(doc.find("`" + name + "`") != std::string::npos);
+    }
+    CHECK(families == 20);
+    // And every alert of the rules file has its runbook section.
+    for (const char* alert : {"BlkpolicyAttributeDrift", "BlkpolicyApplyFailing", "BlkpolicyNotVerifying",
+                              "BlkpolicyPolicyReloadFailed", "BlkpolicyCriticalFinding"}) {
+        CAPTURE(alert);
+        CHECK(rules.find(std::string("alert: ") + alert) != std::string::npos);
+        CHECK(doc.find(std::string("### ") + alert) != std::string::npos);
+        CHECK(man.find(alert) != std::string::npos);
+    }
 }

@@ -12,9 +12,15 @@ unit_dir=$(pkg-config --variable=systemdsystemunitdir systemd)
 catalog_dir=$(pkg-config --variable=catalogdir systemd)
 for f in "$prefix/sbin/blkpolicy" "${unit_dir#/}/blkpolicy.service" "${catalog_dir#/}/blkpolicy.catalog" \
          etc/blkpolicy/policy.toml "$prefix/share/doc/blkpolicy/examples/cloud-vm.toml" \
-         "$prefix/share/doc/blkpolicy/README.md"; do
+         "$prefix/share/doc/blkpolicy/README.md" "$prefix/share/doc/blkpolicy/prometheus.md" \
+         "$prefix/share/blkpolicy/prometheus/blkpolicy-rules.yml" \
+         "$prefix/share/blkpolicy/prometheus/blkpolicy-rules.test.yml"; do
     [[ -e "$dest/$f" ]] || { echo "not installed: /$f"; find "$dest" -type f; exit 1; }
 done
 grep -q "^ExecStart=/$prefix/sbin/blkpolicy run\$" "$dest/${unit_dir#/}/blkpolicy.service"
 "$dest/$prefix/sbin/blkpolicy" check --policy "$dest/etc/blkpolicy/policy.toml"
+# The installed rules pass their own unit tests where they were installed.
+if command -v promtool >/dev/null; then
+    (cd "$dest/$prefix/share/blkpolicy/prometheus" && promtool test rules blkpolicy-rules.test.yml >/dev/null)
+fi
 echo "installed files in place; the installed default policy checks"
