@@ -152,15 +152,17 @@ def _unenc(s):
 def setup(ctx):
     g, s, R = ctx.guest, ctx.suite, ctx.results
     with R.step(s, "devices: a pristine boot, the package installed (not enabled), stacks built", fatal=True):
-        # The service group ends by purging the package; when it stopped
-        # half-way it left it installed and enabled.
-        try:
-            g.run("dpkg-query -W -f '${Status}' blkpolicy 2>/dev/null | grep -q ' installed' && "
-                  "DEBIAN_FRONTEND=noninteractive apt-get purge -y -q blkpolicy >/dev/null 2>&1", check=False,
-                  timeout=300)
-        except (GuestError, OSError):
-            pass  # a guest that does not answer is rebooted below all the same
-        g.reboot()
+        if g.boot_count > 1 or ctx.groups_before:
+            # The service group ends by purging the package; when it stopped
+            # half-way it left it installed and enabled. A reboot then gives
+            # pristine disks. (A guest whose first group this is has them.)
+            try:
+                g.run("dpkg-query -W -f '${Status}' blkpolicy 2>/dev/null | grep -q ' installed' && "
+                      "DEBIAN_FRONTEND=noninteractive apt-get purge -y -q blkpolicy >/dev/null 2>&1", check=False,
+                      timeout=300)
+            except (GuestError, OSError):
+                pass  # a guest that does not answer is rebooted below all the same
+            g.reboot()
         g.write_file("/etc/apt/sources.list.d/blkpolicy-test.list", "deb [trusted=yes] file:/mnt/share/repo ./\n")
         g.sh("apt-get update -q >/dev/null && "
              "DEBIAN_FRONTEND=noninteractive apt-get install -y -q blkpolicy >/dev/null 2>&1", timeout=300)
@@ -808,7 +810,8 @@ def hotplug(ctx):
                     g.unplug(f"bp-hotu-{device.split('-')[0]}")
             g.sh("rm -f /etc/udev/rules.d/61-bp-hot.rules && udevadm control --reload")
 
-    burst(ctx)
+    if "burst" in ctx.device_checks:
+        burst(ctx)
 
 
 BURST = 64
@@ -880,17 +883,35 @@ def burst(ctx):
     with R.step(s, f"the same burst of {BURST} with the udev rule (for comparison)"):
         g.write_file("/etc/udev/rules.d/61-bp-hot.rules", HOT_UDEV_RULE)
         g.sh("udevadm control --reload")
+        since = machine.cursor(g)
         _start_monitor(g)
+        lost = []
         try:
             _burst_add(g, "bp-hotc")
             names = _burst_names(g, "bp-hotc", BURST)
-            _wait_values(g, names, timeout=300)
+            try:
+                _wait_values(g, names, timeout=120)
+            except GuestError:
+                # A udev rule writes once, at add: where the kernel answers
+                # EBUSY (7.0+: the other disks of the SCSI host are being set
+                # up at the same time) the write is lost and nobody retries.
+                lost = [n for n in names if read_queue(g, n, ["nr_requests"])["nr_requests"] != "64"]
         finally:
             log, seen = _stop_monitor(g)
             g.sh("rm -f /etc/udev/rules.d/61-bp-hot.rules && udevadm control --reload")
+        busy = [e.get("MESSAGE", "") for e in machine.since(g, since, SYSLOG_IDENTIFIER="systemd-udevd")
+                if "busy" in e.get("MESSAGE", "").lower()]
+        R.figure(s, f"burst of {BURST}: disks the udev rule left without its nr_requests (udevd's EBUSY messages)",
+                 f"{len(lost)} ({len(busy)})", "; ".join(busy[:1]))
+        if lost:
+            rows = _rows(g)
+            expect("write-contended:ebusy" in rows and busy,
+                   f"the udev rule left {len(lost)} disks unset, without EBUSY on a kernel that waits")
+            names = [n for n in names if n not in lost]
         times = _uevent_times(log)
         missing = [n for n in names if n not in seen or ("KERNEL", n) not in times]
         expect(not missing, f"no times for {missing}")
+        expect(names, "the udev rule set no disk at all")
         first = min(times[("KERNEL", n)] for n in names)
         R.figure(s, f"burst of {BURST}: first kernel add -> values on the last disk (udev rule)",
                  round((max(seen[n] for n in names) - first) * 1000), "ms")
@@ -1007,6 +1028,10 @@ def udev_equivalence(ctx):
         g.sh(f"systemctl disable --now {UNIT} 2>/dev/null")
 
 
+# The checks of this group; run.py says which each guest runs (CHECKS).
+ALL_CHECKS = ("burst", "udev-equivalence")
+
+
 def run(ctx):
     setup(ctx)
     explain_defaults(ctx)
@@ -1016,4 +1041,5 @@ def run(ctx):
     contention(ctx)
     hotplug(ctx)
     stacks(ctx)
-    udev_equivalence(ctx)
+    if "udev-equivalence" in ctx.device_checks:
+        udev_equivalence(ctx)
