@@ -47,8 +47,9 @@ TEST_CASE("kernel rows: each says what, where it holds, how blkpolicy knows, and
 // row is the exception: it holds only for a rotational queue without
 // optimal_io_size, and is asked only then).
 TEST_CASE("kernel rows: every version question has exactly one answer for every release from 4.0 to 7.20") {
-    std::set<std::string_view> questions = {"readahead-on-commit", "bfq-off-wbt-reads", "loop-created-rotational",
-                                            "readahead-default",   "write-contended",   "async-depth"};
+    std::set<std::string_view> questions = {
+        "readahead-on-commit", "bfq-off-wbt-reads", "loop-created-rotational", "readahead-default", "write-contended",
+        "async-depth",         "wbt-store"};
     for (int major = 4; major <= 7; ++major)
         for (int minor = 0; minor <= 20; ++minor)
             for (int patch : {0, 1, 116, 117, 300}) {
@@ -226,4 +227,11 @@ TEST_CASE("async_depth (7.0+): the default per scheduler, rescaling by nr_reques
           "scheduler-switch:resets-async-depth");
     CHECK_FALSE(disturbed_by(WriteCause::scheduler_switch, "async_depth", {6, 18, 44}));
     CHECK_FALSE(disturbed_by(WriteCause::nr_requests_write, "read_ahead_kb", {7, 3, 4}));
+}
+
+TEST_CASE("wbt: writing the retained latency turns a wbt bfq turned off back on only from 7.3 (observed 7.3.4)") {
+    CHECK(kernel_row_for("wbt-store", {6, 1, 0}).id == "wbt-store:retained-value-noop");
+    CHECK(kernel_row_for("wbt-store", {6, 18, 44}).id == "wbt-store:retained-value-noop");
+    CHECK(kernel_row_for("wbt-store", {7, 0, 0}).id == "wbt-store:unknown");
+    CHECK(kernel_row_for("wbt-store", {7, 3, 4}).id == "wbt-store:off-retained-applies");
 }

@@ -431,8 +431,17 @@ def traps(ctx):
         R.figure(s, "after the switch to bfq: wbt_lat_usec / debugfs enabled", f"{shown} / {state}", f"(model: {rule})")
         expect_eq(state, "3", "debugfs enabled after bfq (off-default)")
         expect_eq(shown, "0" if rule == "bfq-off-wbt-reads:0" else "75000", f"sysfs after bfq (model {rule})")
-        g.sh(f"echo 75000 > /sys/block/{d}/queue/wbt_lat_usec")
-        expect_eq(wbt_enabled(g, d), "3", "writing the retained latency alone (a silent no-op)")
+        # The retained latency written alone, on a disk of its own: a no-op
+        # up to 6.18, wbt on again on 7.3 (the rows say which here).
+        d3 = _hot_add(g, "bp-trap-wbt3", rotation_rate="7200")
+        g.sh(f"echo bfq > /sys/block/{d3}/queue/scheduler; echo 75000 > /sys/block/{d3}/queue/wbt_lat_usec")
+        store = [r for r in _rows(g) if r.startswith("wbt-store:")]
+        state = wbt_enabled(g, d3)
+        R.figure(s, "the retained latency written alone after bfq: debugfs enabled", state, f"(rows: {store})")
+        if "wbt-store:retained-value-noop" in store:
+            expect_eq(state, "3", "writing the retained latency alone (a silent no-op)")
+        elif "wbt-store:off-retained-applies" in store:
+            expect_eq(state, "2", "writing the retained latency alone (turns wbt back on on this kernel)")
         # status sees through sysfs: wbt is off, whatever the file shows.
         g.write_file("/root/trap.toml", "[[rule]]\nname = \"t\"\n[rule.set]\nscheduler = \"bfq\"\nwbt_lat_usec = 75000\n")
         rc, out, _ = g.run(f"blkpolicy status --json --policy /root/trap.toml --state-dir /run/bp-trap {d}", check=False)
@@ -476,7 +485,8 @@ def traps(ctx):
             g.write_file("/root/bad.toml", f"[[rule]]\nname = \"t\"\n[rule.set]\n{bad}\n")
             expect_eq(g.run("blkpolicy check --policy /root/bad.toml", check=False)[0], 3, f"check of {bad}")
 
-    for node in ("bp-trap-ra", "bp-trap-nr", "bp-trap-wbt", "bp-trap-wbt2", "bp-trap-io", "bp-trap-ad", "bp-trap-wc"):
+    for node in ("bp-trap-ra", "bp-trap-nr", "bp-trap-wbt", "bp-trap-wbt2", "bp-trap-wbt3", "bp-trap-io", "bp-trap-ad",
+                 "bp-trap-wc"):
         try:
             g.unplug(node)
         except GuestError:
