@@ -5,17 +5,18 @@
 # AddressSanitizer and UndefinedBehaviorSanitizer and run everything again.
 # Real-kernel tests need root; without it they report themselves skipped.
 #
-# Then each libFuzzer target runs for FUZZ_SECONDS (default 60) from the
+# Then each libFuzzer target runs for FUZZ_SECONDS (default 30) from the
 # seed corpora; any crash, hang, leak or sanitizer report fails the run.
 #
 # Last, the guest tests (tests/vm/run.py): the Debian package built for
 # Debian 12 and 13 in clean chroots, installed and run in guests under qemu
-# with systemd as PID 1. Images and chroots are cached in
+# with systemd as PID 1, on three kernels (Debian 12's, Debian 13's, and
+# Debian 13's trixie-backports 7.x). Images and chroots are cached in
 # /var/cache/blkpolicy-vm. Where guests cannot run (not root, no qemu) they
 # say why and count as skipped, never as passed.
 #
 # SANITIZE=0 skips the sanitizer pass; FUZZ_SECONDS=0 skips fuzzing; VM=0
-# skips the guest tests; VM_SUITES="trixie" runs one suite only.
+# skips the guest tests; VM_SUITES="trixie-bpo" runs one suite only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh --tests
@@ -50,13 +51,13 @@ if [[ "${SANITIZE:-1}" == 1 ]]; then
         UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j1 -LE fleet)
 fi
 
-if [[ "${FUZZ_SECONDS:-60}" != 0 ]]; then
-    echo "== fuzzing (libFuzzer, ASan + UBSan), ${FUZZ_SECONDS:-60}s per target"
-    FUZZ_SECONDS=${FUZZ_SECONDS:-60} scripts/fuzz.sh
+if [[ "${FUZZ_SECONDS:-30}" != 0 ]]; then
+    echo "== fuzzing (libFuzzer, ASan + UBSan), ${FUZZ_SECONDS:-30}s per target"
+    FUZZ_SECONDS=${FUZZ_SECONDS:-30} scripts/fuzz.sh
 fi
 
 if [[ "${VM:-1}" != 0 ]]; then
-    echo "== guest tests: Debian 12 and 13 under qemu, systemd as PID 1 (tests/vm/run.py)"
+    echo "== guest tests: Debian 12, 13 and 13 with the 7.x kernel under qemu, systemd as PID 1 (tests/vm/run.py)"
     suites=()
     for s in ${VM_SUITES:-}; do suites+=(--suite "$s"); done
     rc=0

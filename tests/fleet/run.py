@@ -411,6 +411,8 @@ def main():
             figures.append(("drift written -> alert at the webhook receiver", f"{at - t:.1f} s",
                             f"(verify interval {VERIFY_INTERVAL_S} s, scrape and evaluation 1 s, group_wait 1 s)"))
             labels = alert["labels"]
+            print("     the receiver got: " + json.dumps({"labels": labels, "annotations": alert["annotations"]},
+                                                         indent=1).replace("\n", "\n     "), flush=True)
             want = {"host": "host07", "device": device, "attribute": attribute, "severity": "warning"}
             bad = {k: (v, labels.get(k)) for k, v in want.items() if labels.get(k) != v}
             if bad:

@@ -893,30 +893,29 @@ def burst(ctx):
     with R.step(s, f"the same burst of {BURST} with the udev rule (for comparison)"):
         g.write_file("/etc/udev/rules.d/61-bp-hot.rules", HOT_UDEV_RULE)
         g.sh("udevadm control --reload")
-        since = machine.cursor(g)
         _start_monitor(g)
         lost = []
         try:
             _burst_add(g, "bp-hotc")
             names = _burst_names(g, "bp-hotc", BURST)
             try:
-                _wait_values(g, names, timeout=120)
+                _wait_values(g, names, timeout=60)
             except GuestError:
                 # A udev rule writes once, at add: where the kernel answers
                 # EBUSY (7.0+: the other disks of the SCSI host are being set
                 # up at the same time) the write is lost and nobody retries.
+                # (udevd logs the failed write at debug level only.)
                 lost = [n for n in names if read_queue(g, n, ["nr_requests"])["nr_requests"] != "64"]
         finally:
             log, seen = _stop_monitor(g)
             g.sh("rm -f /etc/udev/rules.d/61-bp-hot.rules && udevadm control --reload")
-        busy = [e.get("MESSAGE", "") for e in machine.since(g, since, SYSLOG_IDENTIFIER="systemd-udevd")
-                if "busy" in e.get("MESSAGE", "").lower()]
-        R.figure(s, f"burst of {BURST}: disks the udev rule left without its nr_requests (udevd's EBUSY messages)",
-                 f"{len(lost)} ({len(busy)})", "; ".join(busy[:1]))
+        R.figure(s, f"burst of {BURST}: disks the udev rule left without its nr_requests 64", len(lost),
+                 "(the rule ran: read_ahead_kb is set; the serialized write was lost)" if lost else "")
         if lost:
-            rows = _rows(g)
-            expect("write-contended:ebusy" in rows and busy,
-                   f"the udev rule left {len(lost)} disks unset, without EBUSY on a kernel that waits")
+            expect("write-contended:ebusy" in _rows(g),
+                   f"the udev rule left {len(lost)} disks unset on a kernel whose contended writes wait")
+            ran = [n for n in lost if read_queue(g, n, ["read_ahead_kb"])["read_ahead_kb"] == "256"]
+            expect(ran == lost, f"the udev rule did not run at all on {sorted(set(lost) - set(ran))}")
             names = [n for n in names if n not in lost]
         times = _uevent_times(log)
         missing = [n for n in names if n not in seen or ("KERNEL", n) not in times]
