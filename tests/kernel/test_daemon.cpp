@@ -384,7 +384,8 @@ std::set<std::string> unit_syscall_allowlist(const std::string& unit_path) {
 
 TEST_CASE("daemon: every system call it makes passes the unit's SystemCallFilter") {
     require_journald();
-    REQUIRE_MESSAGE(std::filesystem::exists("/usr/bin/strace"), "strace is installed by scripts/install-deps.sh --tests");
+    REQUIRE_MESSAGE(std::filesystem::exists("/usr/bin/strace"),
+                    "strace is installed by scripts/install-deps.sh --tests");
     const auto allowed = unit_syscall_allowlist(std::string(BLKPOLICY_SOURCE_DIR) + "/systemd/blkpolicy.service.in");
     REQUIRE(allowed.size() > 100);
     REQUIRE(allowed.count("openat"));
