@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Carries a device plan out: writes in plan order, reads every value back,
 // re-applies once what a later write undid, and reports per attribute.
 #pragma once

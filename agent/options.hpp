@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What a command was asked to do (the parsed command line), and the exit
 // codes (documented in the man page). Parsing is agent/cli/parse.
 #pragma once

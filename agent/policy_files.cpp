@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "agent/policy_files.hpp"
 
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Finding and reading policy files: the default locations with drop-in
 // directories, or what --policy names.
 #pragma once

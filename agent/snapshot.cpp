@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "agent/snapshot.hpp"
 
 #include <sys/utsname.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // One consistent look at the devices: facts (frozen where recorded), current
 // values, and the plan for each under a policy.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "agent/state.hpp"
 
 #include <fcntl.h>

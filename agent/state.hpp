@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The state directory (--state-dir, default /run/blkpolicy): match facts
 // frozen at first sight, so that a rule matching rotational = true keeps
 // matching after it set rotational = 0.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // blkpolicy benchmarks: prints one table of figures, each comparison measured
 // side by side in the same run. Needs root (loop devices, udevd, journald).
 //

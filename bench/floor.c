@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The syscall floor for apply, as its own program: lists <root>/block and,
  * for every device, opens, reads, writes and reads back each attribute given
  * as attr=value. No policy, no facts, no report: only the file work.

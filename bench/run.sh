@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Builds and runs the benchmarks; prints one table. Root only (loop devices,
 # a standalone udevd for the comparison, tmpfs mounts). Not part of CI.
 #   bench/run.sh            full run (about 3 minutes)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // libFuzzer target: any bytes as a policy file. Must never crash, hang or
 // leak; every rejection is an error with a position.
 #include <cstddef>

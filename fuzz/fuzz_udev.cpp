@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // libFuzzer target: any bytes as a udev rules file, through the tokenizer and
 // the importer. The importer's output must always pass the policy loader.
 #include <cstddef>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // libFuzzer target: any bytes as what a sysfs attribute reads back.
 #include <cstddef>
 #include <cstdint>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The fixed allow-list of attributes blkpolicy may write, with where they live
 // in sysfs, how their values are validated, and when in the write order they
 // go. Nothing outside this list is ever written; policy keys never become

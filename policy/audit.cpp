@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "policy/audit.hpp"
 
 #include <fnmatch.h>

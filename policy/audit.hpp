@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Read-only findings about how the kernel has set up the block devices, and
 // how that fits the policy when there is one. Pure: agent/ gathers the inputs.
 #pragma once

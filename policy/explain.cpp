@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "policy/explain.hpp"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Why each value is what it is: the policy's side (winning rule, overridden
 // rules) and the kernel's side (its own default for this device, how it
 // derived it from which inputs, and what else moves it). Pure.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What is known about one block device. Filled in by udev/ from sysfs; read by
 // the pure matcher and planner.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "policy/kernel.hpp"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What the kernel does on its own, as one table of rows (KERNEL.md): what a
 // write recomputes or resets, how each default is derived, what a value
 // reads back as. Each row says for which kernel versions it holds, how

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "policy/loader.hpp"
 
 #include <toml++/toml.h>

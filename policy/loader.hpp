@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // TOML text -> Policy, with every error as file:line:col. Pure: the caller
 // reads the files (agent/policy_files) and passes their text.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "policy/match.hpp"
 
 #include <fnmatch.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Does a rule apply to a device? Pure.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Enum <-> text from one table per enum: what is printed and what is parsed
 // come from the same entries, so they cannot drift apart. A table lists its
 // enum's values in declaration order (checked at compile time with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "policy/plan.hpp"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // plan(facts, current values, policy) -> ordered actions. Pure: the heart of
 // blkpolicy. The executor (agent/) carries the actions out.
 #pragma once

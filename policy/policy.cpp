@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "policy/policy.hpp"
 
 #include "policy/facts.hpp"

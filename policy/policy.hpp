@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The policy model: rules with their source positions.
 #pragma once
 

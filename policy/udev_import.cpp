@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "policy/udev_import.hpp"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Converting udev tuning rules into policy TOML. Pure: rules in, text and
 // diagnostics out. A converted rule never matches more devices than the
 // original: a condition that cannot be expressed leaves the rule out.

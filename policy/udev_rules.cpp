@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "policy/udev_rules.hpp"
 
 #include <fnmatch.h>

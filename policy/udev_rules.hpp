@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // udev rules syntax, read the way udevd reads it: comments, backslash
 // continuations, one rule per logical line, KEY{attr}OP"value" tokens
 // separated by commas. Pure: agent/udev_scan reads the files.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Parsing and normalising the text the kernel shows in sysfs attributes.
 // Pure functions: no I/O.
 #pragma once

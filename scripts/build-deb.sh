@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Builds the Debian package the way Debian does: dpkg-buildpackage (debhelper,
 # debian/) in a clean chroot of the given suite, made with mmdebstrap and
 # cached in /var/cache/blkpolicy-vm; lintian must be clean. The .deb (and a

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Configures and builds blkpolicy into BUILD_DIR (default: build/).
 # Extra arguments go to cmake's configure step; TARGET=NAME builds one target.
 set -euo pipefail

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Builds the libFuzzer targets with clang (ASan + UBSan) and runs each for a
 # bounded time from the seed corpora in fuzz/corpus. Fails on any crash,
 # hang (a single input over 1 s, under the sanitizers), leak or sanitizer

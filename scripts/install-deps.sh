@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Install what blkpolicy needs to build and run, from Debian's packages;
 # with --tests also what its test suite needs (fuzzers, the formatter, qemu
 # and mmdebstrap for the guest tests). Idempotent; needs root (apt-get). Set

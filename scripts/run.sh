@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The main job on a fresh Debian machine: install what is needed, build,
 # show the plan for this machine's devices under the bundled default policy
 # (examples/cloud-vm.toml), then run the daemon in the foreground in OBSERVE

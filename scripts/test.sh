@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The whole test suite on a fresh Debian machine: install what is needed,
 # build with warnings as errors, run every test (unit, fake-sysfs goldens,
 # the real binary, real-kernel loop-device tests), then build again with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "systemd/alerts.hpp"
 
 #include <spdlog/sinks/stdout_color_sinks.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Alerts and operational log lines, and where they go: journald with
 // structured fields (the product's interface for fleets), or readable lines
 // on a terminal through spdlog.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "systemd/notify.hpp"
 
 #include <systemd/sd-daemon.h>

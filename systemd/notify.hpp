@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // sd_notify for Type=notify units; every call is a no-op outside systemd.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // systemd/alerts: the journal fields of an alert.
 #include <doctest/doctest.h>
 

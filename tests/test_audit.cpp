@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // policy/audit in process: the finding registry, and each check on the
 // smallest input that shows it (the goldens in test_inspect.cpp show them
 // all together through the binary).

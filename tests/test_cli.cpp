@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The real binary: help, version, usage errors, exit codes, check output.
 #include <doctest/doctest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // agent/cli/commands: the command and option-scope tables, and everything
 // that must agree with them: parsing, --help, the bash completion.
 #include <doctest/doctest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // explain's derivations of the kernel's own defaults, in process: per driver,
 // per VPD page, per backing store, per stack and per kernel version. The
 // guest tests (tests/vm/test_devices.py) check the same derivations against

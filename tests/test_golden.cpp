@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Golden scenarios: the fake fleet + tests/data/fleet.toml, compared with
 // tests/golden/*. Paths that differ per run are replaced by placeholders.
 #include <doctest/doctest.h>

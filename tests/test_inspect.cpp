@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // explain and audit on fake trees: golden outputs covering every finding.
 #include <doctest/doctest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // policy/kernel: the kernel's behaviour as rows. The rows themselves (well
 // formed, every version answered), and each function that reads them, per
 // kernel version. unit_main.cpp checks after a full run that every row was

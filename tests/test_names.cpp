@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Enum <-> text tables (policy/names.hpp): each direction reads one table.
 #include <doctest/doctest.h>
 

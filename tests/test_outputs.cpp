@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // agent/daemon/outputs: what the daemon publishes after a pass.
 #include <doctest/doctest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // agent/daemon/pending: how uevents wait for the next pass.
 #include <doctest/doctest.h>
 

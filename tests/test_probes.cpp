@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // udev/probes on fake trees: debugfs's wbt state, hardware queues, the
 // stack neighbours, whether a medium is there, the CPU cache topology.
 #include <doctest/doctest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Golden daemon scenarios without a loop: a fake tree whose sysfs behaves
 // like the kernel, a script of triggers, and the alerts that must come out.
 #include <doctest/doctest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // udev rule syntax and the conversion into policy.
 #include <doctest/doctest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // policy/udev_rules: which udev rule assignments write queue attributes.
 #include <doctest/doctest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // util/files: bounded reads, atomic writes, errno text.
 #include <doctest/doctest.h>
 #include <sys/stat.h>

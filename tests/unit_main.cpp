@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The unit tests' main. With BLKPOLICY_KERNEL_ROW_COVERAGE=1 (its own ctest
 // entry, which runs every test case in one process) it also fails when a
 // kernel row (policy/kernel) was consulted by no test: a new row needs a

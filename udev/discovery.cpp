@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "udev/discovery.hpp"
 
 #include <linux/magic.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Device facts and current attribute values, read from sysfs.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "udev/monitor.hpp"
 
 #include <libudev.h>

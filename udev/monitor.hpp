@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // libudev monitors for block disks: kernel uevents (fastest) and udev events
 // (sent after udevd ran its rules).
 #pragma once

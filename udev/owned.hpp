@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // C library handles (libudev, sd-event) owned the C++ way: one release path,
 // run by the destructor, whatever way the owner leaves (an early return, an
 // exception in a constructor).

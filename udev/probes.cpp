@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "udev/probes.hpp"
 
 #include <set>

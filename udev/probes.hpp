@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Kernel state beside the queue attributes, read for explain and audit:
 // debugfs's wbt state, the hardware queues, the CPU cache topology.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "udev/rules_files.hpp"
 
 #include <filesystem>

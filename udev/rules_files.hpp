@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Reads the host's udev rules files from their directories (the parsing is
 // pure, in policy/udev_rules).
 #pragma once

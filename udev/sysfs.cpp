@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "udev/sysfs.hpp"
 
 #include <dirent.h>

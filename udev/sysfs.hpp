@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // All sysfs access goes through this type, constructed with a root path
 // ("/sys", or a fake tree in tests). Paths given to it are relative to the root.
 #pragma once

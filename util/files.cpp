@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "util/files.hpp"
 
 #include <fcntl.h>

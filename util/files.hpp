@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // File and system helpers every part of blkpolicy may use: bounded reads,
 // atomic writes, errno text, probing a unix socket. No policy, no sysfs.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The one way blkpolicy reports a failure that the caller handles (see
 // ARCHITECTURE.md "Errors"): a Status is ok, or it failed and carries a
 // message for the operator that names what failed and why. Result<T> is a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // `blkpolicy audit`: read-only findings, with or without a policy.
 #include "agent/cli/render/audit.hpp"
 

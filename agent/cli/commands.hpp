@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The commands, defined once: the table below gives each its name, what it
 // takes, its line in --help and the function that runs it. Parsing, usage,
 // dispatch and the checks of the bash completion and the man page all read

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // `blkpolicy explain DEVICE...` and `explain --kernel-rules`.
 #include "agent/cli/render/explain.hpp"
 

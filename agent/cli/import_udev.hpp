@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // `blkpolicy import-udev FILE|DIR...`: udev tuning rules -> policy TOML.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // `blkpolicy explain DEV...` and `blkpolicy audit`: read-only views that say
 // where each value comes from and what looks wrong. Their renderers are in
 // render/explain and render/audit.

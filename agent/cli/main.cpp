@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // blkpolicy: keeps block-queue settings the way a TOML policy says.
 #include <exception>
 #include <iostream>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The command line: options in, Options or a usage error out; the --help text.
 #pragma once
 

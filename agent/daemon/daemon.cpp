@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "agent/daemon/daemon.hpp"
 
 #include <syslog.h>

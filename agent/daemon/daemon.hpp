@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // `blkpolicy run`: one sd-event loop owns the uevent monitors, the verify
 // timer and the signals; handlers are short and hand off to the Reconciler.
 #pragma once

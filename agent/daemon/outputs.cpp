@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "agent/daemon/outputs.hpp"
 
 #include <signal.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What the daemon leaves behind after each pass: <state-dir>/daemon.json
 // (read by `blkpolicy status`) and, when asked, Prometheus text metrics.
 #pragma once

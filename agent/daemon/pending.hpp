@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Uevents waiting to be handled: coalesced per device (the strongest
 // trigger wins), removals remembered, and bounded: past `max_devices`
 // distinct devices the batch becomes a full rescan instead.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "agent/daemon/reconciler.hpp"
 
 #include <syslog.h>

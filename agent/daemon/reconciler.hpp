@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The daemon's decisions for one device at a time: look, compare with the
 // policy, re-apply in enforce mode, and alert once per change of state.
 // Owns no loop and no clock; the daemon (agent/daemon) feeds it triggers.

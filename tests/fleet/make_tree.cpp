@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // make-fake-sysfs DIR: writes the fake sysfs tree of the golden tests (a
 // QEMU HARDDISK SCSI disk with partitions, virtio disks, NVMe, dm-crypt under
 // LVM, md raid1, a bound loop, zram) at DIR, for the fleet test's simulated

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """The fleet test: blkpolicy as fleets watch it, with real engines only, all
 on 127.0.0.1.
 

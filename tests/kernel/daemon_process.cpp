@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "kernel/daemon_process.hpp"
 
 #include <fcntl.h>

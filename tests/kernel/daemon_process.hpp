@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A `blkpolicy run` child process with its own NOTIFY_SOCKET, and a reader
 // for what it sent to journald. Stopped (SIGTERM, then SIGKILL) by the
 // destructor if the test has not stopped it.

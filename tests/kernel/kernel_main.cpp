@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Real-kernel tests: need root and /dev/loop-control. Without them the whole
 // suite is skipped (exit 77) with the reason, never silently passed.
 #define DOCTEST_CONFIG_IMPLEMENT

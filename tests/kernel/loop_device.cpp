@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "kernel/loop_device.hpp"
 
 #include <fcntl.h>

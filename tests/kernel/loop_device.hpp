@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A fresh loop device for real-kernel tests: made with LOOP_CTL_ADD at a high
 // index, bound to a sparse file, and always detached, removed and unlinked
 // again by the destructor.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // `blkpolicy run` against the real kernel, a real journald and fresh loop
 // devices. The daemon sees every block device of the host, but the test
 // policies match only the loop devices these tests create (loop240 and up).

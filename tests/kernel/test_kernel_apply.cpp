@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // apply on fresh loop devices of the running kernel, through the real binary.
 // Each test first shows the kernel trap is real here (so a pass means
 // blkpolicy handled it, not that the kernel stopped doing it), then applies a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Another writer on the same queue, on the real kernel. Since 7.0 (and in
 // the 6.18.y series this host runs) a scheduler or nr_requests write that
 // meets another one returns EBUSY instead of waiting. Each test first counts

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // import-udev's promise, on the real kernel under a real udevd: the values
 // the original rules write equal the values blkpolicy writes from the
 // converted policy.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // explain and audit against the real kernel, for the findings a loop device
 // can produce.
 #include <doctest/doctest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A real systemd-udevd for tests where udev's behaviour is the point: started
 // here when none runs (and stopped again, by its pid), with one rules file in
 // /run/udev/rules.d that is removed afterwards.

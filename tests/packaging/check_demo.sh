@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The README's main job, as a newcomer runs it: scripts/run.sh shows the plan,
 # makes its demo loop device with its own rule and the command to move a
 # value on it, runs the daemon, and removes the device and /run/blkpolicy-demo

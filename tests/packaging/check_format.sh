@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Every C and C++ source in the tree is formatted the way .clang-format says
 # (clang-format 14, Debian 12's: another version formats some lines
 # differently). Fix with: clang-format-14 -i FILE...

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # `cmake --install` into a scratch DESTDIR puts every file where a distro
 # expects it, and the installed binary accepts the installed default policy.
 set -euo pipefail

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The build enforces the layering of ARCHITECTURE.md: each library compiles
 # against the staging include directories of itself and what it links, so a
 # header of a layer above it cannot be found. Compiles one-line files with

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The generated man pages render, have the sections a user looks for, and
 # name every command and option that `blkpolicy --help` lists.
 set -euo pipefail

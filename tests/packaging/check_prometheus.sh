@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The shipped Prometheus rules: valid (promtool check rules) and doing what
 # their unit tests say (promtool test rules): every alert fires in its case
 # and stays quiet in the others.

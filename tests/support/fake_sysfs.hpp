@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Builds fake sysfs trees on disk that mirror the real layout: /sys/block/NAME
 // is a relative symlink into /sys/devices/..., `device`, `driver` and
 // `subsystem` are relative symlinks, SCSI strings carry their padding,

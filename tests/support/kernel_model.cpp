@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "support/kernel_model.hpp"
 
 #include <algorithm>

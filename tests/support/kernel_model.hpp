@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A Sysfs over a fake tree that also does what the kernel does behind the
 // writer's back (KERNEL.md): limits commits raise read_ahead_kb, a scheduler
 // switch resets nr_requests and iosched/, bfq turns default wbt off, writing

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "support/policies.hpp"
 
 #include <doctest/doctest.h>

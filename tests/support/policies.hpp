@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Policies for tests, from TOML text; a test fails at once when its own
 // policy does not load.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A reconciler over a fake tree whose sysfs behaves like the kernel, with a
 // log that records the alerts: the daemon's decisions without its loop.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "support/run_binary.hpp"
 
 #include <doctest/doctest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Runs the real blkpolicy binary and captures what it prints.
 #pragma once
 

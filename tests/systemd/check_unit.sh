@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The installed unit and catalog as systemd itself reads them:
 # - systemd-analyze verify on the generated unit (ExecStart pointed at the
 #   binary just built, since nothing is installed yet) must print nothing;

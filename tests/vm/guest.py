@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """One Debian guest under qemu (TCG), driven from the host.
 
 The guest has no network device. The harness talks to it through

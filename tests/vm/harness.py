@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Checks, results and figures for the guest tests.
 
 A check is a step with a name; it passes when its body returns, fails with

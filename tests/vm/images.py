@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Debian guest images and build chroots, made with mmdebstrap and cached.
 
 Everything here is keyed by what it is built from (suite, package list, the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The guest machine the tests boot: its disks, the policy installed on it,
 and what that policy must leave on each disk. Disks are found by the serial
 given to qemu (sdX names change between boots)."""

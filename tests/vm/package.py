@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The blkpolicy Debian package, built the way Debian builds packages.
 
 dpkg-buildpackage runs in a clean chroot of the guest's own suite (a fresh

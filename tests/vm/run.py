@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """blkpolicy in Debian guests with systemd as PID 1 (tests/vm/README.md).
 
     tests/vm/run.py                      # bookworm, trixie and trixie-bpo (the 7.x kernel), each its groups

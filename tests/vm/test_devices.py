@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The mission's device classes on real kernels: virtio-blk, SCSI (spinning,
 solid, QEMU HARDDISK), SATA on AHCI, NVMe, md raid1, LVM, dm-crypt and loop,
 in Debian guests.

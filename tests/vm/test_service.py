@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The package and the service in a Debian guest with systemd as PID 1.
 
 Two boots per suite: the first installs the package from a local apt

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The report of `blkpolicy apply`: per attribute, before, after and outcome.
 #include <map>
 

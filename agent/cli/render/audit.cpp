@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "agent/cli/render/audit.hpp"
 
 #include <map>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // How `blkpolicy audit` shows its findings.
 #pragma once
 

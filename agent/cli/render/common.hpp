@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What every report shares: the JSON format version, facts and rules as
 // JSON, the one-line identity of a device, plain-text tables, time for people.
 #pragma once

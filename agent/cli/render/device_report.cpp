@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "agent/cli/render/device_report.hpp"
 
 #include "agent/cli/render/common.hpp"

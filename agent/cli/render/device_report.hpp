@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The reports of plan, apply and status: one device at a time (a run over
 // thousands of devices keeps only counters), then a footer or the JSON
 // document. The shared frame is here; each report is its own class in its

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "agent/cli/render/explain.hpp"
 
 #include "agent/cli/render/common.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // How `blkpolicy explain` shows a device's explanation, and --kernel-rules.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The report of `blkpolicy plan`: the ordered writes, nothing written.
 #include "agent/cli/render/common.hpp"
 #include "agent/cli/render/device_report.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The report of `blkpolicy status`: each managed value against the policy,
 // and the running daemon's last results.
 #include <map>
