@@ -2,7 +2,7 @@
 // blkpolicy benchmarks: prints one table of figures, each comparison measured
 // side by side in the same run. Needs root (loop devices, udevd, journald).
 //
-//   bench [--quick] [--only reaction|scale|startup|hostile|daemon|metrics]
+//   bench [--quick] [--only reaction|scale|startup|hostile|daemon|metrics|against] [--against BINARY NAME]
 //   --quick: fewer devices and a 10 s idle window
 #include <fcntl.h>
 #include <linux/loop.h>
@@ -567,6 +567,138 @@ void bench_idle_burst_rss(int idle_seconds, int burst, const std::string& workdi
 
 }  // namespace
 
+// ---------------------------------------------------------------- against an earlier build
+
+// The virtio tree the scale figures use, built under `where` (TMPDIR).
+std::unique_ptr<FakeSysfs> virtio_tree(const fs::path& where, int n) {
+    setenv("TMPDIR", where.c_str(), 1);
+    auto t = std::make_unique<FakeSysfs>();
+    unsetenv("TMPDIR");
+    for (int i = 0; i < n; ++i) {
+        char pci[32];
+        std::snprintf(pci, sizeof pci, "0000:%02x:%02x.0", (i / 32) % 256, i % 32);
+        t->add_virtio_disk(vd_name(i), 1000 + i, std::string(pci) + (i >= 8192 ? "/x" + std::to_string(i / 8192) : ""),
+                           i);
+    }
+    return t;
+}
+
+// "1.03x (0.98-1.07)": the median of the per-round ratios new/old and their spread.
+std::string ratio_text(const std::vector<double>& ratios) {
+    auto sorted = ratios;
+    std::sort(sorted.begin(), sorted.end());
+    return fmt(percentile(ratios, 50), 2) + "x (" + fmt(sorted.front(), 2) + "-" + fmt(sorted.back(), 2) + ")";
+}
+
+// This build against an earlier one (`bench/run.sh --against REV` builds
+// it): plan, apply and status on the same fresh trees, on tmpfs and on the
+// root disk, and the daemon's first pass with a metrics file; the order
+// alternates every round (whoever goes second finds warmer caches), and each
+// figure is the median of the per-round ratios new/old with their range.
+// Not a gate: these machines are shared and noisy.
+void bench_against(const std::string& old_bin, const std::string& old_name, bool quick, const std::string& workdir) {
+    const auto policy = workdir + "/against.toml";
+    std::ofstream(policy) << "[daemon]\nverify_interval = \"1h\"\n[[rule]]\nname = \"virtio\"\n[rule.match]\n"
+                             "driver = \"virtio_blk\"\n[rule.set]\n"
+                             "rotational = 0\nnr_requests = 64\nwbt_lat_usec = 2000\nread_ahead_kb = 128\n";
+    struct Where {
+        std::string name;
+        bool tmpfs;
+        int n;
+        int rounds;
+    };
+    std::vector<Where> wheres = {{"tmpfs", true, 1000, 6}, {"tmpfs", true, 10000, 4}, {"disk", false, 10000, 4}};
+    if (quick) wheres = {{"tmpfs", true, 1000, 4}, {"disk", false, 1000, 2}};
+    for (const auto& w : wheres) {
+        std::cerr << "against " << old_name << ": " << w.n << " devices on " << w.name << ", " << w.rounds
+                  << " rounds\n";
+        // The disk-backed trees live on the root file system (/var/tmp), as
+        // a real /sys does not, but as a shared and cached page cache does.
+        const fs::path base = w.tmpfs ? fs::path(workdir) / "against-tmpfs" : fs::path("/var/tmp/blkpolicy-against");
+        fs::create_directories(base);
+        if (w.tmpfs) ::mount("tmpfs", base.c_str(), "tmpfs", 0, "size=6g");
+        std::map<std::string, std::vector<double>> ratio, ours_ms, theirs_ms;
+        for (int round = 0; round < w.rounds; ++round) {
+            auto tree_new = virtio_tree(base, w.n);
+            auto tree_old = virtio_tree(base, w.n);
+            if (!w.tmpfs) ::sync();  // what the trees cost to write is not the binaries'
+            const std::string state_new = (base / ("state-new-" + std::to_string(round))).string();
+            const std::string state_old = (base / ("state-old-" + std::to_string(round))).string();
+            std::map<std::string, double> t_new, t_old;
+            auto run_all = [&](const std::string& bin, const std::string& root, const std::string& state,
+                               std::map<std::string, double>& out) {
+                for (const char* cmd : {"plan", "apply", "status"})
+                    out[cmd] =
+                        run_measured({cmd, "--sysfs-root", root, "--policy", policy, "--state-dir", state}, bin).ms;
+            };
+            if (round % 2 == 0) {
+                run_all(BLKPOLICY_BINARY, tree_new->root().string(), state_new, t_new);
+                run_all(old_bin, tree_old->root().string(), state_old, t_old);
+            } else {
+                run_all(old_bin, tree_old->root().string(), state_old, t_old);
+                run_all(BLKPOLICY_BINARY, tree_new->root().string(), state_new, t_new);
+            }
+            for (const auto& [cmd, ms] : t_new) {
+                ratio[cmd].push_back(ms / t_old[cmd]);
+                ours_ms[cmd].push_back(ms);
+                theirs_ms[cmd].push_back(t_old[cmd]);
+            }
+        }
+        for (const char* cmd : {"plan", "apply", "status"}) {
+            row("against " + old_name + ", " + std::to_string(w.n) + " devices on " + w.name + ": " + cmd +
+                    " ms new / old, ratio (range)",
+                fmt(percentile(ours_ms[cmd], 50), 0) + " / " + fmt(percentile(theirs_ms[cmd], 50), 0) + ", " +
+                    ratio_text(ratio[cmd]),
+                std::string(cmd) == "plan" ? "" : "<= 1.00x",
+                std::string(cmd) == "plan" ? "" : (percentile(ratio[cmd], 50) <= 1.0 ? "met" : "MISSED"));
+        }
+        if (w.tmpfs) ::umount2(base.c_str(), MNT_DETACH);
+        fs::remove_all(base);
+    }
+
+    // The daemon's first pass with a metrics file: start to READY=1 (every
+    // device looked at and applied, the reports written), new and old.
+    {
+        const int n = quick ? 1000 : 10000;
+        const int rounds = quick ? 2 : 4;
+        std::cerr << "against " << old_name << ": the daemon's first pass with --metrics-file, " << n << " devices\n";
+        const fs::path base = fs::path(workdir) / "against-daemon";
+        fs::create_directories(base);
+        ::mount("tmpfs", base.c_str(), "tmpfs", 0, "size=4g");
+        std::vector<double> ratios, ours, theirs;
+        for (int round = 0; round < rounds; ++round) {
+            auto first_pass = [&](const std::string& bin, const std::string& tag) {
+                auto tree = virtio_tree(base, n);
+                const auto t0 = Clock::now();
+                DaemonProcess d({"--sysfs-root", tree->root().string(), "--policy", policy, "--state-dir",
+                                 (base / ("state-" + tag + std::to_string(round))).string(), "--metrics-file",
+                                 (base / ("metrics-" + tag + std::to_string(round) + ".prom")).string(), "--log-target",
+                                 "journal", "--mode", "enforce"},
+                                0, {}, bin);
+                d.wait_notification("READY=1", std::chrono::seconds(120));
+                return ms_since(t0);
+            };
+            double a = 0, b = 0;
+            if (round % 2 == 0) {
+                a = first_pass(BLKPOLICY_BINARY, "new");
+                b = first_pass(old_bin, "old");
+            } else {
+                b = first_pass(old_bin, "old");
+                a = first_pass(BLKPOLICY_BINARY, "new");
+            }
+            ours.push_back(a);
+            theirs.push_back(b);
+            ratios.push_back(a / b);
+        }
+        row("against " + old_name + ", " + std::to_string(n) +
+                " devices: daemon start to READY=1 with a metrics file"
+                " (ms new / old, ratio)",
+            fmt(percentile(ours, 50), 0) + " / " + fmt(percentile(theirs, 50), 0) + ", " + ratio_text(ratios));
+        ::umount2(base.c_str(), MNT_DETACH);
+        fs::remove_all(base);
+    }
+}
+
 // ---------------------------------------------------------------- metrics
 
 // What the metrics file costs at fleet scale: the daemon's own reconciler on
@@ -652,15 +784,21 @@ void bench_metrics(int n, const std::string& workdir) {
 
 int main(int argc, char** argv) {
     bool quick = false;
-    std::string only;  // --only reaction|scale|startup|hostile|daemon
+    std::string against_bin, against_name;  // --against BINARY NAME: an earlier build, side by side
+    std::string only;                       // --only reaction|scale|startup|hostile|daemon|metrics|against
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         if (a == "--quick")
             quick = true;
         else if (a == "--only" && i + 1 < argc)
             only = argv[++i];
-        else {
-            std::cerr << "usage: blkpolicy-bench [--quick] [--only reaction|scale|startup|hostile|daemon|metrics]\n";
+        else if (a == "--against" && i + 2 < argc) {
+            against_bin = argv[++i];
+            against_name = argv[++i];
+        } else {
+            std::cerr
+                << "usage: blkpolicy-bench [--quick] [--only reaction|scale|startup|hostile|daemon|metrics|against]"
+                   " [--against BINARY NAME]\n";
             return 2;
         }
     }
@@ -685,6 +823,8 @@ int main(int argc, char** argv) {
     if (want("startup")) bench_startup(work.path().string());
     if (want("hostile")) bench_hostile(work.path().string());
     if (want("daemon")) bench_idle_burst_rss(quick ? 10 : 30, quick ? 2000 : 10000, work.path().string());
+    if (!against_bin.empty() && (only.empty() || only == "against"))
+        bench_against(against_bin, against_name, quick, work.path().string());
     if (want("metrics")) {
         bench_metrics(100, work.path().string());
         bench_metrics(quick ? 1000 : 10000, work.path().string());

@@ -217,6 +217,15 @@ void derive_scheduler(Explanation& e, const DeviceFacts& f, const Values& v, con
 void derive_nr_requests(Explanation& e, const Values& v, const ExplainContext& ctx) {
     const auto sched = value_of(v, "scheduler");
     e.inputs = {{"queue/scheduler", sched}, {"mq/0/nr_tags (hardware queue depth)", std::to_string(ctx.hw_tags)}};
+    if (ctx.hw_queues == 0) {
+        kernel_row("nr-requests-default:bio-based");
+        e.kernel_default = "128";
+        e.derivation =
+            "bio-based queue: it allocates no requests; the file, where the kernel shows it, reads the "
+            "fixed default 128";
+        e.disturbs = "nothing: there is no scheduler to switch";
+        return;
+    }
     if (ctx.hw_tags > 0) {
         const bool none = sched == "none" || sched.empty();
         e.kernel_default = std::to_string(nr_requests_default(ctx.hw_tags, none));

@@ -338,6 +338,17 @@ constexpr KernelRow kRows[] = {
      WriteCause::none,
      "",
      "blk_mq_init_sched, block/blk-mq-sched.c"},
+    {"nr-requests-default:bio-based",
+     "a bio-based queue (md, dm linear/crypt) allocates no requests: where the kernel shows the file it reads the "
+     "fixed default, 128",
+     {kEvery, kUnused},
+     KnownBy::probe,
+     "no mq/ directory, and queue/nr_requests there or not",
+     "6.1.0 (Debian 12: 128 on md and dm), 6.12.117 (Debian 13) and 7.3.4 (Debian 13 backports): no such file on md "
+     "and dm",
+     WriteCause::none,
+     "",
+     "blk_alloc_queue (BLKDEV_DEFAULT_RQ), block/blk-core.c"},
 
     // Read-backs.
     {"write-cache:two-words",

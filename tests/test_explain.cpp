@@ -2,7 +2,7 @@
 // explain's derivations of the kernel's own defaults, in process: per driver,
 // per VPD page, per backing store, per stack and per kernel version. The
 // guest tests (tests/vm/test_devices.py) check the same derivations against
-// what real 6.1 and 6.12 kernels set on real disks.
+// what real 6.1, 6.12 and 7.3 kernels set on real disks.
 #include <doctest/doctest.h>
 
 #include "policy/explain.hpp"
@@ -139,4 +139,19 @@ TEST_CASE("explain: a driver blkpolicy knows nothing special about reports rotat
     auto e = explain(disk("mmcblk"), {{"rotational", "0"}}, kernel(6, 12))["rotational"];
     CHECK(e.kernel_default == "0");
     CHECK(e.derivation == "reported by the driver");
+}
+
+TEST_CASE("explain: a bio-based queue's nr_requests, where the kernel shows one, is the fixed 128 (6.1)") {
+    auto ctx = kernel(6, 1, 0);
+    ctx.hw_queues = 0;  // md, dm linear/crypt: no mq/
+    ctx.hw_tags = 0;
+    const Values md = {{"rotational", "1"}, {"scheduler", "none"}, {"nr_requests", "128"}, {"read_ahead_kb", "128"}};
+    auto e = explain(disk("", Stack::md), md, ctx)["nr_requests"];
+    CHECK(e.kernel_default == "128");
+    CHECK(
+        e.derivation ==
+        "bio-based queue: it allocates no requests; the file, where the kernel shows it, reads the fixed default 128");
+    // 7.3 shows no such file: nothing to explain.
+    const Values newer = {{"rotational", "1"}, {"scheduler", "none"}, {"read_ahead_kb", "128"}};
+    CHECK(explain(disk("", Stack::md), newer, ctx).count("nr_requests") == 0);
 }

@@ -33,7 +33,7 @@ bool eventually(const std::function<bool()>& cond, std::chrono::milliseconds tim
 bool journald_available() { return util::unix_socket_accepts("/run/systemd/journal/socket", SOCK_DGRAM); }
 
 DaemonProcess::DaemonProcess(const std::vector<std::string>& args, long watchdog_usec,
-                             const std::vector<std::string>& wrapper) {
+                             const std::vector<std::string>& wrapper, const std::string& binary) {
     notify_path_ = "/tmp/blkpolicy-notify-" + std::to_string(::getpid()) + "-" +
                    std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
     notify_fd_ = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -44,7 +44,7 @@ DaemonProcess::DaemonProcess(const std::vector<std::string>& args, long watchdog
         throw std::runtime_error(std::string("notify socket: ") + std::strerror(errno));
 
     std::vector<std::string> argv_s = wrapper;
-    argv_s.insert(argv_s.end(), {BLKPOLICY_BINARY, "run"});
+    argv_s.insert(argv_s.end(), {binary, "run"});
     argv_s.insert(argv_s.end(), args.begin(), args.end());
     std::vector<char*> argv;
     for (auto& a : argv_s) argv.push_back(a.data());

@@ -23,8 +23,9 @@ class DaemonProcess {
 public:
     // `watchdog_usec` > 0 sets WATCHDOG_USEC and WATCHDOG_PID as systemd would.
     // `wrapper` runs in front of the binary (e.g. strace); pid() is then the wrapper's.
+    // `binary` is the blkpolicy to run (bench/ compares an earlier build's).
     explicit DaemonProcess(const std::vector<std::string>& args, long watchdog_usec = 0,
-                           const std::vector<std::string>& wrapper = {});
+                           const std::vector<std::string>& wrapper = {}, const std::string& binary = BLKPOLICY_BINARY);
     ~DaemonProcess();
     DaemonProcess(const DaemonProcess&) = delete;
     DaemonProcess& operator=(const DaemonProcess&) = delete;
