@@ -17,6 +17,9 @@ TEST_CASE("probes: wbt state only where debugfs shows it, in range") {
     udev::Sysfs s(t.root());
     CHECK_FALSE(udev::read_wbt_state(s, "loop0"));  // debugfs not mounted
     t.set_wbt_state("loop0", 3);
+    // Mounted since: not looked for again until the daemon's next pass says so.
+    CHECK_FALSE(udev::read_wbt_state(s, "loop0"));
+    s.forget_mounts();
     CHECK(udev::read_wbt_state(s, "loop0") == 3);
     t.set_wbt_state("loop0", 9);
     CHECK_FALSE(udev::read_wbt_state(s, "loop0"));

@@ -282,7 +282,7 @@ ReadResult read_value(const Sysfs& s, const std::string& name, const std::string
     auto r = s.read("block/" + name + "/" + (spec ? spec->path : "queue/" + key));
     if (!r.ok()) return r;
     r.value = policy::normalise_readback(key, r.value);
-    if (key == "wbt_lat_usec" && r.value != "0") {
+    if (key == "wbt_lat_usec" && r.value != "0" && s.has_debugfs_block()) {
         // debugfs (when mounted) has the real state: 3 off by default (bfq
         // turned it off), 4 off by hand. 6.1 keeps showing the old latency
         // in sysfs after bfq turned wbt off.

@@ -9,6 +9,7 @@ namespace blkpolicy::udev {
 
 std::optional<int> read_wbt_state(const Sysfs& sysfs, const std::string& device) {
     // debugfs is mounted under sysfs (/sys/kernel/debug); readable only when mounted.
+    if (!sysfs.has_debugfs_block()) return std::nullopt;
     auto r = sysfs.read("kernel/debug/block/" + device + "/rqos/wbt/enabled");
     if (!r.ok()) return std::nullopt;
     auto v = policy::parse_int(r.value);

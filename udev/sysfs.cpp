@@ -65,6 +65,11 @@ int Sysfs::write(const std::string& rel, std::string_view value) {
     return err;
 }
 
+bool Sysfs::has_debugfs_block() const {
+    if (!debugfs_block_) debugfs_block_ = is_dir("kernel/debug/block");
+    return *debugfs_block_;
+}
+
 bool Sysfs::exists(const std::string& rel) const {
     std::error_code ec;
     return fs::exists(root_ / rel, ec);

@@ -41,7 +41,16 @@ public:
     // does not exist or leads outside the root.
     std::optional<std::string> resolve(const std::string& rel) const;
 
+    // Whether debugfs's block/ directory is there (debugfs mounted under
+    // the root's kernel/debug): asked once, remembered until forget_mounts().
+    // Per-device debugfs reads are skipped where it is not: two failed
+    // opens per device and pass otherwise.
+    bool has_debugfs_block() const;
+    // The daemon calls this at each full pass: debugfs may be mounted later.
+    void forget_mounts() const { debugfs_block_.reset(); }
+
 private:
+    mutable std::optional<bool> debugfs_block_;
     std::filesystem::path root_;
     std::filesystem::path canonical_root_;
 };

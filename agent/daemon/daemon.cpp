@@ -79,8 +79,10 @@ public:
                                 std::to_string(reconciler_.policy().files.size()) + " file(s)");
         // Devices found at start were added before: not in a driver's setup.
         full_pass(Trigger::verify);
-        refresh_audit();
         systemd::notify_ready(status_line());
+        // The findings only feed the metrics: READY=1 (every device has its
+        // values) does not wait for them.
+        refresh_audit();
         int r = sd_event_loop(event_.get());
         if (report_pending_) write_reports();  // the last results, not those of a gap ago
         systemd::notify_stopping();
@@ -234,6 +236,7 @@ private:
     }
 
     void full_pass(Trigger trigger) {
+        sysfs_.forget_mounts();  // debugfs mounted (or unmounted) since the last pass
         const auto names = udev::list_block_devices(sysfs_);
         std::set<std::string> present(names.begin(), names.end());
         std::vector<std::string> gone;

@@ -73,6 +73,7 @@ void KernelModelSysfs::sync_debugfs(const std::string& dev) {
     const auto dir = root() / ("kernel/debug/block/" + dev + "/rqos/wbt");
     std::filesystem::create_directories(dir);
     std::ofstream(dir / "enabled") << wbt_state(dev) << '\n';
+    forget_mounts();  // debugfs may have just appeared under the root
 }
 
 int KernelModelSysfs::simulate(const std::string& dev, const std::string& attr, std::string_view value) {
