@@ -14,15 +14,29 @@ namespace blkpolicy::udev {
 
 namespace fs = std::filesystem;
 
-Sysfs::Sysfs(fs::path root) : root_(std::move(root)) {
+Sysfs::Sysfs(fs::path root) : root_(std::move(root)), root_text_(root_.string()) {
+    while (root_text_.size() > 1 && root_text_.back() == '/') root_text_.pop_back();
     std::error_code ec;
     canonical_root_ = fs::canonical(root_, ec);
     if (ec) canonical_root_ = root_;
 }
 
+// ROOT/REL as a plain string: std::filesystem's operator/ parses every
+// component (12% of apply's instructions at 1,000 devices, by callgrind).
+std::string Sysfs::at(const std::string& rel) const {
+    std::string p;
+    p.reserve(root_text_.size() + 1 + rel.size());
+    p += root_text_;
+    if (!rel.empty()) {
+        if (p.empty() || p.back() != '/') p += '/';
+        p += rel;
+    }
+    return p;
+}
+
 ReadResult Sysfs::read(const std::string& rel) const {
     ReadResult r;
-    const auto path = root_ / rel;
+    const auto path = at(rel);
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         r.err = errno;
@@ -48,7 +62,7 @@ ReadResult Sysfs::read(const std::string& rel) const {
 
 int Sysfs::write(const std::string& rel, std::string_view value) {
     if (rel.empty() || rel.front() == '/' || rel.find("..") != std::string::npos) return EPERM;
-    const auto path = root_ / rel;
+    const auto path = at(rel);
     // O_TRUNC is ignored by sysfs and makes a fake tree's regular file behave like it.
     int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_TRUNC);
     if (fd < 0) return errno;
@@ -70,19 +84,16 @@ bool Sysfs::has_debugfs_block() const {
     return *debugfs_block_;
 }
 
-bool Sysfs::exists(const std::string& rel) const {
-    std::error_code ec;
-    return fs::exists(root_ / rel, ec);
-}
+bool Sysfs::exists(const std::string& rel) const { return ::access(at(rel).c_str(), F_OK) == 0; }
 
 bool Sysfs::is_dir(const std::string& rel) const {
-    std::error_code ec;
-    return fs::is_directory(root_ / rel, ec);
+    struct stat st {};
+    return ::stat(at(rel).c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
 std::vector<std::string> Sysfs::list(const std::string& rel) const {
     std::vector<std::string> out;
-    DIR* d = ::opendir((root_ / rel).c_str());
+    DIR* d = ::opendir(at(rel).c_str());
     if (!d) return out;
     while (const dirent* e = ::readdir(d)) {
         const std::string_view n = e->d_name;
@@ -95,7 +106,7 @@ std::vector<std::string> Sysfs::list(const std::string& rel) const {
 
 std::optional<std::string> Sysfs::readlink(const std::string& rel) const {
     char buf[4096];
-    const ssize_t n = ::readlink((root_ / rel).c_str(), buf, sizeof buf);
+    const ssize_t n = ::readlink(at(rel).c_str(), buf, sizeof buf);
     if (n < 0 || static_cast<std::size_t>(n) >= sizeof buf) return std::nullopt;
     return std::string(buf, static_cast<std::size_t>(n));
 }
@@ -110,10 +121,10 @@ std::optional<std::string> Sysfs::resolve(const std::string& rel) const {
     }, direct{};
     if (auto target = readlink(rel); target && !target->empty() && target->front() != '/') {
         const auto lexical = (fs::path(rel).parent_path() / *target).lexically_normal();
-        if (!lexical.empty() && *lexical.begin() == "devices" && ::access((root_ / lexical).c_str(), F_OK) == 0)
+        if (!lexical.empty() && *lexical.begin() == "devices" && ::access(at(lexical.string()).c_str(), F_OK) == 0)
             return lexical.string();
-        if (!lexical.empty() && *lexical.begin() != ".." && ::stat((root_ / rel).c_str(), &followed) == 0 &&
-            ::stat((root_ / lexical).c_str(), &direct) == 0 && followed.st_dev == direct.st_dev &&
+        if (!lexical.empty() && *lexical.begin() != ".." && ::stat(at(rel).c_str(), &followed) == 0 &&
+            ::stat(at(lexical.string()).c_str(), &direct) == 0 && followed.st_dev == direct.st_dev &&
             followed.st_ino == direct.st_ino)
             return lexical.string();
     }

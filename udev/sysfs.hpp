@@ -50,8 +50,10 @@ public:
     void forget_mounts() const { debugfs_block_.reset(); }
 
 private:
+    std::string at(const std::string& rel) const;  // ROOT/REL
     mutable std::optional<bool> debugfs_block_;
     std::filesystem::path root_;
+    std::string root_text_;
     std::filesystem::path canonical_root_;
 };
 
