@@ -36,6 +36,8 @@ struct Options {
     std::string metrics_file;                  // --metrics-file
     std::string log_target = "auto";           // --log-target auto|journal|console
     std::vector<std::string> udev_rules_dirs;  // --udev-rules-dir (default: udev's own)
+    std::string config_root = "/";             // --config-root: other writers' files under it (run, audit, import)
+    std::string import_from;                   // --from udev|tuned|sysfsutils|tmpfiles (import)
     int receive_buffer = 128 * 1024 * 1024;    // --receive-buffer BYTES for the uevent sockets
     std::string kernel_release;                // --kernel-release (explain): default the running kernel
     std::string udev_db_dir;                   // --udev-db DIR

@@ -63,11 +63,11 @@ std::vector<DeviceView> look(const udev::Sysfs& sysfs, const StateDir& state, co
 }
 
 policy::AuditInput audit_input(const udev::Sysfs& sysfs, const policy::Policy* policy,
-                               std::vector<policy::UdevAssignment> udev_rules, const std::string& udev_db,
+                               std::vector<policy::WriterAssignment> writers, const std::string& udev_db,
                                const policy::PlanContext& ctx, policy::KernelVersion kernel) {
     policy::AuditInput in;
     in.with_policy = policy != nullptr;
-    in.udev_rules = std::move(udev_rules);
+    in.writers = std::move(writers);
     in.single_llc = udev::single_last_level_cache(sysfs);
     in.kernel = kernel;
     for (const auto& name : udev::list_block_devices(sysfs)) {

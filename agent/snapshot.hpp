@@ -55,7 +55,7 @@ std::string running_kernel_release();  // uname -r
 // kernel side only), debugfs's wbt state and whether a medium is there.
 // `audit` and the daemon's metrics share it.
 policy::AuditInput audit_input(const udev::Sysfs& sysfs, const policy::Policy* policy,
-                               std::vector<policy::UdevAssignment> udev_rules, const std::string& udev_db,
+                               std::vector<policy::WriterAssignment> writers, const std::string& udev_db,
                                const policy::PlanContext& ctx, policy::KernelVersion kernel);
 
 }  // namespace blkpolicy::agent

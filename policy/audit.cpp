@@ -206,19 +206,41 @@ void stack_lower_only(const Subject& s, AuditState& st, Findings& out) {
     }
 }
 
-void udev_rule_conflict(const Subject& s, AuditState& st, Findings& out) {
+// A finding for each policy write that another writer also makes; `udev`
+// picks udev rules (udev-rule-conflict) or every other writer (writer-conflict).
+void writer_conflicts(const Subject& s, AuditState& st, Findings& out, bool udev) {
     if (!s.d.plan) return;
     for (const auto& a : s.d.plan->actions) {
         if (a.kind == ActionKind::skip) continue;
-        if (const auto* w = find_udev_writer(st.in.udev_rules, s.name, a.attribute)) {
+        for (const auto& w : st.in.writers) {
+            if ((w.kind == WriterKind::udev_rule) != udev) continue;
+            if (w.attribute != a.attribute || !w.applies_to(s.name)) continue;
+            // Two writers of the same value do not fight (udev rules are named
+            // regardless, as they always were).
+            if (!udev && !w.value.empty() && trim(w.value) == a.desired) continue;
+            const std::string what =
+                w.value.empty() ? a.attribute + " (" + w.why_inexact + ")" : a.attribute + "=" + w.value;
+            std::vector<std::pair<std::string, std::string>> evidence;
+            if (udev) {
+                evidence.emplace_back("udev rule", w.where());
+            } else {
+                evidence.emplace_back("writer", w.where());
+                evidence.emplace_back("writer kind", to_string(w.kind));
+                if (!w.context.empty()) evidence.emplace_back("writer context", w.context);
+            }
+            evidence.emplace_back("policy rule", a.rule.pos.file_line());
             out.push_back({s.name,
-                           "udev rule " + w->where() + " writes " + a.attribute + "=" + w->value + " on " + s.name +
-                               ", which the policy sets to " + a.desired + " (" + a.rule.pos.file_line() + ")",
-                           {{"udev rule", w->where()}, {"policy rule", a.rule.pos.file_line()}},
+                           w.describe() + " writes " + what + " on " + s.name + ", which the policy sets to " +
+                               a.desired + " (" + a.rule.pos.file_line() + ")",
+                           std::move(evidence),
                            {}});
+            if (udev) break;  // the first udev rule, as before
         }
     }
 }
+
+void udev_rule_conflict(const Subject& s, AuditState& st, Findings& out) { writer_conflicts(s, st, out, true); }
+void writer_conflict(const Subject& s, AuditState& st, Findings& out) { writer_conflicts(s, st, out, false); }
 
 void no_matching_rule(const Subject& s, AuditState& st, Findings& out) {
     if (!s.d.plan || !st.in.with_policy || !s.d.plan->matched.empty()) return;
@@ -277,6 +299,10 @@ constexpr FindingRow kFindingRows[] = {
      nullptr},
     {{"udev-rule-conflict", Severity::warning, "a udev rule writes what the policy manages"},
      udev_rule_conflict,
+     nullptr},
+    {{"writer-conflict", Severity::warning,
+      "TuneD, sysfsutils, tmpfiles.d, a unit or rc.local writes what the policy manages"},
+     writer_conflict,
      nullptr},
     {{"no-matching-rule", Severity::info, "no policy rule matches the device"}, no_matching_rule, nullptr},
 };

@@ -43,7 +43,7 @@ inline constexpr std::string_view kHostDevice = "*";
 struct AuditInput {
     std::vector<AuditDevice> devices;
     bool with_policy = false;
-    std::vector<UdevAssignment> udev_rules;
+    std::vector<WriterAssignment> writers;  // udev rules and the other writers (policy/writers)
     // Every CPU shares one last-level cache; nullopt when sysfs does not say.
     std::optional<bool> single_llc;
     // Devices without a medium are left out unless this is set (audit --all).

@@ -86,6 +86,8 @@ bool valid_utf8(const std::string& s) {
 }
 
 // The original rule as a TOML comment: one line, valid UTF-8, no control characters.
+}  // namespace
+
 std::string comment_text(const std::string& s) {
     std::string out;
     const bool utf8 = valid_utf8(s);
@@ -105,6 +107,8 @@ std::string toml_list(const std::vector<std::string>& items) {
     for (std::size_t i = 0; i < items.size(); ++i) s += (i ? ", " : "") + toml_quote(items[i]);
     return s + "]";
 }
+
+namespace {
 
 std::string token_text(const UdevToken& t) {
     return t.key + (t.attr.empty() ? "" : "{" + t.attr + "}") + to_string(t.op) + "\"" + t.value + "\"";
@@ -257,32 +261,7 @@ std::string convert_assignment(const UdevToken& t, Converted& c) {
     if (t.op == UdevOp::add || t.op == UdevOp::remove)
         return token_text(t) + ": += and -= make no sense for an attribute";
     std::string value;
-    switch (spec->kind) {
-        case ValueKind::integer:
-        case ValueKind::flag: {
-            auto n = parse_int(t.value);
-            if (!n) return token_text(t) + ": " + key + " must be a whole number";
-            value = std::to_string(*n);
-            break;
-        }
-        case ValueKind::wbt: {
-            auto n = parse_int(t.value);
-            if (!n) return token_text(t) + ": wbt_lat_usec must be a whole number";
-            value = *n == -1 ? "\"default\"" : std::to_string(*n);
-            break;
-        }
-        default:
-            value = toml_quote(trim(t.value));
-            break;
-    }
-    // Validate exactly as `blkpolicy check` would.
-    std::string probe = "[[rule]]\nname = \"probe\"\nacknowledge = [\"" + std::string(kAckWriteThrough) +
-                        "\"]\n[rule.set]\n" + key + " = " + value + "\n";
-    auto r = load_policy({{"probe", probe}});
-    if (!r.ok()) {
-        auto msg = r.errors.front().message;
-        return token_text(t) + ": " + msg;
-    }
+    if (auto why = convert_policy_value(key, t.value, value); !why.empty()) return token_text(t) + ": " + why;
     if (key == "write_cache" && trim(t.value) == "write through") c.write_through = true;
     c.set.erase(std::remove_if(c.set.begin(), c.set.end(), [&](const auto& kv) { return kv.first == key; }),
                 c.set.end());
@@ -291,6 +270,35 @@ std::string convert_assignment(const UdevToken& t, Converted& c) {
 }
 
 }  // namespace
+
+std::string convert_policy_value(const std::string& key, const std::string& raw, std::string& toml_value) {
+    auto spec = find_attribute(key);
+    if (!spec) return "blkpolicy does not manage " + key;
+    switch (spec->kind) {
+        case ValueKind::integer:
+        case ValueKind::flag: {
+            auto n = parse_int(raw);
+            if (!n) return key + " must be a whole number";
+            toml_value = std::to_string(*n);
+            break;
+        }
+        case ValueKind::wbt: {
+            auto n = parse_int(raw);
+            if (!n) return "wbt_lat_usec must be a whole number";
+            toml_value = *n == -1 ? "\"default\"" : std::to_string(*n);
+            break;
+        }
+        default:
+            toml_value = toml_quote(trim(raw));
+            break;
+    }
+    // Validate exactly as `blkpolicy check` would.
+    std::string probe = "[[rule]]\nname = \"probe\"\nacknowledge = [\"" + std::string(kAckWriteThrough) +
+                        "\"]\n[rule.set]\n" + key + " = " + toml_value + "\n";
+    auto r = load_policy({{"probe", probe}});
+    if (!r.ok()) return r.errors.front().message;
+    return {};
+}
 
 ImportResult import_udev_rules(const std::vector<UdevRule>& rules, const std::vector<std::string>& sources) {
     ImportResult out;

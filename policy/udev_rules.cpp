@@ -136,8 +136,8 @@ std::string policy_key_for_attr(const std::string& attr_path) {
     return {};
 }
 
-std::vector<UdevAssignment> parse_udev_rules(const std::string& file, const std::string& text) {
-    std::vector<UdevAssignment> out;
+std::vector<WriterAssignment> parse_udev_rules(const std::string& file, const std::string& text) {
+    std::vector<WriterAssignment> out;
     for (const auto& r : parse_udev_rules_text(file, text)) {
         if (!r.error.empty()) continue;
         std::vector<std::string> kernels;
@@ -146,21 +146,17 @@ std::vector<UdevAssignment> parse_udev_rules(const std::string& file, const std:
         for (const auto& t : r.tokens) {
             if (t.key != "ATTR" || !is_assignment(t.op)) continue;
             auto key = policy_key_for_attr(t.attr);
-            if (!key.empty()) out.push_back({file, r.line, key, t.value, kernels});
+            if (key.empty()) continue;
+            WriterAssignment a;
+            a.file = file;
+            a.line = r.line;
+            a.attribute = key;
+            a.value = t.value;
+            a.kernel_patterns = kernels;
+            out.push_back(std::move(a));
         }
     }
     return out;
-}
-
-const UdevAssignment* find_udev_writer(const std::vector<UdevAssignment>& rules, const std::string& device,
-                                       const std::string& attribute) {
-    for (const auto& r : rules) {
-        if (r.attribute != attribute) continue;
-        if (r.kernel_patterns.empty()) return &r;
-        for (const auto& p : r.kernel_patterns)
-            if (::fnmatch(p.c_str(), device.c_str(), 0) == 0) return &r;
-    }
-    return nullptr;
 }
 
 }  // namespace blkpolicy::policy

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "policy/writers.hpp"
+
 namespace blkpolicy::policy {
 
 enum class UdevOp { match, nomatch, assign, add, remove, assign_final };
@@ -35,26 +37,12 @@ std::vector<UdevRule> parse_udev_rules_text(const std::string& file, const std::
 bool udev_pattern_match(const std::string& pattern, const std::string& value);
 std::vector<std::string> split_alternatives(const std::string& pattern);
 
-// An assignment to a queue/, bdi/read_ahead_kb or device/ attribute.
-struct UdevAssignment {
-    std::string file;
-    int line = 0;
-    std::string attribute;  // policy key: read_ahead_kb, device.timeout, ...
-    std::string value;
-    std::vector<std::string> kernel_patterns;  // from KERNEL=="a|b"; empty: any device
-    std::string where() const { return file + ":" + std::to_string(line); }
-};
-
 // The policy key an ATTR{} path stands for ("queue/nr_requests" ->
 // "nr_requests", "bdi/read_ahead_kb" -> "read_ahead_kb", "device/timeout"
 // -> "device.timeout"), or empty for anything else.
 std::string policy_key_for_attr(const std::string& attr_path);
 
 // Every tuning assignment in one rules file's text.
-std::vector<UdevAssignment> parse_udev_rules(const std::string& file, const std::string& text);
-
-// The first assignment that writes `attribute` on a device named `device`.
-const UdevAssignment* find_udev_writer(const std::vector<UdevAssignment>& rules, const std::string& device,
-                                       const std::string& attribute);
+std::vector<WriterAssignment> parse_udev_rules(const std::string& file, const std::string& text);
 
 }  // namespace blkpolicy::policy

@@ -55,7 +55,13 @@ std::vector<std::string> journal_fields(const Alert& a) {
         "BLKPOLICY_ACTUAL=" + a.actual,
         "BLKPOLICY_RULE=" + a.rule,
     };
-    if (!a.udev_rule.empty()) f.push_back("BLKPOLICY_UDEV_RULE=" + a.udev_rule);
+    if (!a.writer.empty()) {
+        f.push_back("BLKPOLICY_WRITER=" + a.writer);
+        f.push_back("BLKPOLICY_WRITER_KIND=" + a.writer_kind);
+        if (!a.writer_context.empty()) f.push_back("BLKPOLICY_WRITER_CONTEXT=" + a.writer_context);
+        // The field of 0.x releases, kept one release beside BLKPOLICY_WRITER.
+        if (a.writer_kind == "udev") f.push_back("BLKPOLICY_UDEV_RULE=" + a.writer);
+    }
     return f;
 }
 

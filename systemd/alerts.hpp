@@ -24,9 +24,12 @@ struct Alert {
     std::string attribute;
     std::string expected;
     std::string actual;
-    std::string rule;       // the policy rule: "name (file:line)"
-    std::string udev_rule;  // conflict: the udev rule file:line that writes the attribute
-    std::string message;    // the human sentence
+    std::string rule;  // the policy rule: "name (file:line)"
+    // conflict: the other writer of the attribute
+    std::string writer;          // file:line
+    std::string writer_kind;     // udev, tuned, sysfsutils, tmpfiles, unit, rc.local
+    std::string writer_context;  // "profile x, unit [disk]", "unit tune.service", or empty
+    std::string message;         // the human sentence
 };
 
 enum class LogTarget { journal, console };

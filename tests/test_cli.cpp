@@ -163,10 +163,10 @@ TEST_CASE("import-udev and audit: a huge or endless udev rules file is refused, 
     t.file("rules.d/90-huge.rules", std::string((1 << 20) + 10, '#'));
     auto r = run_blkpolicy({"import-udev", big});
     CHECK(r.exit_code == 4);
-    CHECK(r.err == "blkpolicy: " + big + ": the file is 1048587 bytes; a udev rules file may have at most 1 MiB\n");
+    CHECK(r.err == "blkpolicy: " + big + ": the file is 1048587 bytes; a file to import may have at most 1 MiB\n");
     auto z = run_blkpolicy({"import-udev", "/dev/zero"});
     CHECK(z.exit_code == 4);
-    CHECK(z.err == "blkpolicy: /dev/zero: not a regular file: a udev rules file must be one\n");
+    CHECK(z.err == "blkpolicy: /dev/zero: not a regular file: a file to import must be one\n");
     // audit scans the rules directory: the file is skipped with a warning, the audit goes on.
     auto a = run_blkpolicy(
         {"audit", "--no-policy", "--sysfs-root", t.root().string(), "--udev-rules-dir", rules_dir.string()});

@@ -35,7 +35,8 @@ struct AuditTree {
         t.add_cpus(4, [](int) { return std::string("0-3"); });
     }
     RunResult run(std::vector<std::string> args) {
-        args.insert(args.end(), {"--sysfs-root", t.root().string(), "--udev-rules-dir", "udev"});
+        args.insert(args.end(),
+                    {"--sysfs-root", t.root().string(), "--udev-rules-dir", "udev", "--config-root", "writers-root"});
         return run_blkpolicy(args, BLKPOLICY_TEST_DATA);
     }
 };

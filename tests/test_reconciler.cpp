@@ -98,16 +98,35 @@ TEST_CASE("daemon scenario: enforce mode") {
         CHECK(w.rec.summary().failed == 0);
     }
     SUBCASE("a udev rule that writes the attribute is named") {
-        w.rec.set_udev_rules(policy::parse_udev_rules(
+        w.rec.set_writers(policy::parse_udev_rules(
             "/etc/udev/rules.d/60-ra.rules",
             "# tuning\nACTION==\"add|change\", KERNEL==\"loop[0-9]*\", \\\n  ATTR{queue/read_ahead_kb}=\"512\"\n"));
         w.poke("read_ahead_kb", "512");
         w.rec.reconcile("loop0", Trigger::udev_processed);
         CHECK(w.log.take() == V{"conflict loop0 read_ahead_kb 128 512"});
-        CHECK(w.log.full.back().udev_rule == "/etc/udev/rules.d/60-ra.rules:2");
+        CHECK(w.log.full.back().writer == "/etc/udev/rules.d/60-ra.rules:2");
+        CHECK(w.log.full.back().writer_kind == "udev");
         CHECK(w.log.full.back().message ==
               "udev rule /etc/udev/rules.d/60-ra.rules:2 set read_ahead_kb of loop0 to 512 (policy says 128); "
               "re-applied");
+    }
+    SUBCASE("a tmpfiles.d line that writes the value found is named, with its file and line") {
+        w.rec.set_writers(policy::parse_tmpfiles("/etc/tmpfiles.d/ra.conf",
+                                                 "# readahead\nw /sys/block/loop0/queue/read_ahead_kb - - - - 512\n"));
+        w.poke("read_ahead_kb", "512");
+        w.rec.reconcile("loop0", Trigger::verify);
+        CHECK(w.log.take() == V{"conflict loop0 read_ahead_kb 128 512"});
+        CHECK(w.log.full.back().writer == "/etc/tmpfiles.d/ra.conf:2");
+        CHECK(w.log.full.back().writer_kind == "tmpfiles");
+        CHECK(w.log.full.back().message ==
+              "tmpfiles.d /etc/tmpfiles.d/ra.conf:2 set read_ahead_kb of loop0 to 512 (policy says 128); re-applied");
+    }
+    SUBCASE("another writer whose value is not the one found is not blamed: drift") {
+        w.rec.set_writers(policy::parse_sysfs_conf("/etc/sysfs.conf", "block/loop0/queue/read_ahead_kb = 1024\n"));
+        w.poke("read_ahead_kb", "512");
+        w.rec.reconcile("loop0", Trigger::udev_processed);
+        CHECK(w.log.take() == V{"drift loop0 read_ahead_kb 128 512"});
+        CHECK(w.log.full.back().writer.empty());
     }
     SUBCASE("a changed policy is applied, not called drift") {
         w.rec.set_policy(loops_policy("read_ahead_kb = 256\nscheduler = \"mq-deadline\"\nnr_requests = 64\n"));

@@ -141,7 +141,7 @@ TEST_CASE("import-udev: a file without tuning converts to nothing, says so, exit
     CHECK(r.exit_code == 0);
     CHECK(r.out.empty());
     CHECK(r.err ==
-          "blkpolicy: no tuning rules (queue/, bdi/read_ahead_kb or device/ assignments) in 1 file(s): "
+          "blkpolicy: nothing that tunes block queues (queue/, bdi/read_ahead_kb or device/ writes) in 1 source(s): "
           "nothing to convert\n");
     CHECK(run_blkpolicy({"import-udev"}).exit_code == 2);
     CHECK(run_blkpolicy({"import-udev", "/nonexistent.rules"}).exit_code == 2);

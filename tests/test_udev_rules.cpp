@@ -25,8 +25,8 @@ TEST_CASE("udev rules: which assignments write queue attributes") {
     CHECK(rules[1].attribute == "read_ahead_kb");
     CHECK(rules[1].value == "256");
     CHECK(rules[2].attribute == "device.timeout");
-    CHECK(policy::find_udev_writer(rules, "sdb", "scheduler") == &rules[0]);
-    CHECK(policy::find_udev_writer(rules, "nvme0n1", "scheduler") == nullptr);
-    CHECK(policy::find_udev_writer(rules, "nvme0n1", "read_ahead_kb") == &rules[1]);
-    CHECK(policy::find_udev_writer(rules, "sda", "rotational") == nullptr);  // == is a match, not a write
+    CHECK(policy::find_writer(rules, "sdb", "scheduler") == &rules[0]);
+    CHECK(policy::find_writer(rules, "nvme0n1", "scheduler") == nullptr);
+    CHECK(policy::find_writer(rules, "nvme0n1", "read_ahead_kb") == &rules[1]);
+    CHECK(policy::find_writer(rules, "sda", "rotational") == nullptr);  // == is a match, not a write
 }

@@ -11,9 +11,10 @@
 namespace blkpolicy::udev {
 
 namespace fs = std::filesystem;
-using policy::UdevAssignment;
+using policy::WriterAssignment;
 
-std::vector<UdevAssignment> scan_udev_rules(const std::vector<std::string>& dirs, std::vector<std::string>* warnings) {
+std::vector<WriterAssignment> scan_udev_rules(const std::vector<std::string>& dirs,
+                                              std::vector<std::string>* warnings) {
     std::map<std::string, fs::path> by_name;
     for (const auto& dir : dirs) {
         std::error_code ec;
@@ -22,7 +23,7 @@ std::vector<UdevAssignment> scan_udev_rules(const std::vector<std::string>& dirs
             by_name.emplace(it->path().filename().string(), it->path());  // earlier dirs win
         }
     }
-    std::vector<UdevAssignment> out;
+    std::vector<WriterAssignment> out;
     for (const auto& [name, path] : by_name) {
         auto text = util::read_bounded_file(path.string(), kMaxUdevRulesBytes, "a udev rules file");
         if (!text.ok()) {

@@ -14,8 +14,8 @@ namespace blkpolicy::udev {
 // *.rules files of `dirs` (file names deduplicated, earlier dirs win, as udev does).
 // A file that cannot be read (over kMaxUdevRulesBytes, not a regular file)
 // is skipped with a line in `warnings`.
-std::vector<policy::UdevAssignment> scan_udev_rules(const std::vector<std::string>& dirs,
-                                                    std::vector<std::string>* warnings = nullptr);
+std::vector<policy::WriterAssignment> scan_udev_rules(const std::vector<std::string>& dirs,
+                                                      std::vector<std::string>* warnings = nullptr);
 
 // The largest udev rules file blkpolicy reads (the biggest shipped with
 // systemd is some tens of KiB).

@@ -11,7 +11,7 @@
 #include "policy/values.hpp"
 #include "udev/discovery.hpp"
 #include "udev/probes.hpp"
-#include "udev/rules_files.hpp"
+#include "udev/writer_files.hpp"
 
 namespace blkpolicy::agent {
 
@@ -21,7 +21,7 @@ int run_audit(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::ostr
     if (rc != kExitOk) return rc;
     if (int rc2 = check_sysfs_and_devices(o, sysfs, err)) return rc2;
     std::vector<std::string> rule_warnings;
-    auto rules = udev::scan_udev_rules(o.udev_rules_dirs, &rule_warnings);
+    auto rules = udev::scan_writers({o.udev_rules_dirs, o.config_root}, &rule_warnings);
     for (const auto& w : rule_warnings) err << "blkpolicy: warning: " << w << '\n';
     const auto names = o.devices.empty() ? udev::list_block_devices(sysfs) : o.devices;
     auto in = audit_input(sysfs, pol ? &*pol : nullptr, std::move(rules), o.udev_db(), host_plan_context(),

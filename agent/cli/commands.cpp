@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "agent/cli/import_udev.hpp"
+#include "agent/cli/import.hpp"
 #include "agent/cli/inspect.hpp"
 #include "agent/cli/render/common.hpp"
 #include "agent/cli/render/device_report.hpp"
@@ -158,11 +158,12 @@ constexpr Command kCommands[] = {
      "read-only findings: devices lying about rotation, readahead\namplification, write cache vs the device's cache, "
      "udev rules\nthat fight the policy, ... (with or without a policy)",
      Operands::devices, run_audit},
-    {"import-udev", "FILE|DIR...",
-     "convert udev rules that tune block devices into policy TOML on\nstdout; what cannot be converted exactly is "
-     "reported on stderr\nand left out",
-     Operands::files,
-     [](const Options& o, udev::Sysfs&, std::ostream& out, std::ostream& err) { return run_import_udev(o, out, err); }},
+    {"import", "FILE|DIR|PROFILE...",
+     "convert what other writers set (udev rules, TuneD profiles,\nsysfsutils, tmpfiles.d w lines) into policy TOML on "
+     "stdout;\nwhat cannot be converted exactly is reported on stderr and\nleft out (exit 1)",
+     Operands::files, run_import},
+    {"import-udev", "FILE|DIR...", "the same as import (its first name, kept as an alias)", Operands::files,
+     run_import},
     {"run", "",
      "the daemon: apply on every add/change uevent, re-verify every\nverify_interval, alert journald on drift, "
      "re-apply in enforce mode",
@@ -182,6 +183,8 @@ constexpr OptionScope kOptionScopes[] = {
     {"--log-target", "run"},
     {"--receive-buffer", "run"},
     {"--udev-rules-dir", "run audit"},
+    {"--config-root", "run audit import import-udev"},
+    {"--from", "import import-udev"},
     {"--pid", "reload"},
     {"--no-policy", "explain audit"},
     {"--all", "audit"},

@@ -88,6 +88,9 @@ Options of run:
                             conflicting rules;
                             repeatable (default: /etc, /run, /usr/lib and
                             /lib udev/rules.d)
+      --config-root DIR     (run, audit, import) read the other writers'
+                            files (TuneD, sysfsutils, tmpfiles.d, units,
+                            rc.local, udev rules) under DIR, not /
       --receive-buffer N    uevent socket buffer in bytes (default 128 MiB)
 
 Options of reload:
@@ -130,7 +133,8 @@ struct StringOption {
 constexpr StringOption kStringOptions[] = {
     {"--sysfs-root", &Options::sysfs_root},     {"--state-dir", &Options::state_dir},
     {"--metrics-file", &Options::metrics_file}, {"--kernel-release", &Options::kernel_release},
-    {"--udev-db", &Options::udev_db_dir},
+    {"--udev-db", &Options::udev_db_dir},       {"--config-root", &Options::config_root},
+    {"--from", &Options::import_from},
 };
 const StringOption* string_option(const std::string& arg) {
     for (const auto& o : kStringOptions) {
@@ -252,8 +256,15 @@ ParseResult parse_command_line(const std::vector<std::string>& args) {
         r.error = std::string(scope.option) + " is for " + command_list_text(scope.names());
         if (scope.option == "--no-policy") r.error += "; " + o.command + " needs a policy";
     }
-    if (o.udev_rules_dirs.empty())
-        o.udev_rules_dirs = {"/etc/udev/rules.d", "/run/udev/rules.d", "/usr/lib/udev/rules.d", "/lib/udev/rules.d"};
+    if (!o.import_from.empty() && o.import_from != "udev" && o.import_from != "tuned" &&
+        o.import_from != "sysfsutils" && o.import_from != "tmpfiles")
+        r.error = "--from wants udev, tuned, sysfsutils or tmpfiles, not \"" + o.import_from + "\"";
+    if (o.udev_rules_dirs.empty()) {
+        // Under --config-root, udev's directories there too.
+        const std::string root = o.config_root == "/" ? std::string() : o.config_root;
+        for (const char* d : {"/etc/udev/rules.d", "/run/udev/rules.d", "/usr/lib/udev/rules.d", "/lib/udev/rules.d"})
+            o.udev_rules_dirs.push_back(root + d);
+    }
     return r;
 }
 

@@ -27,7 +27,7 @@
 #include "udev/monitor.hpp"
 #include "udev/owned.hpp"
 #include "udev/probes.hpp"
-#include "udev/rules_files.hpp"
+#include "udev/writer_files.hpp"
 #include "util/files.hpp"
 
 namespace blkpolicy::agent {
@@ -61,7 +61,7 @@ public:
             return kExitPolicy;
         }
         apply_policy(std::move(loaded.policy));
-        load_udev_rules();
+        load_writers();
         reconciler_.set_udev_db(opts_.udev_db());
         // The metrics say who each device is and what audit finds.
         reconciler_.set_identity_labels(!opts_.metrics_file.empty());
@@ -91,10 +91,10 @@ public:
     }
 
 private:
-    void load_udev_rules() {
+    void load_writers() {
         std::vector<std::string> warnings;
-        udev_rules_ = udev::scan_udev_rules(opts_.udev_rules_dirs, &warnings);
-        reconciler_.set_udev_rules(udev_rules_);
+        writers_ = udev::scan_writers({opts_.udev_rules_dirs, opts_.config_root}, &warnings);
+        reconciler_.set_writers(writers_);
         for (const auto& w : warnings) log_->log(LOG_WARNING, w);
     }
 
@@ -263,7 +263,7 @@ private:
             const auto old_interval = interval_;
             reconciler_.forget_refused_schedulers();
             apply_policy(std::move(loaded.policy));
-            load_udev_rules();
+            load_writers();
             log_->log(LOG_INFO, "policy reloaded: " + std::to_string(reconciler_.policy().rules.size()) + " rule(s), " +
                                     policy::to_string(reconciler_.mode()) + " mode");
             if (interval_ != old_interval) {
@@ -359,7 +359,7 @@ private:
         if (opts_.metrics_file.empty() || !audit_due_) return;
         audit_due_ = false;
         const auto& pol = reconciler_.policy();
-        findings_ = policy::audit(audit_input(sysfs_, &pol, udev_rules_, opts_.udev_db(),
+        findings_ = policy::audit(audit_input(sysfs_, &pol, writers_, opts_.udev_db(),
                                               host_plan_context(opts_.sysfs_root), running_kernel_version()));
         audit_unix_ = now_unix();
         write_reports();  // rare (see above): not worth the report gap
@@ -395,7 +395,7 @@ private:
     Watch watches_[2];
     PendingEvents pending_{kMaxPending};
     ReloadOutcome reload_;
-    std::vector<policy::UdevAssignment> udev_rules_;
+    std::vector<policy::WriterAssignment> writers_;  // udev rules and the other writers
     double policy_loaded_unix_ = 0;
     bool audit_due_ = true;
     std::vector<policy::Finding> findings_;

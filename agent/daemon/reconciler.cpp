@@ -64,10 +64,14 @@ std::string rule_text(const policy::RuleRef& r) { return r.name + " (" + r.pos.f
 }  // namespace
 
 AlertKind Reconciler::classify(const std::string& device, const Action& a, const AttrRecord& r,
-                               const policy::Values& values, Trigger trigger, std::string& udev_rule) const {
-    if (const auto* w = policy::find_udev_writer(udev_rules_, device, a.attribute)) {
-        if (trigger == Trigger::udev_processed || policy::trim(w->value) == a.current) {
-            udev_rule = w->where();
+                               const policy::Values& values, Trigger trigger,
+                               const policy::WriterAssignment*& writer) const {
+    if (const auto* w = policy::find_writer(writers_, device, a.attribute, a.current)) {
+        // A udev rule ran just before this event; any writer whose value is
+        // the one found there wrote it.
+        const bool udev_ran = trigger == Trigger::udev_processed && w->kind == policy::WriterKind::udev_rule;
+        if (udev_ran || (!w->value.empty() && policy::trim(w->value) == a.current)) {
+            writer = w;
             return AlertKind::conflict;
         }
     }
@@ -99,7 +103,7 @@ AlertKind Reconciler::classify(const std::string& device, const Action& a, const
 }
 
 void Reconciler::alert(AlertKind kind, const std::string& device, const Action& a, const AttrRecord& r,
-                       const std::string& actual, const std::string& message, const std::string& udev_rule) {
+                       const std::string& actual, const std::string& message, const policy::WriterAssignment* writer) {
     systemd::Alert al;
     al.kind = kind;
     al.device = device;
@@ -107,7 +111,11 @@ void Reconciler::alert(AlertKind kind, const std::string& device, const Action& 
     al.expected = a.expected;
     al.actual = actual;
     al.rule = r.rule;
-    al.udev_rule = udev_rule;
+    if (writer) {
+        al.writer = writer->where();
+        al.writer_kind = policy::to_string(writer->kind);
+        al.writer_context = writer->context;
+    }
     al.message = message;
     log_.alert(al);
 }
@@ -224,15 +232,15 @@ bool Reconciler::reconcile(const std::string& device, Trigger trigger) {
 
         policy::Action seen = a;
         seen.current = before;
-        std::string udev_rule;
-        const AlertKind kind = fresh ? AlertKind::drift : classify(device, seen, r, values, trigger, udev_rule);
+        const policy::WriterAssignment* writer = nullptr;
+        const AlertKind kind = fresh ? AlertKind::drift : classify(device, seen, r, values, trigger, writer);
         std::string cause;
         switch (kind) {
             case AlertKind::reverted:
                 cause = what + " went back to the kernel's own value " + before;
                 break;
             case AlertKind::conflict:
-                cause = "udev rule " + udev_rule + " set " + what + " to " + before;
+                cause = writer->describe() + " set " + what + " to " + before;
                 break;
             default:
                 cause = what + " is " + before + ", changed outside blkpolicy";
@@ -244,7 +252,7 @@ bool Reconciler::reconcile(const std::string& device, Trigger trigger) {
             if (r.status != AttrStatus::drifted || r.actual != before) {
                 ++r.drifts;
                 if (fresh) cause = what + " is " + before + ", policy says " + a.expected;
-                alert(kind, device, a, r, before, cause + "; observe mode: left as it is", udev_rule);
+                alert(kind, device, a, r, before, cause + "; observe mode: left as it is", writer);
             }
             r.status = AttrStatus::drifted;
             r.actual = before;
@@ -270,7 +278,7 @@ bool Reconciler::reconcile(const std::string& device, Trigger trigger) {
                           "; another writer held the queue at the pass before)");
             } else {
                 ++r.drifts;
-                alert(kind, device, a, r, before, cause + "; re-applied", udev_rule);
+                alert(kind, device, a, r, before, cause + "; re-applied", writer);
             }
             r.status = AttrStatus::ok;
             r.actual = a.expected;
@@ -300,7 +308,7 @@ bool Reconciler::reconcile(const std::string& device, Trigger trigger) {
             ++r.failures;
             const std::string detail = res == results.end() ? "not attempted" : res->second.detail;
             alert(AlertKind::failed, device, a, r, actual, "cannot set " + what + " to " + a.expected + ": " + detail,
-                  udev_rule);
+                  writer);
         }
         r.status = AttrStatus::failed;
         r.actual = actual;

@@ -81,7 +81,7 @@ public:
     const policy::Policy& policy() const { return policy_; }
     void set_mode(policy::Mode mode) { mode_ = mode; }
     policy::Mode mode() const { return mode_; }
-    void set_udev_rules(std::vector<policy::UdevAssignment> rules) { udev_rules_ = std::move(rules); }
+    void set_writers(std::vector<policy::WriterAssignment> writers) { writers_ = std::move(writers); }
     void set_udev_db(std::string dir) { udev_db_ = std::move(dir); }
     // Schedulers the kernel refused are not tried again until this (a
     // reload: the admin may have installed the module meanwhile).
@@ -102,9 +102,10 @@ public:
 
 private:
     systemd::AlertKind classify(const std::string& device, const policy::Action& a, const AttrRecord& r,
-                                const policy::Values& values, Trigger trigger, std::string& udev_rule) const;
+                                const policy::Values& values, Trigger trigger,
+                                const policy::WriterAssignment*& writer) const;
     void alert(systemd::AlertKind kind, const std::string& device, const policy::Action& a, const AttrRecord& r,
-               const std::string& actual, const std::string& message, const std::string& udev_rule = {});
+               const std::string& actual, const std::string& message, const policy::WriterAssignment* writer = nullptr);
 
     udev::Sysfs& sysfs_;
     const StateDir& state_;
@@ -115,7 +116,7 @@ private:
     bool identity_labels_ = false;
     policy::Policy policy_;
     policy::Mode mode_ = policy::Mode::enforce;
-    std::vector<policy::UdevAssignment> udev_rules_;
+    std::vector<policy::WriterAssignment> writers_;  // udev rules and the other writers
     std::string udev_db_;
     std::map<std::string, DeviceRecord> devices_;
 };

@@ -1,0 +1,170 @@
+// SPDX-License-Identifier: MIT
+#include "policy/writer_import.hpp"
+
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include "policy/loader.hpp"
+#include "policy/policy.hpp"
+#include "policy/values.hpp"
+
+namespace blkpolicy::policy {
+
+namespace {
+
+bool is_glob(const std::string& s) { return s.find_first_of("*?[") != std::string::npos; }
+
+// One policy rule: the assignments of one TuneD unit, or one line.
+struct Group {
+    std::string name;
+    std::string where;   // file:line of the first assignment
+    std::string origin;  // what the comment says it came from
+    std::vector<std::string> kernel;
+    bool disks_only = false;                               // TuneD's disk plugin: non-removable disks
+    std::vector<std::pair<std::string, std::string>> set;  // key, TOML value
+    std::vector<const WriterAssignment*> from;
+};
+
+}  // namespace
+
+ImportResult import_writers(const std::vector<WriterAssignment>& writers, const std::vector<std::string>& sources,
+                            const IdentityLookup& identity) {
+    ImportResult out;
+    std::vector<Group> groups;
+    std::map<std::string, std::size_t> by_unit;  // a TuneD unit's group
+    std::string body;
+    std::set<std::string> names;
+
+    for (const auto& w : writers) {
+        ++out.tuning_rules;
+        auto diag = [&](const std::string& m) { out.diagnostics.push_back(w.where() + ": " + m); };
+        auto leave_out = [&](const std::string& why) {
+            ++out.left_out;
+            diag("left out: " + w.attribute + ": " + why);
+            body += "\n# from " + comment_text(w.describe()) + " (left out: " + comment_text(w.attribute) + ": " +
+                    comment_text(why) + ")\n";
+        };
+        if (!w.why_inexact.empty()) {
+            leave_out(w.why_inexact);
+            continue;
+        }
+        if (w.value.empty()) {
+            leave_out("no value");
+            continue;
+        }
+        if (!w.exclude_patterns.empty()) {
+            std::string ex;
+            for (const auto& p : w.exclude_patterns) ex += (ex.empty() ? "!" : " !") + p;
+            leave_out("it excludes devices (" + ex +
+                      "), which a policy cannot express; without that it would match more devices");
+            continue;
+        }
+        std::string value;
+        if (auto why = convert_policy_value(w.attribute, w.value, value); !why.empty()) {
+            leave_out(why);
+            continue;
+        }
+        std::string unit_key;
+        if (w.kind == WriterKind::tuned && !w.context.empty()) {
+            unit_key = w.context;
+            for (const auto& p : w.kernel_patterns) unit_key += "|" + p;
+        }
+        Group* g = nullptr;
+        if (!unit_key.empty()) {
+            if (auto it = by_unit.find(unit_key); it != by_unit.end()) g = &groups[it->second];
+        }
+        if (!g) {
+            groups.push_back({});
+            g = &groups.back();
+            if (!unit_key.empty()) by_unit[unit_key] = groups.size() - 1;
+            g->where = w.where();
+            g->origin = w.describe();
+            g->kernel = w.kernel_patterns;
+            // TuneD's [disk] plugin, with no devices=, tunes every disk that is
+            // not removable; its [sysfs] lines write the paths they name.
+            g->disks_only = w.non_removable_only && w.kernel_patterns.empty();
+            std::string name =
+                comment_text(std::filesystem::path(w.file).filename().string() + ":" + std::to_string(w.line));
+            if (w.kind == WriterKind::tuned) {
+                const auto unit = w.context.substr(w.context.find("unit "));
+                name = comment_text(w.context.substr(8, w.context.find(',') - 8) + " " + unit);
+            }
+            while (names.count(name)) name += "'";
+            names.insert(name);
+            g->name = name;
+        }
+        for (auto& kv : g->set)
+            if (kv.first == w.attribute) kv.second = value;
+        bool have = false;
+        for (const auto& kv : g->set) have |= kv.first == w.attribute;
+        if (!have) g->set.emplace_back(w.attribute, value);
+        g->from.push_back(&w);
+    }
+
+    for (const auto& g : groups) {
+        std::string rule = "[[rule]]\nname = " + toml_quote(g.name) + "\n";
+        bool write_through = false;
+        for (const auto& [k, v] : g.set) write_through |= k == "write_cache" && v == "\"write through\"";
+        if (write_through)
+            rule += "acknowledge = [\"" + std::string(kAckWriteThrough) + "\"]  # the original already did this\n";
+        if (!g.kernel.empty() || g.disks_only) {
+            rule += "[rule.match]\n";
+            if (!g.kernel.empty()) rule += "kernel = " + toml_list(g.kernel) + "\n";
+            if (g.disks_only) rule += "removable = false  # TuneD's disk plugin tunes disks that are not removable\n";
+        }
+        rule += "[rule.set]\n";
+        for (const auto& [k, v] : g.set) rule += k + " = " + v + "\n";
+        auto probe = load_policy({{"rule", rule}});
+        if (!probe.ok()) {
+            for (const auto* w : g.from) {
+                ++out.left_out;
+                out.diagnostics.push_back(
+                    w->where() + ": left out: blkpolicy check would refuse it: " + probe.errors.front().message);
+            }
+            body += "\n# from " + comment_text(g.origin) +
+                    " (left out: blkpolicy check would refuse it: " + comment_text(probe.errors.front().message) +
+                    ")\n";
+            continue;
+        }
+        out.converted += static_cast<int>(g.from.size());
+        body += "\n# from " + comment_text(g.origin) + "\n";
+        for (const auto& k : g.kernel) {
+            if (is_glob(k)) continue;
+            // One device by its kernel name: names can change between boots.
+            std::string note = "# " + comment_text(k) +
+                               " is a kernel name, which can move to another disk at the next boot; match on who "
+                               "the device is instead";
+            bool offered = false;
+            if (identity) {
+                if (auto id = identity(k)) {
+                    offered = true;
+                    note += ", now:";
+                    if (!id->vendor.empty()) note += "\n#   vendor = " + comment_text(toml_quote(id->vendor));
+                    if (!id->model.empty()) note += "\n#   model = " + comment_text(toml_quote(id->model));
+                    if (!id->serial.empty()) note += "\n#   serial = " + comment_text(toml_quote(id->serial));
+                    if (!id->wwid.empty()) note += "\n#   wwid = " + comment_text(toml_quote(id->wwid));
+                } else {
+                    note += " (there is no " + comment_text(k) + " on this host now)";
+                }
+            }
+            body += note + "\n";
+            out.diagnostics.push_back(g.where + ": note: " + k + " is a kernel name, which can change between boots" +
+                                      (offered ? "; the output offers its identity for a stable match"
+                                               : "; there is no such device here to say who it is"));
+        }
+        body += rule;
+    }
+
+    out.toml = "# Converted by blkpolicy import from:\n";
+    for (const auto& s : sources) out.toml += "#   " + comment_text(s) + "\n";
+    out.toml += "# " + std::to_string(out.converted) + " setting(s) converted, " + std::to_string(out.left_out) +
+                " left out (see the comments and the messages on stderr).\n";
+    out.toml += body;
+    auto verify = load_policy({{"import output", out.toml}});
+    for (const auto& e : verify.errors)
+        out.diagnostics.push_back("internal error: the converted policy is invalid: " + e.str());
+    return out;
+}
+
+}  // namespace blkpolicy::policy

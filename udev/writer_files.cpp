@@ -1,0 +1,205 @@
+// SPDX-License-Identifier: MIT
+#include "udev/writer_files.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <sstream>
+
+#include "udev/rules_files.hpp"
+#include "util/files.hpp"
+
+namespace blkpolicy::udev {
+
+namespace fs = std::filesystem;
+using policy::WriterAssignment;
+using policy::WriterKind;
+
+namespace {
+
+std::string under(const std::string& root, const std::string& path) {
+    if (root.empty() || root == "/") return path;
+    std::string r = root;
+    while (r.size() > 1 && r.back() == '/') r.pop_back();
+    return r + path;
+}
+
+// The text of a file, or nullopt (with a warning unless it is absent or
+// masked: a link to /dev/null, or empty).
+std::optional<std::string> read_writer_file(const std::string& path, const std::string& what,
+                                            std::vector<std::string>* warnings) {
+    std::error_code ec;
+    const auto st = fs::status(path, ec);
+    if (ec || !fs::exists(st)) return std::nullopt;
+    if (fs::is_character_file(st)) return std::nullopt;  // masked with a link to /dev/null
+    auto text = util::read_bounded_file(path, kMaxWriterFileBytes, what);
+    if (!text.ok()) {
+        if (warnings) warnings->push_back(path + ": " + text.message() + "; not looked at for conflicts");
+        return std::nullopt;
+    }
+    return *text;
+}
+
+// The files named *SUFFIX in `dirs`, one per name (the earliest directory
+// wins, as systemd and udev decide), in name order: name -> path.
+std::map<std::string, std::string> files_by_name(const std::vector<std::string>& dirs, const std::string& suffix) {
+    std::map<std::string, std::string> out;
+    for (const auto& dir : dirs) {
+        std::error_code ec;
+        for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+            const auto name = it->path().filename().string();
+            if (name.size() <= suffix.size() || name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
+                continue;
+            out.emplace(name, it->path().string());
+        }
+    }
+    return out;
+}
+
+// The path a line writes, as the writer compares them.
+std::string path_key(const WriterAssignment& a) {
+    return (a.kernel_patterns.empty() ? std::string("*") : a.kernel_patterns.front()) + "/" + a.attribute;
+}
+
+const std::vector<std::string> kUnitDirs = {"/etc/systemd/system", "/run/systemd/system",
+                                            "/usr/local/lib/systemd/system", "/usr/lib/systemd/system",
+                                            "/lib/systemd/system"};
+
+}  // namespace
+
+std::set<std::string> enabled_units(const std::string& root) {
+    std::set<std::string> out;
+    for (const auto& d : kUnitDirs) {
+        std::error_code ec;
+        for (fs::directory_iterator it(under(root, d), ec), end; !ec && it != end; it.increment(ec)) {
+            const auto name = it->path().filename().string();
+            const bool deps = name.ends_with(".wants") || name.ends_with(".requires");
+            if (!deps) continue;
+            std::error_code ec2;
+            for (fs::directory_iterator u(it->path(), ec2), e2; !ec2 && u != e2; u.increment(ec2))
+                out.insert(u->path().filename().string());
+        }
+    }
+    return out;
+}
+
+std::vector<std::string> tuned_active_profiles(const std::string& root) {
+    auto text = util::read_bounded_file(under(root, "/etc/tuned/active_profile"), 4096, "TuneD's active_profile");
+    if (!text.ok()) return {};
+    std::vector<std::string> out;
+    std::istringstream in(*text);
+    for (std::string w; in >> w;) out.push_back(w);
+    return out;
+}
+
+std::optional<policy::TunedProfileFile> load_tuned_profile(const std::string& root, const std::string& name) {
+    if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..") return std::nullopt;
+    for (const char* dir : {"/etc/tuned/profiles/", "/etc/tuned/", "/usr/lib/tuned/profiles/", "/usr/lib/tuned/"}) {
+        const auto path = under(root, std::string(dir) + name + "/tuned.conf");
+        std::error_code ec;
+        if (!fs::is_regular_file(path, ec)) continue;
+        auto text = util::read_bounded_file(path, kMaxWriterFileBytes, "a TuneD profile");
+        if (!text.ok()) {
+            policy::TunedProfileFile p;
+            p.name = name;
+            p.file = path;
+            p.errors.push_back(path + ": " + text.message());
+            return p;
+        }
+        return policy::parse_tuned_conf(name, path, *text);
+    }
+    return std::nullopt;
+}
+
+std::vector<WriterAssignment> scan_tuned(const std::string& root, std::vector<std::string>* warnings,
+                                         bool only_when_enabled) {
+    if (only_when_enabled && !enabled_units(root).count("tuned.service")) return {};
+    const auto active = tuned_active_profiles(root);
+    if (active.empty()) return {};
+    auto res = policy::resolve_tuned(active, [&](const std::string& n) { return load_tuned_profile(root, n); });
+    if (warnings) warnings->insert(warnings->end(), res.warnings.begin(), res.warnings.end());
+    return res.assignments;
+}
+
+std::vector<WriterAssignment> scan_sysfsutils(const std::string& root, std::vector<std::string>* warnings) {
+    // sysfsutils reads /etc/sysfs.conf, then /etc/sysfs.d/*.conf in name
+    // order; the file read last writes last.
+    std::vector<std::string> files = {under(root, "/etc/sysfs.conf")};
+    for (const auto& [name, path] : files_by_name({under(root, "/etc/sysfs.d")}, ".conf")) files.push_back(path);
+    std::vector<WriterAssignment> all;
+    for (const auto& f : files) {
+        auto text = read_writer_file(f, "a sysfsutils file", warnings);
+        if (!text) continue;
+        auto found = policy::parse_sysfs_conf(f, *text);
+        all.insert(all.begin(), found.rbegin(), found.rend());  // the last write first
+    }
+    // The line that wins for each path: the one written last.
+    std::vector<WriterAssignment> out;
+    std::set<std::string> paths;
+    for (auto& a : all)
+        if (paths.insert(path_key(a)).second) out.push_back(std::move(a));
+    return out;
+}
+
+std::vector<WriterAssignment> scan_tmpfiles(const std::string& root, std::vector<std::string>* warnings) {
+    std::vector<std::string> dirs;
+    for (const char* d :
+         {"/etc/tmpfiles.d", "/run/tmpfiles.d", "/usr/local/lib/tmpfiles.d", "/usr/lib/tmpfiles.d", "/lib/tmpfiles.d"})
+        dirs.push_back(under(root, d));
+    std::vector<WriterAssignment> out;
+    std::set<std::string> paths;  // the first line for a path wins
+    for (const auto& [name, path] : files_by_name(dirs, ".conf")) {
+        auto text = read_writer_file(path, "a tmpfiles.d file", warnings);
+        if (!text) continue;
+        for (auto& a : policy::parse_tmpfiles(path, *text)) {
+            if (paths.insert(path_key(a)).second) out.push_back(std::move(a));
+        }
+    }
+    return out;
+}
+
+std::vector<WriterAssignment> scan_units(const std::string& root, std::vector<std::string>* warnings) {
+    std::vector<std::string> dirs;
+    for (const auto& d : kUnitDirs) dirs.push_back(under(root, d));
+    const auto enabled = enabled_units(root);
+    std::vector<WriterAssignment> out;
+    for (const auto& [name, path] : files_by_name(dirs, ".service")) {
+        if (!enabled.count(name)) continue;
+        std::vector<std::string> files = {path};
+        for (const auto& [drop, dpath] : files_by_name(
+                 [&] {
+                     std::vector<std::string> ds;
+                     for (const auto& d : dirs) ds.push_back(d + "/" + name + ".d");
+                     return ds;
+                 }(),
+                 ".conf"))
+            files.push_back(dpath);
+        for (const auto& f : files) {
+            auto text = read_writer_file(f, "a unit file", warnings);
+            if (!text || text->find("/sys/") == std::string::npos) continue;
+            auto found = policy::parse_shell_writes(f, *text, WriterKind::unit, "unit " + name);
+            out.insert(out.end(), found.begin(), found.end());
+        }
+    }
+    const auto rc = under(root, "/etc/rc.local");
+    if (::access(rc.c_str(), X_OK) == 0) {
+        if (auto text = read_writer_file(rc, "rc.local", warnings)) {
+            auto found = policy::parse_shell_writes(rc, *text, WriterKind::rc_local, {});
+            out.insert(out.end(), found.begin(), found.end());
+        }
+    }
+    return out;
+}
+
+std::vector<WriterAssignment> scan_writers(const WriterSources& src, std::vector<std::string>* warnings) {
+    auto out = scan_udev_rules(src.udev_rules_dirs, warnings);
+    for (auto part : {scan_tuned(src.root, warnings), scan_sysfsutils(src.root, warnings),
+                      scan_tmpfiles(src.root, warnings), scan_units(src.root, warnings)})
+        out.insert(out.end(), std::make_move_iterator(part.begin()), std::make_move_iterator(part.end()));
+    return out;
+}
+
+}  // namespace blkpolicy::udev
