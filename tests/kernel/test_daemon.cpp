@@ -244,9 +244,51 @@ TEST_CASE("daemon: a udev rule that fights the policy is named in a conflict ale
     REQUIRE(d.wait_journal(alert_is(loop.name(), "conflict", "read_ahead_kb"), 10s));
     auto e = find_alert(d, loop.name(), "conflict", "read_ahead_kb");
     CHECK(e["BLKPOLICY_UDEV_RULE"] == rule_file.string() + ":2");
+    CHECK(e["BLKPOLICY_WRITER"] == rule_file.string() + ":2");
+    CHECK(e["BLKPOLICY_WRITER_KIND"] == "udev");
     CHECK(e["BLKPOLICY_ACTUAL"] == "512");
     CHECK(e["MESSAGE_ID"] == "7c0ba1f3a4d94f0e9b6c2d8e51a0f305");
     CHECK(e["MESSAGE"].find(rule_file.string() + ":2") != std::string::npos);
+    CHECK(eventually([&] { return loop.queue("read_ahead_kb") == "128"; }, 5s));
+}
+
+TEST_CASE("daemon and audit: systemd-tmpfiles writing a w line is named with its file and line") {
+    require_journald();
+    Workdir w;
+    LoopDevice loop;
+    // The host's other writers, read under a root of their own: a tmpfiles.d
+    // line for this loop device, and the same name in /usr/lib, which it hides.
+    const auto root = w.dir / "root";
+    const auto conf = root / "etc/tmpfiles.d/60-blkpolicy-test.conf";
+    std::filesystem::create_directories(conf.parent_path());
+    std::filesystem::create_directories(root / "usr/lib/tmpfiles.d");
+    const std::string line = "w /sys/block/" + loop.name() + "/queue/read_ahead_kb - - - - 1024\n";
+    std::ofstream(conf) << "# written by blkpolicy's tests\n" << line;
+    std::ofstream(root / "usr/lib/tmpfiles.d/60-blkpolicy-test.conf")
+        << "w /sys/block/" << loop.name() << "/queue/read_ahead_kb - - - - 4096\n";
+    const auto policy = w.policy("read_ahead_kb = 128");
+
+    // audit names it before anything runs
+    auto a = run_blkpolicy({"audit", "--policy", policy, "--config-root", root.string(), loop.name()});
+    CHECK(a.exit_code == 1);
+    CHECK(a.out.find("writer-conflict") != std::string::npos);
+    CHECK(a.out.find("tmpfiles.d " + conf.string() + ":2 writes read_ahead_kb=1024 on " + loop.name()) !=
+          std::string::npos);
+
+    DaemonProcess d(w.args(policy, {"--config-root", root.string()}));
+    REQUIRE(d.wait_notification("READY=1", 10s));
+    REQUIRE(eventually([&] { return loop.queue("read_ahead_kb") == "128"; }, 5s));
+    // the real writer: systemd-tmpfiles applies the file, as at boot
+    const std::string cmd = "systemd-tmpfiles --create " + conf.string();
+    REQUIRE(std::system(cmd.c_str()) == 0);
+    REQUIRE(d.wait_journal(alert_is(loop.name(), "conflict", "read_ahead_kb"), 10s));
+    auto e = find_alert(d, loop.name(), "conflict", "read_ahead_kb");
+    CHECK(e["BLKPOLICY_WRITER"] == conf.string() + ":2");
+    CHECK(e["BLKPOLICY_WRITER_KIND"] == "tmpfiles");
+    CHECK(e.count("BLKPOLICY_UDEV_RULE") == 0);
+    CHECK(e["BLKPOLICY_ACTUAL"] == "1024");
+    CHECK(e["MESSAGE"] == "tmpfiles.d " + conf.string() + ":2 set read_ahead_kb of " + loop.name() +
+                              " to 1024 (policy says 128); re-applied");
     CHECK(eventually([&] { return loop.queue("read_ahead_kb") == "128"; }, 5s));
 }
 
