@@ -29,7 +29,8 @@ ROOT_LABEL = "bproot"
 # it installs: the backports guest runs trixie's.
 SUITES = {
     "bookworm": {"release": "Debian 12", "kernel_series": "6.1", "package": "bookworm", "dist": "bookworm"},
-    "trixie": {"release": "Debian 13", "kernel_series": "6.12", "package": "trixie", "dist": "trixie"},
+    "trixie": {"release": "Debian 13", "kernel_series": "6.12", "package": "trixie", "dist": "trixie",
+               "writers": True},
     "trixie-bpo": {"release": "Debian 13 with the trixie-backports kernel", "kernel_series": "7.x",
                    "package": "trixie", "dist": "trixie", "backports_kernel": True},
 }
@@ -45,6 +46,12 @@ GUEST_PACKAGES = [
     # systemd-analyze verify runs man(1) on the unit's Documentation= pages.
     "man-db",
 ]
+
+# The other writers the writers group runs beside blkpolicy (tests/vm/
+# test_writers.py), in the guest that runs that group; switched off in the
+# image so that no other group meets them.
+WRITER_PACKAGES = ["tuned", "sysfsutils"]
+WRITERS_OFF = 'chroot "$1" systemctl disable tuned.service sysfsutils.service 2>/dev/null || true'
 
 # Runs in the finished root tree ($1). Slim initrd (the root disk is
 # virtio-blk with ext4; every other driver loads from the root through udev),
@@ -154,10 +161,12 @@ def guest_image(suite):
             f.write(GUEST_CUSTOMIZE.replace("__LABEL__", ROOT_LABEL))
         os.chmod(hook, 0o755)
         cmd = ["mmdebstrap", "--quiet", "--variant=minbase", "--components=main",
-               "--include=" + ",".join(GUEST_PACKAGES)]
+               "--include=" + ",".join(GUEST_PACKAGES + (WRITER_PACKAGES if spec.get("writers") else []))]
         if spec.get("backports_kernel"):
             # The suite's own kernel stays beside it; the newest one boots.
             cmd += [BACKPORTS_KERNEL_HOOK.replace("__DIST__", dist)]
+        if spec.get("writers"):
+            cmd += ["--customize-hook=" + WRITERS_OFF]
         cmd += ["--customize-hook=" + hook, dist, rootfs, f"deb {MIRROR} {dist} main"]
         if spec.get("backports_kernel"):
             cmd += [f"deb {MIRROR} {dist}-backports main"]
@@ -174,8 +183,11 @@ def guest_image(suite):
         _run(["mkfs.ext4", "-q", "-F", "-L", ROOT_LABEL, "-d", rootfs, os.path.join(work, "root.raw"), "3G"])
         shutil.rmtree(rootfs)
 
-    key = _key(RECIPE_VERSION, suite, MIRROR, GUEST_PACKAGES, GUEST_CUSTOMIZE,
-               BACKPORTS_KERNEL_HOOK if spec.get("backports_kernel") else "")
+    parts = [RECIPE_VERSION, suite, MIRROR, GUEST_PACKAGES, GUEST_CUSTOMIZE,
+             BACKPORTS_KERNEL_HOOK if spec.get("backports_kernel") else ""]
+    if spec.get("writers"):  # only here, so that the other suites' images keep their keys
+        parts.append([WRITER_PACKAGES, WRITERS_OFF])
+    key = _key(*parts)
     return Image(suite, cache_entry("image", suite, key, f"the guest image (mmdebstrap from {MIRROR})", build))
 
 
