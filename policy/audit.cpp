@@ -218,8 +218,8 @@ void writer_conflicts(const Subject& s, AuditState& st, Findings& out, bool udev
             // Two writers of the same value do not fight (udev rules are named
             // regardless, as they always were).
             if (!udev && !w.value.empty() && trim(w.value) == a.desired) continue;
-            const std::string what =
-                w.value.empty() ? a.attribute + " (" + w.why_inexact + ")" : a.attribute + "=" + w.value;
+            std::string what = w.value.empty() ? a.attribute + " (" + w.why_inexact + ")" : a.attribute + "=" + w.value;
+            if (!w.value.empty() && !w.why_inexact.empty()) what += " (" + w.why_inexact + ")";
             std::vector<std::pair<std::string, std::string>> evidence;
             if (udev) {
                 evidence.emplace_back("udev rule", w.where());

@@ -2,6 +2,7 @@
 #include "policy/explain.hpp"
 
 #include <algorithm>
+#include <iterator>
 
 #include "policy/attributes.hpp"
 #include "policy/values.hpp"
@@ -329,6 +330,19 @@ DeviceExplanation explain_device(const DeviceFacts& facts, const Values& values,
             e.disturbs = limits_commit_text(ctx.kernel);
         }
         out.attributes.push_back(std::move(e));
+    }
+    for (const auto& w : ctx.writers) {
+        if (!w.applies_to(facts.name)) continue;
+        auto it = std::find_if(out.attributes.begin(), out.attributes.end(),
+                               [&](const Explanation& x) { return x.attribute == w.attribute; });
+        if (it == out.attributes.end()) {
+            Explanation e;
+            e.attribute = w.attribute;
+            e.current = value_of(values, w.attribute);
+            out.attributes.push_back(std::move(e));
+            it = std::prev(out.attributes.end());
+        }
+        it->written_by.push_back(&w);
     }
 
     if (ctx.wbt_state) {

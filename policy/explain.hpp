@@ -12,6 +12,7 @@
 #include "policy/facts.hpp"
 #include "policy/kernel.hpp"
 #include "policy/plan.hpp"
+#include "policy/writers.hpp"
 
 namespace blkpolicy::policy {
 
@@ -35,6 +36,10 @@ struct ExplainContext {
     bool backing_known = false;
     // md and dm: the devices below, and whether each is rotational now.
     std::vector<std::pair<std::string, bool>> lowers_rotational;
+    // The host's other writers (udev rules, TuneD, sysfsutils, tmpfiles.d,
+    // units, rc.local): each one that writes an attribute of the device is
+    // named beside it.
+    std::vector<WriterAssignment> writers;
 };
 
 struct Explanation {
@@ -57,6 +62,8 @@ struct Explanation {
     // How that row stands on this kernel (standing_on): "holds", or "not
     // observed past 7.3: read back" on a newer one.
     std::string kernel_rule_standing;
+    // Other writers of this attribute on this device, in the order they decide.
+    std::vector<const WriterAssignment*> written_by;
 };
 
 struct StackView {

@@ -88,7 +88,8 @@ TEST_CASE("option scopes: an option of some commands is refused by every other, 
             }
         }
     }
-    CHECK(parse_command_line({"status", "--udev-rules-dir", "/etc"}).error == "--udev-rules-dir is for run and audit");
+    CHECK(parse_command_line({"status", "--udev-rules-dir", "/etc"}).error ==
+          "--udev-rules-dir is for run, audit and explain");
     CHECK(parse_command_line({"plan", "--no-policy"}).error ==
           "--no-policy is for explain and audit; plan needs a policy");
 }

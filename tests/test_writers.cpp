@@ -9,12 +9,14 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "policy/loader.hpp"
 #include "policy/writer_import.hpp"
 #include "policy/writers.hpp"
+#include "support/fake_sysfs.hpp"
 #include "support/run_binary.hpp"
 #include "support/temp_dir.hpp"
 #include "udev/writer_files.hpp"
@@ -348,4 +350,37 @@ TEST_CASE("import: each kind from its files, and exit 1 whenever something was l
 
     CHECK(run_blkpolicy({"import", "--from", "nonsense", "x"}).exit_code == 2);
     CHECK(run_blkpolicy({"import", "no-such-profile"}).exit_code == 2);
+}
+
+TEST_CASE("explain: the other writers of each attribute, with file and line") {
+    test::FakeSysfs t;
+    test::build_fleet(t);
+    auto r = run_blkpolicy({"explain", "--policy", "audit.toml", "--sysfs-root", t.root().string(), "--udev-rules-dir",
+                            "udev", "--config-root", "writers-root", "vdc", "nvme0n1"},
+                           BLKPOLICY_TEST_DATA);
+    CHECK(r.exit_code == 0);
+    CHECK(r.err.empty());
+    CHECK(r.out.find("  written by udev rule udev/60-block-tuning.rules:2: 1024\n") != std::string::npos);
+    CHECK(r.out.find("  written by sysfsutils writers-root/etc/sysfs.d/90-vdc.conf:1: 1024\n") != std::string::npos);
+    CHECK(r.out.find("  written by unit writers-root/etc/systemd/system/disk-tune.service:6 (unit disk-tune.service): "
+                     "64\n") != std::string::npos);
+    CHECK(r.out.find("  written by TuneD profile writers-root/etc/tuned/fleet-nvme/tuned.conf:8 (profile fleet-nvme, "
+                     "unit [disk]): mq-deadline\n") != std::string::npos);
+    CHECK(r.out.find("  written by rc.local writers-root/etc/rc.local:2: none\n") != std::string::npos);
+    // readahead=>4096 of the included profile, named with why it is not a plain value
+    CHECK(r.out.find("(profile fleet-nvme, unit [disk]): 4096") != std::string::npos);
+
+    auto j = run_blkpolicy({"explain", "--json", "--policy", "audit.toml", "--sysfs-root", t.root().string(),
+                            "--udev-rules-dir", "udev", "--config-root", "writers-root", "nvme0n1"},
+                           BLKPOLICY_TEST_DATA);
+    auto doc = nlohmann::json::parse(j.out);
+    int named = 0;
+    for (const auto& a : doc["devices"][0]["attributes"]) {
+        if (a["attribute"] != "scheduler") continue;
+        for (const auto& w : a["written_by"]) {
+            ++named;
+            CHECK((w["kind"] == "tuned" || w["kind"] == "rc.local"));
+        }
+    }
+    CHECK(named == 2);
 }

@@ -13,6 +13,7 @@
 #include "policy/explain.hpp"
 #include "udev/discovery.hpp"
 #include "udev/probes.hpp"
+#include "udev/writer_files.hpp"
 
 namespace blkpolicy::agent {
 
@@ -104,6 +105,9 @@ int run_explain(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::os
     policy::ExplainContext ctx;
     ctx.kernel = o.kernel_release.empty() ? running_kernel_version() : how.context.kernel;
     ctx.loadable_schedulers = how.context.loadable_schedulers;
+    std::vector<std::string> writer_warnings;
+    ctx.writers = udev::scan_writers({o.udev_rules_dirs, o.config_root}, &writer_warnings);
+    for (const auto& w : writer_warnings) err << "blkpolicy: warning: " << w << '\n';
     json docs = json::array();
     bool first = true;
     for (const auto& name : o.devices) {

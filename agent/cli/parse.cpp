@@ -84,13 +84,12 @@ Options of run:
                             (at most every 100 ms)
       --log-target TARGET   auto (console on a terminal, else journal),
                             journal or console
-      --udev-rules-dir DIR  (run, audit) where udev rules live, to name
-                            conflicting rules;
-                            repeatable (default: /etc, /run, /usr/lib and
-                            /lib udev/rules.d)
-      --config-root DIR     (run, audit, import) read the other writers'
-                            files (TuneD, sysfsutils, tmpfiles.d, units,
-                            rc.local, udev rules) under DIR, not /
+      --udev-rules-dir DIR  (run, audit, explain) where udev rules live, to
+                            name conflicting rules; repeatable (default:
+                            /etc, /run, /usr/lib and /lib udev/rules.d)
+      --config-root DIR     (run, audit, explain, import) read the other
+                            writers' files (TuneD, sysfsutils, tmpfiles.d,
+                            units, rc.local, udev rules) under DIR, not /
       --receive-buffer N    uevent socket buffer in bytes (default 128 MiB)
 
 Options of reload:

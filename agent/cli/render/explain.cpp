@@ -9,6 +9,20 @@ namespace blkpolicy::agent {
 
 using nlohmann::json;
 
+namespace {
+json written_by_json(const std::vector<const policy::WriterAssignment*>& writers) {
+    json out = json::array();
+    for (const auto* w : writers)
+        out.push_back({{"writer", w->where()},
+                       {"kind", policy::to_string(w->kind)},
+                       {"context", w->context},
+                       {"value", w->value.empty() ? json(nullptr) : json(w->value)},
+                       {"why_inexact", w->why_inexact}});
+    return out;
+}
+
+}  // namespace
+
 json explanation_json(const policy::DeviceExplanation& x, const policy::DevicePlan& plan) {
     json attrs = json::array();
     for (const auto& e : x.attributes) {
@@ -27,7 +41,8 @@ json explanation_json(const policy::DeviceExplanation& x, const policy::DevicePl
              {"inputs", inputs},
              {"disturbs", e.disturbs},
              {"kernel_rule", e.kernel_rule.empty() ? json(nullptr) : json(e.kernel_rule)},
-             {"kernel_rule_standing", e.kernel_rule_standing.empty() ? json(nullptr) : json(e.kernel_rule_standing)}});
+             {"kernel_rule_standing", e.kernel_rule_standing.empty() ? json(nullptr) : json(e.kernel_rule_standing)},
+             {"written_by", written_by_json(e.written_by)}});
     }
     return {
         {"device", x.facts.name},
@@ -65,6 +80,11 @@ void print_explanation(std::ostream& out, const policy::DeviceExplanation& x, co
             out << '\n';
         }
         if (!e.disturbs.empty()) out << "  moved by   " << e.disturbs << '\n';
+        for (const auto* w : e.written_by)
+            out << "  written by " << w->describe() << ": "
+                << (w->value.empty() ? "(" + w->why_inexact + ")"
+                                     : w->value + (w->why_inexact.empty() ? "" : " (" + w->why_inexact + ")"))
+                << '\n';
         if (!e.kernel_rule.empty())
             out << "  rule       " << e.kernel_rule
                 << (e.kernel_rule_standing == "holds" ? "" : " (" + e.kernel_rule_standing + ")") << '\n';
