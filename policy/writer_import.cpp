@@ -84,11 +84,13 @@ ImportResult import_writers(const std::vector<WriterAssignment>& writers, const 
             // TuneD's [disk] plugin, with no devices=, tunes every disk that is
             // not removable; its [sysfs] lines write the paths they name.
             g->disks_only = w.non_removable_only && w.kernel_patterns.empty();
-            std::string name =
-                comment_text(std::filesystem::path(w.file).filename().string() + ":" + std::to_string(w.line));
+            // Named after the writer and the whole path, so that the imports
+            // of files with the same name (sysfs.d/x.conf, tmpfiles.d/x.conf)
+            // can sit side by side in policy.d.
+            std::string name = comment_text(std::string(to_string(w.kind)) + " " + w.where());
             if (w.kind == WriterKind::tuned) {
                 const auto unit = w.context.substr(w.context.find("unit "));
-                name = comment_text(w.context.substr(8, w.context.find(',') - 8) + " " + unit);
+                name = comment_text("tuned profile " + w.context.substr(8, w.context.find(',') - 8) + " " + unit);
             }
             while (names.count(name)) name += "'";
             names.insert(name);

@@ -348,6 +348,20 @@ TEST_CASE("import: each kind from its files, and exit 1 whenever something was l
     CHECK(u.err.find("cannot parse the rule") != std::string::npos);
     CHECK(u.err.find("1 line(s) or profile(s) could not be read") != std::string::npos);
 
+    // Files of the same name from two writers, imported apart, sit side by
+    // side in policy.d (found in a guest: both were named "60-x.conf:1").
+    put(p / "sysfs.d/60-x.conf", "block/loop0/queue/nr_requests = 64\n");
+    put(p / "tmpfiles2/tmpfiles.d/60-x.conf", "w /sys/block/loop1/queue/nr_requests - - - - 32\n");
+    auto s1 = run_blkpolicy({"import", (p / "sysfs.d/60-x.conf").string()});
+    auto s2 = run_blkpolicy({"import", (p / "tmpfiles2/tmpfiles.d/60-x.conf").string()});
+    REQUIRE(s1.exit_code == 0);
+    REQUIRE(s2.exit_code == 0);
+    put(p / "policy.d/41.toml", s1.out);
+    put(p / "policy.d/42.toml", s2.out);
+    auto both = policy::load_policy({{"41.toml", s1.out}, {"42.toml", s2.out}});
+    CHECK(both.ok());
+    CHECK(both.policy.rules.size() == 2);
+
     CHECK(run_blkpolicy({"import", "--from", "nonsense", "x"}).exit_code == 2);
     CHECK(run_blkpolicy({"import", "no-such-profile"}).exit_code == 2);
 }
