@@ -28,7 +28,7 @@ std::string vd_name(int i) {
 
 int main(int argc, char** argv) {
     const bool virtio = argc == 4 && std::string(argv[2]) == "--virtio";
-    if (argc != 2 && !virtio) {
+    if ((argc != 2 && !virtio) || argv[1][0] == '-') {  // "--help" is not a directory to fill
         std::cerr << "usage: make-fake-sysfs DIR [--virtio N]\n";
         return 2;
     }
