@@ -169,14 +169,9 @@ std::vector<WriterAssignment> scan_units(const std::string& root, std::vector<st
     for (const auto& [name, path] : files_by_name(dirs, ".service")) {
         if (!enabled.count(name)) continue;
         std::vector<std::string> files = {path};
-        for (const auto& [drop, dpath] : files_by_name(
-                 [&] {
-                     std::vector<std::string> ds;
-                     for (const auto& d : dirs) ds.push_back(d + "/" + name + ".d");
-                     return ds;
-                 }(),
-                 ".conf"))
-            files.push_back(dpath);
+        std::vector<std::string> drop_in_dirs;  // NAME.service.d/*.conf, earlier directories first
+        for (const auto& d : dirs) drop_in_dirs.push_back(d + "/" + name + ".d");
+        for (const auto& [drop, dpath] : files_by_name(drop_in_dirs, ".conf")) files.push_back(dpath);
         for (const auto& f : files) {
             auto text = read_writer_file(f, "a unit file", warnings);
             if (!text || text->find("/sys/") == std::string::npos) continue;
