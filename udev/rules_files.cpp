@@ -6,6 +6,7 @@
 #include <map>
 #include <sstream>
 
+#include "udev/writer_files.hpp"
 #include "util/files.hpp"
 
 namespace blkpolicy::udev {
@@ -15,24 +16,15 @@ using policy::WriterAssignment;
 
 std::vector<WriterAssignment> scan_udev_rules(const std::vector<std::string>& dirs,
                                               std::vector<std::string>* warnings) {
-    std::map<std::string, fs::path> by_name;
-    for (const auto& dir : dirs) {
-        std::error_code ec;
-        for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-            if (it->path().extension() != ".rules") continue;
-            by_name.emplace(it->path().filename().string(), it->path());  // earlier dirs win
-        }
-    }
     std::vector<WriterAssignment> out;
-    for (const auto& [name, path] : by_name) {
-        auto text = util::read_bounded_file(path.string(), kMaxUdevRulesBytes, "a udev rules file");
+    for (const auto& [name, path] : files_by_name(dirs, ".rules")) {  // earlier dirs win
+        auto text = util::read_bounded_file(path, kMaxUdevRulesBytes, "a udev rules file");
         if (!text.ok()) {
             if (warnings)
-                warnings->push_back(path.string() + ": " + text.message() +
-                                    "; its rules are not looked at for conflicts");
+                warnings->push_back(path + ": " + text.message() + "; its rules are not looked at for conflicts");
             continue;
         }
-        auto found = policy::parse_udev_rules(path.string(), *text);
+        auto found = policy::parse_udev_rules(path, *text);
         out.insert(out.end(), found.begin(), found.end());
     }
     return out;

@@ -43,6 +43,12 @@ std::optional<std::string> read_writer_file(const std::string& path, const std::
     return *text;
 }
 
+const std::vector<std::string> kUnitDirs = {"/etc/systemd/system", "/run/systemd/system",
+                                            "/usr/local/lib/systemd/system", "/usr/lib/systemd/system",
+                                            "/lib/systemd/system"};
+
+}  // namespace
+
 // The files named *SUFFIX in `dirs`, one per name (the earliest directory
 // wins, as systemd and udev decide), in name order: name -> path.
 std::map<std::string, std::string> files_by_name(const std::vector<std::string>& dirs, const std::string& suffix) {
@@ -63,12 +69,6 @@ std::map<std::string, std::string> files_by_name(const std::vector<std::string>&
 std::string path_key(const WriterAssignment& a) {
     return (a.kernel_patterns.empty() ? std::string("*") : a.kernel_patterns.front()) + "/" + a.attribute;
 }
-
-const std::vector<std::string> kUnitDirs = {"/etc/systemd/system", "/run/systemd/system",
-                                            "/usr/local/lib/systemd/system", "/usr/lib/systemd/system",
-                                            "/lib/systemd/system"};
-
-}  // namespace
 
 std::set<std::string> enabled_units(const std::string& root) {
     std::set<std::string> out;
@@ -114,14 +114,25 @@ std::optional<policy::TunedProfileFile> load_tuned_profile(const std::string& ro
     return std::nullopt;
 }
 
-std::vector<WriterAssignment> scan_tuned(const std::string& root, std::vector<std::string>* warnings,
-                                         bool only_when_enabled) {
-    if (only_when_enabled && !enabled_units(root).count("tuned.service")) return {};
+namespace {
+
+std::vector<WriterAssignment> scan_tuned_if(const std::string& root, std::vector<std::string>* warnings, bool enabled) {
+    if (!enabled) return {};
     const auto active = tuned_active_profiles(root);
     if (active.empty()) return {};
     auto res = policy::resolve_tuned(active, [&](const std::string& n) { return load_tuned_profile(root, n); });
     if (warnings) warnings->insert(warnings->end(), res.warnings.begin(), res.warnings.end());
     return res.assignments;
+}
+
+std::vector<WriterAssignment> scan_units_in(const std::string& root, const std::set<std::string>& enabled,
+                                            std::vector<std::string>* warnings);
+
+}  // namespace
+
+std::vector<WriterAssignment> scan_tuned(const std::string& root, std::vector<std::string>* warnings,
+                                         bool only_when_enabled) {
+    return scan_tuned_if(root, warnings, !only_when_enabled || enabled_units(root).count("tuned.service"));
 }
 
 std::vector<WriterAssignment> scan_sysfsutils(const std::string& root, std::vector<std::string>* warnings) {
@@ -162,9 +173,15 @@ std::vector<WriterAssignment> scan_tmpfiles(const std::string& root, std::vector
 }
 
 std::vector<WriterAssignment> scan_units(const std::string& root, std::vector<std::string>* warnings) {
+    return scan_units_in(root, enabled_units(root), warnings);
+}
+
+namespace {
+
+std::vector<WriterAssignment> scan_units_in(const std::string& root, const std::set<std::string>& enabled,
+                                            std::vector<std::string>* warnings) {
     std::vector<std::string> dirs;
     for (const auto& d : kUnitDirs) dirs.push_back(under(root, d));
-    const auto enabled = enabled_units(root);
     std::vector<WriterAssignment> out;
     for (const auto& [name, path] : files_by_name(dirs, ".service")) {
         if (!enabled.count(name)) continue;
@@ -189,10 +206,14 @@ std::vector<WriterAssignment> scan_units(const std::string& root, std::vector<st
     return out;
 }
 
+}  // namespace
+
 std::vector<WriterAssignment> scan_writers(const WriterSources& src, std::vector<std::string>* warnings) {
     auto out = scan_udev_rules(src.udev_rules_dirs, warnings);
-    for (auto part : {scan_tuned(src.root, warnings), scan_sysfsutils(src.root, warnings),
-                      scan_tmpfiles(src.root, warnings), scan_units(src.root, warnings)})
+    const auto enabled = enabled_units(src.root);  // once for TuneD and the units
+    for (auto part :
+         {scan_tuned_if(src.root, warnings, enabled.count("tuned.service") > 0), scan_sysfsutils(src.root, warnings),
+          scan_tmpfiles(src.root, warnings), scan_units_in(src.root, enabled, warnings)})
         out.insert(out.end(), std::make_move_iterator(part.begin()), std::make_move_iterator(part.end()));
     return out;
 }

@@ -4,6 +4,7 @@
 // policy/writers). Nothing here runs them.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -42,6 +43,10 @@ std::vector<policy::WriterAssignment> scan_units(const std::string& root, std::v
 std::optional<policy::TunedProfileFile> load_tuned_profile(const std::string& root, const std::string& name);
 // ROOT/etc/tuned/active_profile, split; empty when there is none.
 std::vector<std::string> tuned_active_profiles(const std::string& root);
+
+// The files named *SUFFIX in `dirs`, one per name (the earliest directory
+// wins, as systemd and udev decide), in name order: name -> path.
+std::map<std::string, std::string> files_by_name(const std::vector<std::string>& dirs, const std::string& suffix);
 
 // The names of units enabled under ROOT (linked from a .wants/ or .requires/ directory).
 std::set<std::string> enabled_units(const std::string& root);

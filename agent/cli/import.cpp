@@ -19,17 +19,13 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 // What writes a file: the name and place say it (a.rules, tuned.conf,
 // sysfs.conf, sysfs.d/, tmpfiles.d/), else the lines do.
 std::string format_of(const std::string& path, const std::string& text) {
     const fs::path p(path);
     const auto name = p.filename().string();
     const auto dir = p.parent_path().filename().string();
-    if (ends_with(name, ".rules")) return "udev";
+    if (name.ends_with(".rules")) return "udev";
     if (name == "tuned.conf") return "tuned";
     if (name == "sysfs.conf" || dir == "sysfs.d") return "sysfsutils";
     if (dir == "tmpfiles.d" || dir == "user-tmpfiles.d") return "tmpfiles";
@@ -47,7 +43,7 @@ std::vector<std::string> files_in(const std::string& dir, const std::string& suf
     std::vector<std::string> out;
     std::error_code ec;
     for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
-        if (ends_with(it->path().filename().string(), suffix)) out.push_back(it->path().string());
+        if (it->path().filename().string().ends_with(suffix)) out.push_back(it->path().string());
     std::sort(out.begin(), out.end());
     return out;
 }
