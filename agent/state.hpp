@@ -36,7 +36,7 @@ public:
     void forget(const std::string& device) const;
 
 private:
-    std::filesystem::path facts_path(const std::string& device) const;
+    std::string facts_path(const std::string& device) const;
     std::filesystem::path dir_;
 };
 

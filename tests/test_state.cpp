@@ -107,3 +107,61 @@ TEST_CASE("facts frozen by an older blkpolicy (long identity) are kept for the s
     CHECK_FALSE(other.facts_frozen);
     CHECK_FALSE(other.rotational);
 }
+
+TEST_CASE("the record is the JSON earlier releases wrote, and any JSON layout of it is read") {
+    TempDir dir;
+    agent::StateDir state(dir.path());
+    auto f = device(true, "");  // no diskseq: the long identity, with strings to escape
+    f.serial = "S\"N\\1\t\xc3\xa9";
+    f.model = "QEMU HARDDISK";
+    REQUIRE(state.save(f).ok());
+    std::ifstream in(dir.path() / "facts/loop250.json");
+    const std::string written((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    // What the release before the hand-written record produced (nlohmann's dump(2)).
+    const nlohmann::json identity = {{"devnum", f.devnum},   {"diskseq", f.diskseq},
+                                     {"driver", f.driver},   {"model", f.model},
+                                     {"serial", f.serial},   {"wwid", f.wwid},
+                                     {"dm_uuid", f.dm_uuid}, {"loop_backing_file", f.loop_backing_file}};
+    const nlohmann::json before = {
+        {"device", "loop250"}, {"identity", identity.dump()}, {"rotational", true}, {"removable", false}};
+    CHECK(written == before.dump(2) + "\n");
+    CHECK(agent::identity_of(f) == identity.dump());
+
+    // Read back as written (the parser-free path) ...
+    auto live = f;
+    live.rotational = false;
+    auto frozen = agent::freeze_facts(state, live, true, nullptr);
+    CHECK(frozen.facts_frozen);
+    CHECK(frozen.rotational);
+    // ... and in another layout (compact, keys reordered by hand): the parser's path.
+    const std::string compact = R"({"rotational":true,"removable":true,"identity":)" +
+                                nlohmann::json(identity.dump()).dump() + R"(,"device":"loop250"})";
+    std::ofstream(dir.path() / "facts/loop250.json", std::ios::trunc) << compact;
+    frozen = agent::freeze_facts(state, live, true, nullptr);
+    CHECK(frozen.facts_frozen);
+    CHECK(frozen.rotational);
+    CHECK(frozen.removable);
+    // A record of this layout but another identity is not this device's.
+    auto other = live;
+    other.serial = "another";
+    REQUIRE(state.save(f).ok());
+    CHECK_FALSE(agent::freeze_facts(state, other, false, nullptr).facts_frozen);
+    // A record cut short after the head is corrupt, not half-read.
+    const auto cut = written.substr(0, written.find("\"rotational\""));
+    std::ofstream(dir.path() / "facts/loop250.json", std::ios::trunc) << cut;
+    std::string problem;
+    CHECK_FALSE(state.load(live, &problem));
+    CHECK(problem.find("ignoring corrupt state file") == 0);
+}
+
+TEST_CASE("a serial that is not UTF-8 is recorded and read back (nlohmann::json refused to write it)") {
+    TempDir dir;
+    agent::StateDir state(dir.path());
+    auto f = device(true, "");
+    f.serial = "\xff\xfe disk";
+    REQUIRE(state.save(f).ok());
+    auto live = f;
+    live.rotational = false;
+    CHECK(agent::freeze_facts(state, live, true, nullptr).rotational);
+    CHECK_FALSE(nlohmann::json::parse(agent::identity_of(f), nullptr, false).is_discarded());
+}

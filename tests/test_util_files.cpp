@@ -1,14 +1,17 @@
 // SPDX-License-Identifier: MIT
-// util/files: bounded reads, atomic writes, errno text.
+// util/files: bounded reads, atomic writes, errno text; util/json_text.
 #include <doctest/doctest.h>
 #include <sys/stat.h>
 
 #include <cerrno>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
 
 #include "support/temp_dir.hpp"
 #include "util/files.hpp"
+#include "util/json_text.hpp"
 
 using namespace blkpolicy;
 using blkpolicy::test::TempDir;
@@ -70,4 +73,68 @@ TEST_CASE("write_atomically keeps the old file and leaves no temporary file when
 TEST_CASE("errno text names the constant") {
     CHECK(util::errno_text(EINVAL) == "Invalid argument (EINVAL)");
     CHECK(util::errno_text(ENOENT) == "No such file or directory (ENOENT)");
+}
+
+namespace {
+std::string json_quoted(std::string_view s) {
+    std::string out;
+    util::append_json_string(out, s);
+    return out;
+}
+}  // namespace
+
+TEST_CASE("JSON strings written by hand are nlohmann's bytes for valid UTF-8") {
+    // Every ASCII byte, alone and between others.
+    for (int c = 0; c < 0x80; ++c) {
+        const std::string s = std::string("a") + static_cast<char>(c) + "b";
+        CAPTURE(c);
+        CHECK(json_quoted(s) == nlohmann::json(s).dump());
+    }
+    for (const std::string s : {"", "vda", "QEMU HARDDISK", "ser\"ial\\x", "tab\there\nand\x01\x1f\x7f", "caf\xc3\xa9",
+                                "\xe2\x82\xac 100", "\xf0\x9f\x92\xbe disk", "\xed\x9f\xbf", "\xf4\x8f\xbf\xbf"})
+        CHECK(json_quoted(s) == nlohmann::json(s).dump());
+    // Random valid UTF-8: code points of every length.
+    std::mt19937 rng(22);
+    std::uniform_int_distribution<std::uint32_t> cp(1, 0x10FFFF);
+    for (int round = 0; round < 2000; ++round) {
+        std::string s;
+        for (int i = 0; i < 8; ++i) {
+            std::uint32_t c = cp(rng) >> (rng() % 4 * 5);  // short and long code points alike
+            if (c == 0 || (c >= 0xD800 && c <= 0xDFFF)) c = 'x';
+            if (c < 0x80) {
+                s += static_cast<char>(c);
+            } else if (c < 0x800) {
+                s += static_cast<char>(0xC0 | (c >> 6));
+                s += static_cast<char>(0x80 | (c & 0x3F));
+            } else if (c < 0x10000) {
+                s += static_cast<char>(0xE0 | (c >> 12));
+                s += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
+                s += static_cast<char>(0x80 | (c & 0x3F));
+            } else {
+                s += static_cast<char>(0xF0 | (c >> 18));
+                s += static_cast<char>(0x80 | ((c >> 12) & 0x3F));
+                s += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
+                s += static_cast<char>(0x80 | (c & 0x3F));
+            }
+        }
+        CAPTURE(s);
+        REQUIRE(json_quoted(s) == nlohmann::json(s).dump());
+    }
+}
+
+TEST_CASE("JSON strings: bytes that are not UTF-8 still give valid JSON, one escape a byte") {
+    // nlohmann::json refuses these; a serial or model read from a device may
+    // hold them. Overlong, surrogate, past U+10FFFF, truncated, stray.
+    for (const std::string s : {"\xc0\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80", "\xe2\x82", "\x80x", "\xff"}) {
+        CAPTURE(s);
+        CHECK_THROWS(nlohmann::json(s).dump());
+        const auto text = json_quoted(s);
+        const auto parsed = nlohmann::json::parse(text, nullptr, false);
+        REQUIRE_FALSE(parsed.is_discarded());
+        // each byte came out as \u00XX: as many escapes as there were bytes
+        std::size_t escapes = 0;
+        for (std::size_t at = 0; (at = text.find("\\u00", at)) != std::string::npos; ++at) ++escapes;
+        CHECK(escapes == s.size() - (s == "\x80x" ? 1 : 0));
+    }
+    CHECK(json_quoted("ok\xffok") == "\"ok\\u00ffok\"");
 }

@@ -49,16 +49,30 @@ std::string ata_model_from_vpd89(const std::string& raw) {
     return trim(model);
 }
 
+std::string_view last_component(std::string_view path) {
+    const auto slash = path.rfind('/');
+    return slash == std::string_view::npos ? path : path.substr(slash + 1);
+}
+
 // Walks from the block device's directory up to the root of devices/,
 // collecting the driver of each ancestor that has one (udev's DRIVERS==).
+// The disk's own directory and the "block" directory above it are class
+// devices, which no driver binds: not asked (two failed readlinks a device).
 std::vector<std::string> drivers_of(const Sysfs& s, const std::string& syspath) {
     std::vector<std::string> out;
-    std::filesystem::path p(syspath);
+    std::string_view p = syspath;
+    const auto up = [&p] {
+        const auto slash = p.rfind('/');
+        p = slash == std::string_view::npos ? std::string_view() : p.substr(0, slash);
+    };
+    up();
+    if (last_component(p) == "block") up();
+    std::string link;
     while (!p.empty() && p != "devices" && p != "/") {
-        if (auto target = s.readlink((p / "driver").string())) {
-            out.push_back(std::filesystem::path(*target).filename().string());
-        }
-        p = p.parent_path();
+        link.assign(p);
+        link += "/driver";
+        if (auto target = s.readlink(link)) out.emplace_back(last_component(*target));
+        up();
     }
     return out;
 }
@@ -122,7 +136,7 @@ std::optional<DeviceFacts> read_facts(const Sysfs& s, const std::string& name, c
     // name (virtio's device/vendor is a numeric PCI vendor id).
     if (needs & policy::kFactModel) {
         const auto parent_bus = s.readlink(dir + "/device/subsystem");
-        const auto bus = parent_bus ? std::filesystem::path(*parent_bus).filename().string() : std::string();
+        const auto bus = parent_bus ? last_component(*parent_bus) : std::string_view();
         if (bus == "scsi") f.vendor = read_trimmed(s, dir + "/device/vendor");
         if (bus == "scsi" || bus == "nvme") f.model = read_trimmed(s, dir + "/device/model");
         // A SATA disk behind libata: the SCSI model is the first 16
@@ -154,7 +168,11 @@ std::optional<DeviceFacts> read_facts(const Sysfs& s, const std::string& name, c
         }
     }
     if (f.devnum.rfind("7:", 0) == 0) f.stack = policy::Stack::loop;  // major 7 is loop, bound or not
-    if (needs & policy::kFactStack) {
+    // dm, md and loop devices have no parent device: they live under
+    // devices/virtual/. A disk found elsewhere is not asked for dm/, md/ and
+    // loop/ (three failed stats a device).
+    const bool may_stack = f.syspath.empty() || f.syspath.rfind("devices/virtual/", 0) == 0;
+    if ((needs & policy::kFactStack) && may_stack) {
         if (s.is_dir(dir + "/dm")) {
             f.stack = policy::Stack::dm;
             f.dm_name = read_trimmed(s, dir + "/dm/name");

@@ -111,6 +111,36 @@ std::optional<std::string> Sysfs::readlink(const std::string& rel) const {
     return std::string(buf, static_cast<std::size_t>(n));
 }
 
+namespace {
+// DIR/TARGET with "." and ".." taken away by name, the way
+// std::filesystem's lexically_normal() would, without parsing every
+// component into a path object (most of resolve's instructions): "a/b" and
+// "../c" give "a/c"; a ".." that climbs above DIR stays at the front.
+std::string join_relative(std::string_view dir, std::string_view target) {
+    std::vector<std::string_view> parts;
+    const auto add = [&parts](std::string_view path) {
+        while (!path.empty()) {
+            const auto slash = path.find('/');
+            const auto part = path.substr(0, slash);
+            path = slash == std::string_view::npos ? std::string_view() : path.substr(slash + 1);
+            if (part.empty() || part == ".") continue;
+            if (part == ".." && !parts.empty() && parts.back() != "..")
+                parts.pop_back();
+            else
+                parts.push_back(part);
+        }
+    };
+    add(dir);
+    add(target);
+    std::string out;
+    for (const auto part : parts) {
+        if (!out.empty()) out += '/';
+        out += part;
+    }
+    return out;
+}
+}  // namespace
+
 std::optional<std::string> Sysfs::resolve(const std::string& rel) const {
     // sysfs links (block/<name>, class/...) point at real directories: read
     // the one link instead of one readlink per component. A target under
@@ -120,13 +150,15 @@ std::optional<std::string> Sysfs::resolve(const std::string& rel) const {
     struct stat followed {
     }, direct{};
     if (auto target = readlink(rel); target && !target->empty() && target->front() != '/') {
-        const auto lexical = (fs::path(rel).parent_path() / *target).lexically_normal();
-        if (!lexical.empty() && *lexical.begin() == "devices" && ::access(at(lexical.string()).c_str(), F_OK) == 0)
-            return lexical.string();
-        if (!lexical.empty() && *lexical.begin() != ".." && ::stat(at(rel).c_str(), &followed) == 0 &&
-            ::stat(at(lexical.string()).c_str(), &direct) == 0 && followed.st_dev == direct.st_dev &&
+        const auto slash = rel.rfind('/');
+        const auto lexical = join_relative(
+            slash == std::string::npos ? std::string_view() : std::string_view(rel).substr(0, slash), *target);
+        const std::string_view first = std::string_view(lexical).substr(0, lexical.find('/'));
+        if (first == "devices" && ::access(at(lexical).c_str(), F_OK) == 0) return lexical;
+        if (!lexical.empty() && first != ".." && ::stat(at(rel).c_str(), &followed) == 0 &&
+            ::stat(at(lexical).c_str(), &direct) == 0 && followed.st_dev == direct.st_dev &&
             followed.st_ino == direct.st_ino)
-            return lexical.string();
+            return lexical;
     }
     std::error_code ec;
     auto p = fs::canonical(root_ / rel, ec);
