@@ -90,9 +90,14 @@ bool valid_tunable_name(std::string_view name) {
 
 }  // namespace
 
-std::optional<AttributeSpec> find_attribute(std::string_view key) {
+const AttributeSpec* fixed_attribute(std::string_view key) {
     for (const auto& s : table())
-        if (s.key == key) return s;
+        if (s.key == key) return &s;
+    return nullptr;
+}
+
+std::optional<AttributeSpec> find_attribute(std::string_view key) {
+    if (const auto* fixed = fixed_attribute(key)) return *fixed;
     constexpr std::string_view iosched = "iosched.";
     if (key.substr(0, iosched.size()) == iosched) {
         auto name = key.substr(iosched.size());

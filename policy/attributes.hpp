@@ -55,6 +55,9 @@ struct AttributeSpec {
 // The spec for a policy set-key, or nullopt when the key is not writable.
 // Handles the fixed names and the `iosched.NAME` family.
 std::optional<AttributeSpec> find_attribute(std::string_view key);
+// The table's own entry for a fixed key (not iosched.NAME), or nullptr:
+// no copy, for the per-device paths.
+const AttributeSpec* fixed_attribute(std::string_view key);
 
 // Every fixed attribute key, in write order (for help texts and documentation).
 std::vector<std::string> fixed_attribute_keys();

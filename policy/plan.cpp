@@ -172,15 +172,39 @@ DevicePlan plan_device(const Policy& policy, const DeviceFacts& facts, const Val
     if (auto it = winners.find("rotational"); it != winners.end())
         final_rotational = it->second.setting->values.front() == "1";
 
+    // Each attribute's spec and write rank first; the actions are then made
+    // in write order (a stable sort of pointers, not of whole actions).
+    struct Pending {
+        int rank;
+        const std::string* key;
+        const Winner* winner;
+        const AttributeSpec* spec;
+    };
+    std::vector<Pending> order;
+    std::vector<AttributeSpec> tunables;  // iosched.NAME specs, made for their keys
+    tunables.reserve(winners.size());
+    order.reserve(winners.size());
     for (const auto& [key, w] : winners) {
-        auto spec = find_attribute(key);
-        if (!spec) continue;  // the loader only admits known keys
+        const AttributeSpec* spec = fixed_attribute(key);
+        if (!spec) {
+            auto made = find_attribute(key);
+            if (!made) continue;  // the loader only admits known keys
+            spec = &tunables.emplace_back(std::move(*made));
+        }
+        order.push_back({write_rank(*spec), &key, &w, spec});
+    }
+    std::stable_sort(order.begin(), order.end(), [](const Pending& x, const Pending& y) { return x.rank < y.rank; });
+
+    plan.actions.reserve(order.size());
+    for (const auto& [rank, key_ptr, w_ptr, spec] : order) {
+        const std::string& key = *key_ptr;
+        const Winner& w = *w_ptr;
         Action a;
         a.attribute = key;
         a.path = spec->path;
         a.phase = spec->phase;
         a.cause = spec->cause;
-        a.rank = write_rank(*spec);
+        a.rank = rank;
         a.rule = w.rule;
         a.overridden = w.overridden;
         a.desired = join(w.setting->values, ", ");
@@ -209,9 +233,6 @@ DevicePlan plan_device(const Policy& policy, const DeviceFacts& facts, const Val
         }
         plan.actions.push_back(std::move(a));
     }
-
-    std::stable_sort(plan.actions.begin(), plan.actions.end(),
-                     [](const Action& x, const Action& y) { return x.rank < y.rank; });
 
     // Side effects of earlier writes on later attributes: the kernel rows
     // say which writes move which attribute (policy/kernel).

@@ -111,18 +111,21 @@ std::optional<DeviceFacts> read_facts(const Sysfs& s, const std::string& name, c
     if (f.diskseq.empty()) needs |= policy::kIdentityFacts;
     f.read = needs;
     f.removable = read_trimmed(s, dir + "/removable") == "1";
-    f.has_queue = s.is_dir(dir + "/queue");
     f.request_based = s.is_dir(dir + "/mq");
     if (auto rot = s.read(dir + "/queue/rotational"); rot.ok()) {
+        f.has_queue = true;
         f.live_values["rotational"] = policy::normalise_readback("rotational", rot.value);
         f.rotational = f.live_values["rotational"] == "1";
     }
     if (auto sched = s.read(dir + "/queue/scheduler"); sched.ok()) {
+        f.has_queue = true;
         auto line = policy::parse_scheduler_line(sched.value);
         f.schedulers = line.offered;
         f.scheduler = line.active;
         f.live_values["scheduler"] = line.active;
     }
+    // A file read from queue/ says it is there; asked only when none could be.
+    if (!f.has_queue) f.has_queue = s.is_dir(dir + "/queue");
 
     if (needs & policy::kFactDrivers) {
         auto syspath = s.resolve(dir);
@@ -296,8 +299,14 @@ std::vector<std::pair<std::string, bool>> lowers_rotational(const Sysfs& s, cons
 }
 
 ReadResult read_value(const Sysfs& s, const std::string& name, const std::string& key) {
-    auto spec = policy::find_attribute(key);
-    auto r = s.read("block/" + name + "/" + (spec ? spec->path : "queue/" + key));
+    std::string rel = "block/" + name + "/";
+    if (const auto* fixed = policy::fixed_attribute(key))
+        rel += fixed->path;
+    else if (auto spec = policy::find_attribute(key))
+        rel += spec->path;
+    else
+        rel += "queue/" + key;
+    auto r = s.read(rel);
     if (!r.ok()) return r;
     r.value = policy::normalise_readback(key, r.value);
     if (key == "wbt_lat_usec" && r.value != "0" && s.has_debugfs_block()) {

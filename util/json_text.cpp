@@ -45,6 +45,16 @@ void append_json_string(std::string& out, std::string_view s) {
     out.reserve(out.size() + s.size() + 2);
     out += '"';
     for (std::size_t i = 0; i < s.size();) {
+        // Printable ASCII other than " and \ goes over as a run.
+        std::size_t run = i;
+        while (run < s.size() && static_cast<unsigned char>(s[run]) >= 0x20 &&
+               static_cast<unsigned char>(s[run]) < 0x80 && s[run] != '"' && s[run] != '\\')
+            ++run;
+        if (run > i) {
+            out.append(s.substr(i, run - i));
+            i = run;
+            continue;
+        }
         const auto c = static_cast<unsigned char>(s[i]);
         if (c >= 0x80) {
             if (const auto len = utf8_sequence(s, i)) {
