@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: MIT
-// libFuzzer target: any bytes as what a sysfs attribute reads back.
+// libFuzzer target: any bytes as what a sysfs attribute reads back, and as a
+// serial or model written into the frozen-facts record's JSON.
 #include <cstddef>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "policy/kernel.hpp"
 #include "policy/values.hpp"
+#include "util/json_text.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string text(reinterpret_cast<const char*>(data), size);
@@ -18,5 +21,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     (void)trim(text);
     (void)parse_kernel_release(text);
     if (auto n = parse_int(text); n && *n >= 0 && *n < (1LL << 40)) (void)readahead_readback(*n, 4096);
+    // The hand-written JSON string is always valid JSON, and where
+    // nlohmann::json can write the string at all, the same bytes.
+    std::string quoted;
+    blkpolicy::util::append_json_string(quoted, text);
+    if (nlohmann::json::parse(quoted, nullptr, false).is_discarded()) __builtin_trap();
+    std::string theirs;
+    try {
+        theirs = nlohmann::json(text).dump();
+    } catch (const nlohmann::json::exception&) {
+        return 0;  // not UTF-8: nlohmann refuses it
+    }
+    if (theirs != quoted) __builtin_trap();
     return 0;
 }
