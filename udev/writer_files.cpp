@@ -49,8 +49,6 @@ const std::vector<std::string> kUnitDirs = {"/etc/systemd/system", "/run/systemd
 
 }  // namespace
 
-// The files named *SUFFIX in `dirs`, one per name (the earliest directory
-// wins, as systemd and udev decide), in name order: name -> path.
 std::map<std::string, std::string> files_by_name(const std::vector<std::string>& dirs, const std::string& suffix) {
     std::map<std::string, std::string> out;
     for (const auto& dir : dirs) {
@@ -126,7 +124,32 @@ std::vector<WriterAssignment> scan_tuned_if(const std::string& root, std::vector
 }
 
 std::vector<WriterAssignment> scan_units_in(const std::string& root, const std::set<std::string>& enabled,
-                                            std::vector<std::string>* warnings);
+                                            std::vector<std::string>* warnings) {
+    std::vector<std::string> dirs;
+    for (const auto& d : kUnitDirs) dirs.push_back(under(root, d));
+    std::vector<WriterAssignment> out;
+    for (const auto& [name, path] : files_by_name(dirs, ".service")) {
+        if (!enabled.count(name)) continue;
+        std::vector<std::string> files = {path};
+        std::vector<std::string> drop_in_dirs;  // NAME.service.d/*.conf, earlier directories first
+        for (const auto& d : dirs) drop_in_dirs.push_back(d + "/" + name + ".d");
+        for (const auto& [drop, dpath] : files_by_name(drop_in_dirs, ".conf")) files.push_back(dpath);
+        for (const auto& f : files) {
+            auto text = read_writer_file(f, "a unit file", warnings);
+            if (!text || text->find("/sys/") == std::string::npos) continue;
+            auto found = policy::parse_shell_writes(f, *text, WriterKind::unit, "unit " + name);
+            out.insert(out.end(), found.begin(), found.end());
+        }
+    }
+    const auto rc = under(root, "/etc/rc.local");
+    if (::access(rc.c_str(), X_OK) == 0) {
+        if (auto text = read_writer_file(rc, "rc.local", warnings)) {
+            auto found = policy::parse_shell_writes(rc, *text, WriterKind::rc_local, {});
+            out.insert(out.end(), found.begin(), found.end());
+        }
+    }
+    return out;
+}
 
 }  // namespace
 
@@ -175,38 +198,6 @@ std::vector<WriterAssignment> scan_tmpfiles(const std::string& root, std::vector
 std::vector<WriterAssignment> scan_units(const std::string& root, std::vector<std::string>* warnings) {
     return scan_units_in(root, enabled_units(root), warnings);
 }
-
-namespace {
-
-std::vector<WriterAssignment> scan_units_in(const std::string& root, const std::set<std::string>& enabled,
-                                            std::vector<std::string>* warnings) {
-    std::vector<std::string> dirs;
-    for (const auto& d : kUnitDirs) dirs.push_back(under(root, d));
-    std::vector<WriterAssignment> out;
-    for (const auto& [name, path] : files_by_name(dirs, ".service")) {
-        if (!enabled.count(name)) continue;
-        std::vector<std::string> files = {path};
-        std::vector<std::string> drop_in_dirs;  // NAME.service.d/*.conf, earlier directories first
-        for (const auto& d : dirs) drop_in_dirs.push_back(d + "/" + name + ".d");
-        for (const auto& [drop, dpath] : files_by_name(drop_in_dirs, ".conf")) files.push_back(dpath);
-        for (const auto& f : files) {
-            auto text = read_writer_file(f, "a unit file", warnings);
-            if (!text || text->find("/sys/") == std::string::npos) continue;
-            auto found = policy::parse_shell_writes(f, *text, WriterKind::unit, "unit " + name);
-            out.insert(out.end(), found.begin(), found.end());
-        }
-    }
-    const auto rc = under(root, "/etc/rc.local");
-    if (::access(rc.c_str(), X_OK) == 0) {
-        if (auto text = read_writer_file(rc, "rc.local", warnings)) {
-            auto found = policy::parse_shell_writes(rc, *text, WriterKind::rc_local, {});
-            out.insert(out.end(), found.begin(), found.end());
-        }
-    }
-    return out;
-}
-
-}  // namespace
 
 std::vector<WriterAssignment> scan_writers(const WriterSources& src, std::vector<std::string>* warnings) {
     auto out = scan_udev_rules(src.udev_rules_dirs, warnings);

@@ -88,11 +88,8 @@ void append_json_string(std::string& out, std::string_view s) {
             case '\t':
                 out += "\\t";
                 break;
-            default:
-                if (c < 0x20)
-                    append_u00(out, c);
-                else
-                    out += static_cast<char>(c);
+            default:  // the other control characters: printable ASCII went over as a run
+                append_u00(out, c);
         }
         ++i;
     }
