@@ -20,7 +20,61 @@ import tempfile
 import time
 
 CACHE = os.environ.get("BLKPOLICY_VM_CACHE", "/var/cache/blkpolicy-vm")
-MIRROR = os.environ.get("BLKPOLICY_VM_MIRROR", "http://deb.debian.org/debian")
+# Debian's own suite names: an apt source that serves one of them is a Debian
+# archive (the host's may be a local mirror); third-party sources are not.
+DEBIAN_CODENAMES = ("buster", "bullseye", "bookworm", "trixie", "forky", "duke", "sid",
+                    "oldoldstable", "oldstable", "stable", "testing", "unstable")
+
+
+def _apt_source_entries(etc_apt="/etc/apt"):
+    """(uri, [suite...]) of every enabled `deb` source of the host, from the
+    one-line format (sources.list, sources.list.d/*.list) and deb822
+    (sources.list.d/*.sources), in the order apt reads them."""
+    entries = []
+    files = [os.path.join(etc_apt, "sources.list")]
+    d = os.path.join(etc_apt, "sources.list.d")
+    if os.path.isdir(d):
+        files += [os.path.join(d, f) for f in sorted(os.listdir(d)) if f.endswith((".list", ".sources"))]
+    for path in files:
+        try:
+            with open(path) as f:
+                text = f.read()
+        except OSError:
+            continue
+        if path.endswith(".sources"):
+            for stanza in re.split(r"\n\s*\n", text):
+                fields = {}
+                for line in stanza.splitlines():
+                    m = re.match(r"([A-Za-z-]+):\s*(.*)", line)
+                    if m and not line.startswith("#"):
+                        fields[m.group(1).lower()] = m.group(2).split()
+                if ("deb" in fields.get("types", []) and fields.get("enabled", ["yes"])[0] != "no"
+                        and fields.get("uris")):
+                    for uri in fields["uris"]:
+                        entries.append((uri, fields.get("suites", [])))
+        else:
+            for line in text.splitlines():
+                words = re.sub(r"\[[^]]*\]", "", line.split("#", 1)[0]).split()
+                if len(words) >= 3 and words[0] == "deb":
+                    entries.append((words[1], [words[2]]))
+    return entries
+
+
+def host_mirror(etc_apt="/etc/apt"):
+    """The Debian archive the host's apt already uses (BLKPOLICY_VM_MIRROR
+    overrides it), or None: the first `deb` source whose suites name a
+    Debian release other than its security archive."""
+    if os.environ.get("BLKPOLICY_VM_MIRROR"):
+        return os.environ["BLKPOLICY_VM_MIRROR"]
+    for uri, suites in _apt_source_entries(etc_apt):
+        for suite in suites:
+            base = suite.split("-", 1)[0].split("/", 1)[0]
+            if base in DEBIAN_CODENAMES and not suite.endswith("-security") and "/updates" not in suite:
+                return uri.rstrip("/")
+    return None
+
+
+MIRROR = host_mirror()
 ROOT_LABEL = "bproot"
 
 # What each suite is, as the harness knows it.

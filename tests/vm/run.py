@@ -57,6 +57,9 @@ def preflight():
     for tool in ("qemu-system-x86_64", "qemu-img", "mmdebstrap", "dpkg-deb", "mkfs.ext4"):
         if not shutil.which(tool):
             return f"{tool} is not installed (scripts/install-deps.sh --tests installs it)"
+    if not images.MIRROR:
+        return ("no Debian archive among the host's apt sources (/etc/apt/sources.list, sources.list.d); "
+                "set BLKPOLICY_VM_MIRROR to one")
     return None
 
 
