@@ -3,6 +3,7 @@
 // codes (documented in the man page). Parsing is agent/cli/parse.
 #pragma once
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <vector>
@@ -32,16 +33,18 @@ struct Options {
     bool version = false;
     std::vector<std::string> devices;
     // run only
-    std::optional<policy::Mode> mode;          // --mode overrides the policy's daemon.mode
-    std::string metrics_file;                  // --metrics-file
-    std::string log_target = "auto";           // --log-target auto|journal|console
-    std::vector<std::string> udev_rules_dirs;  // --udev-rules-dir (default: udev's own)
-    std::string config_root = "/";             // --config-root: other writers' files under it (run, audit, import)
-    std::string import_from;                   // --from udev|tuned|sysfsutils|tmpfiles (import)
-    int receive_buffer = 128 * 1024 * 1024;    // --receive-buffer BYTES for the uevent sockets
-    std::string kernel_release;                // --kernel-release (explain): default the running kernel
-    std::string udev_db_dir;                   // --udev-db DIR
-    long pid = 0;                              // --pid PID (reload): default the pid in daemon.json
+    std::optional<policy::Mode> mode;               // --mode overrides the policy's daemon.mode
+    std::string metrics_file;                       // --metrics-file
+    std::string log_target = "auto";                // --log-target auto|journal|console
+    std::vector<std::string> udev_rules_dirs;       // --udev-rules-dir (default: udev's own)
+    std::string config_root = "/";                  // --config-root: other writers' files under it (run, audit, import)
+    std::string import_from;                        // --from udev|tuned|sysfsutils|tmpfiles (import)
+    int receive_buffer = 128 * 1024 * 1024;         // --receive-buffer BYTES for the uevent sockets
+    std::string kernel_release;                     // --kernel-release (explain): default the running kernel
+    std::string udev_db_dir;                        // --udev-db DIR
+    long pid = 0;                                   // --pid PID (reload): default the pid in daemon.json
+    std::chrono::milliseconds measure_for{10'000};  // --for DURATION (measure)
+    unsigned trace_buffer_kb = 256;                 // --trace-buffer-kb N (measure): per CPU
     // udev's database for env.* matches: --udev-db, else /run/udev/data when
     // looking at the real /sys, else none (a fake tree has no udev records).
     std::string udev_db() const {

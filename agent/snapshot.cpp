@@ -43,7 +43,7 @@ std::optional<DeviceView> look_one(const udev::Sysfs& sysfs, const StateDir& sta
     if (!live) return std::nullopt;  // vanished since listing
     std::string warning;
     DeviceView v;
-    v.facts = freeze_facts(state, std::move(*live), how.record, &warning);
+    v.facts = freeze_facts(state, std::move(*live), how.record, &warning, &sysfs);
     if (!warning.empty()) warnings.push_back(warning);
     v.values = how.all_values
                    ? udev::read_values(sysfs, name)

@@ -88,6 +88,7 @@ std::string record_head(const std::string& device, const std::string& identity) 
 }
 
 constexpr std::string_view kRotationalKey = ",\n  \"rotational\": ";
+constexpr std::string_view kWriteCacheKey = ",\n  \"write_cache\": \"";
 constexpr std::string_view kRecordEnd = "\n}\n";
 
 // Reads "true" or "false" at `at`, moving past it.
@@ -113,7 +114,18 @@ std::optional<StateDir::Frozen> exact_record(std::string_view text, const std::s
     if (!removable || text.substr(at, kRotationalKey.size()) != kRotationalKey) return std::nullopt;
     at += kRotationalKey.size();
     const auto rotational = take_bool(text, at);
-    if (!rotational || text.substr(at) != kRecordEnd) return std::nullopt;
+    if (!rotational) return std::nullopt;
+    if (text.substr(at, kWriteCacheKey.size()) == kWriteCacheKey) {
+        // Plain text only on this path ("write back"): anything escaped goes to the parser.
+        at += kWriteCacheKey.size();
+        const auto end = text.find('"', at);
+        if (end == std::string_view::npos) return std::nullopt;
+        const auto value = text.substr(at, end - at);
+        if (value.find('\\') != std::string_view::npos) return std::nullopt;
+        f.write_cache = std::string(value);
+        at = end + 1;
+    }
+    if (text.substr(at) != kRecordEnd) return std::nullopt;
     f.removable = *removable;
     f.rotational = *rotational;
     return f;
@@ -156,14 +168,25 @@ std::optional<StateDir::Frozen> StateDir::load(const policy::DeviceFacts& live, 
     Frozen f;
     f.rotational = j["rotational"].get<bool>();
     f.removable = j.value("removable", false);
+    if (j.contains("write_cache") && j["write_cache"].is_string()) f.write_cache = j["write_cache"].get<std::string>();
     return f;
 }
 
-util::Status StateDir::save(const policy::DeviceFacts& live) const {
+std::string StateDir::first_write_cache(const policy::DeviceFacts& live) const {
+    const auto f = load(live);
+    return f ? f->write_cache : std::string();
+}
+
+util::Status StateDir::save(const policy::DeviceFacts& live, const std::string& write_cache) const {
     auto text = record_head(live.name, identity_of(live));
     text += live.removable ? "true" : "false";
     text += kRotationalKey;
     text += live.rotational ? "true" : "false";
+    if (!write_cache.empty()) {
+        // Sorted after "rotational", as nlohmann's dump orders keys.
+        text += ",\n  \"write_cache\": ";
+        util::append_json_string(text, write_cache);
+    }
     text += kRecordEnd;
     const auto path = facts_path(live.name);
     auto st = util::write_atomically(path, text);
@@ -182,7 +205,8 @@ void StateDir::forget(const std::string& device) const {
     fs::remove(facts_path(device), ec);
 }
 
-policy::DeviceFacts freeze_facts(const StateDir& state, policy::DeviceFacts live, bool record, std::string* warning) {
+policy::DeviceFacts freeze_facts(const StateDir& state, policy::DeviceFacts live, bool record, std::string* warning,
+                                 const udev::Sysfs* sysfs) {
     std::string problem;
     if (auto frozen = state.load(live, &problem)) {
         live.rotational = frozen->rotational;
@@ -192,14 +216,21 @@ policy::DeviceFacts freeze_facts(const StateDir& state, policy::DeviceFacts live
     }
     if (!problem.empty() && warning) *warning = problem;
     if (record) {
-        auto st = record_facts(state, live);
+        auto st = record_facts(state, live, sysfs ? read_write_cache(*sysfs, live.name) : std::string());
         if (!st.ok() && warning) *warning = st.message();
     }
     return live;
 }
 
-util::Status record_facts(const StateDir& state, const policy::DeviceFacts& live) {
-    auto st = state.save(live);
+std::string read_write_cache(const udev::Sysfs& sysfs, const std::string& device) {
+    auto r = sysfs.read("block/" + device + "/queue/write_cache");
+    if (!r.ok()) return {};
+    while (!r.value.empty() && (r.value.back() == '\n' || r.value.back() == ' ')) r.value.pop_back();
+    return std::move(r.value);
+}
+
+util::Status record_facts(const StateDir& state, const policy::DeviceFacts& live, const std::string& write_cache) {
+    auto st = state.save(live, write_cache);
     if (st.ok()) return st;
     return util::Status::failure(st.message() + "; facts of " + live.name +
                                  " are not frozen, so rules matching rotational may stop matching once it is written");

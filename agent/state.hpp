@@ -9,6 +9,7 @@
 #include <string>
 
 #include "policy/facts.hpp"
+#include "udev/sysfs.hpp"
 #include "util/status.hpp"
 
 namespace blkpolicy::agent {
@@ -27,12 +28,19 @@ public:
     struct Frozen {
         bool rotational = false;
         bool removable = false;
+        // queue/write_cache as the driver set it when the device first
+        // appeared (empty in records of earlier releases): what the
+        // device's own cache is, where nothing else says (measure).
+        std::string write_cache;
     };
     // Frozen facts recorded for this device with the same identity. A corrupt
     // record is treated as absent and explained in `problem`.
     std::optional<Frozen> load(const policy::DeviceFacts& live, std::string* problem = nullptr) const;
-    // Records the live facts.
-    util::Status save(const policy::DeviceFacts& live) const;
+    // Records the live facts, with queue/write_cache as it reads now (empty:
+    // the device has none).
+    util::Status save(const policy::DeviceFacts& live, const std::string& write_cache = {}) const;
+    // The recorded write_cache of this device instance; empty when none is.
+    std::string first_write_cache(const policy::DeviceFacts& live) const;
     void forget(const std::string& device) const;
 
 private:
@@ -41,10 +49,16 @@ private:
 };
 
 // Overlays frozen facts (when recorded for the same identity) on live ones;
-// with `record`, first-seen devices are recorded. Warnings go to `warning`.
-policy::DeviceFacts freeze_facts(const StateDir& state, policy::DeviceFacts live, bool record, std::string* warning);
+// with `record`, first-seen devices are recorded (with their write_cache,
+// read from `sysfs`). Warnings go to `warning`.
+policy::DeviceFacts freeze_facts(const StateDir& state, policy::DeviceFacts live, bool record, std::string* warning,
+                                 const udev::Sysfs* sysfs = nullptr);
 
-// Records live facts as frozen; a failure's message is a warning for the operator.
-util::Status record_facts(const StateDir& state, const policy::DeviceFacts& live);
+// queue/write_cache as it reads now; empty when the device has none.
+std::string read_write_cache(const udev::Sysfs& sysfs, const std::string& device);
+
+// Records live facts as frozen, with `write_cache` as read before anything
+// was written; a failure's message is a warning for the operator.
+util::Status record_facts(const StateDir& state, const policy::DeviceFacts& live, const std::string& write_cache = {});
 
 }  // namespace blkpolicy::agent

@@ -50,8 +50,8 @@ TEST_CASE("commands: each name once, each found by name, each in --help") {
     }
     CHECK(find_command("frobnicate") == nullptr);
     CHECK(parse_command_line({"frobnicate"}).error ==
-          "unknown command frobnicate (commands: check, plan, apply, status, explain, audit, import, import-udev, run, "
-          "reload)");
+          "unknown command frobnicate (commands: check, plan, apply, status, explain, audit, measure, import, "
+          "import-udev, run, reload)");
 }
 
 TEST_CASE("commands without operands refuse device names; the others take them") {
@@ -71,10 +71,17 @@ TEST_CASE("option scopes: an option of some commands is refused by every other, 
         for (const auto& name : words(std::string(scope.commands))) CHECK_MESSAGE(find_command(name), name);
         const std::string opt(scope.option);
         // A value that each option accepts.
-        const std::map<std::string, std::string> values = {
-            {"--mode", "observe"},         {"--metrics-file", "/run/m"}, {"--log-target", "console"},
-            {"--receive-buffer", "8192"},  {"--udev-rules-dir", "/etc"}, {"--pid", "1"},
-            {"--kernel-release", "6.1.0"}, {"--config-root", "/"},       {"--from", "udev"}};
+        const std::map<std::string, std::string> values = {{"--mode", "observe"},
+                                                           {"--metrics-file", "/run/m"},
+                                                           {"--log-target", "console"},
+                                                           {"--receive-buffer", "8192"},
+                                                           {"--udev-rules-dir", "/etc"},
+                                                           {"--pid", "1"},
+                                                           {"--kernel-release", "6.1.0"},
+                                                           {"--config-root", "/"},
+                                                           {"--from", "udev"},
+                                                           {"--for", "2s"},
+                                                           {"--trace-buffer-kb", "64"}};
         for (const auto& c : commands()) {
             std::vector<std::string> args = {std::string(c.name), opt};
             if (values.count(opt)) args.push_back(values.at(opt));

@@ -5,6 +5,7 @@
 
 #include "agent/cli/import.hpp"
 #include "agent/cli/inspect.hpp"
+#include "agent/cli/measure.hpp"
 #include "agent/cli/render/common.hpp"
 #include "agent/cli/render/device_report.hpp"
 #include "agent/daemon/daemon.hpp"
@@ -158,6 +159,10 @@ constexpr Command kCommands[] = {
      "read-only findings: devices lying about rotation, readahead\namplification, write cache vs the device's cache, "
      "udev rules\nthat fight the policy, ... (with or without a policy)",
      Operands::devices, run_audit},
+    {"measure", "",
+     "passive and read-only: what the values do on this host's own\nload over --for (wbt activity, flushes against the "
+     "cache modes,\nreadahead share, where completions run), each figure beside\nthe counter that proves it",
+     Operands::devices, run_measure},
     {"import", "FILE|DIR|PROFILE...",
      "convert what other writers set (udev rules, TuneD profiles,\nsysfsutils, tmpfiles.d w lines) into policy TOML on "
      "stdout;\nwhat cannot be converted exactly is reported on stderr and\nleft out (exit 1)",
@@ -190,6 +195,8 @@ constexpr OptionScope kOptionScopes[] = {
     {"--all", "audit"},
     {"--kernel-release", "plan apply status explain"},
     {"--kernel-rules", "explain"},
+    {"--for", "measure"},
+    {"--trace-buffer-kb", "measure"},
 };
 
 }  // namespace

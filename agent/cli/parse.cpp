@@ -8,6 +8,7 @@
 
 #include "agent/cli/commands.hpp"
 #include "policy/kernel.hpp"
+#include "policy/loader.hpp"
 
 namespace blkpolicy::agent {
 
@@ -107,16 +108,23 @@ Options of plan, apply, status and explain:
                             release R (e.g. 6.12.0 or 9.0): what blkpolicy
                             expects of it; default: the running kernel
 
+Options of measure:
+      --for DURATION        how long to watch (default 10s; 100ms to 24h);
+                            SIGINT ends it early with the figures so far
+      --trace-buffer-kb N   the tracing buffer per CPU (default 256); a
+                            window that loses events says so
+
 Options of explain:
       --kernel-rules        instead of a device, list what blkpolicy expects
                             the kernel to do (the rules that hold on this
                             kernel or on R), how it knows, where each was seen
 
-DEVICE limits plan, apply, status and audit to the named block devices (e.g. sda).
+DEVICE limits plan, apply, status, audit and measure to the named block devices (e.g. sda).
 
 Exit status: 0 success (run: stopped by SIGTERM or SIGINT); 1 apply left
 something failed, not stuck, refused or busy, status found drift, audit found
-something at warning level or above, or import-udev left a rule out; 2 usage error; 3 invalid policy;
+something at warning level or above, import-udev left a rule out, or measure
+found data at risk; 2 usage error; 3 invalid policy;
 4 system error.
 )";
     text.replace(text.find("@COMMANDS@"), 10, commands_section());
@@ -218,6 +226,25 @@ ParseResult parse_command_line(const std::vector<std::string>& args) {
                 return r;
             }
             o.receive_buffer = static_cast<int>(n);
+        } else if (!only_positional && is("--for")) {
+            auto v = value("--for");
+            if (!v) return r;
+            auto d = policy::parse_duration(*v);
+            if (!d || *d < std::chrono::milliseconds(100) || *d > std::chrono::hours(24)) {
+                r.error = "--for wants a duration from 100ms to 24h such as 10s, 500ms or 5m, not \"" + *v + "\"";
+                return r;
+            }
+            o.measure_for = *d;
+        } else if (!only_positional && is("--trace-buffer-kb")) {
+            auto v = value("--trace-buffer-kb");
+            if (!v) return r;
+            char* end = nullptr;
+            long n = std::strtol(v->c_str(), &end, 10);
+            if (v->empty() || *end || n < 4 || n > 1048576) {
+                r.error = "--trace-buffer-kb must be a number of KiB from 4 to 1048576, not " + *v;
+                return r;
+            }
+            o.trace_buffer_kb = static_cast<unsigned>(n);
         } else if (!only_positional && is("--pid")) {
             auto v = value("--pid");
             if (!v) return r;

@@ -177,6 +177,8 @@ bool Reconciler::reconcile(const std::string& device, Trigger trigger) {
     for (const auto& a : plan.actions)
         if ((a.kind == ActionKind::write || a.kind == ActionKind::unchanged) && a.current != a.expected) differs = true;
     std::map<std::string, AttributeResult> results;
+    // What the driver set, before blkpolicy writes anything: recorded with the facts below.
+    const std::string first_write_cache = facts.facts_frozen ? std::string() : read_write_cache(sysfs_, device);
     if (enforce && differs) {
         for (auto& r : execute(sysfs_, plan, retry_).results) {
             context_.refused_schedulers.insert(r.refused.begin(), r.refused.end());
@@ -186,7 +188,7 @@ bool Reconciler::reconcile(const std::string& device, Trigger trigger) {
     if (!facts.facts_frozen) {
         // Not frozen, so these are the live facts, read before the writes:
         // what the device said of itself, which later matches keep using.
-        if (auto st = record_facts(state_, facts); !st.ok()) log_.log(LOG_WARNING, st.message());
+        if (auto st = record_facts(state_, facts, first_write_cache); !st.ok()) log_.log(LOG_WARNING, st.message());
     }
 
     for (const auto& planned : plan.actions) {

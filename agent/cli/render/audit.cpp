@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/cli/render/common.hpp"
+#include "agent/measured.hpp"
 
 namespace blkpolicy::agent {
 
@@ -15,16 +16,7 @@ void print_findings(std::ostream& out, const std::vector<policy::Finding>& findi
     for (const auto& f : findings) count[f.severity]++;
     if (as_json) {
         json arr = json::array();
-        for (const auto& f : findings) {
-            json ev = json::object();
-            for (const auto& [k, v] : f.evidence) ev[k] = v;
-            arr.push_back({{"device", f.device},
-                           {"code", f.code},
-                           {"severity", policy::to_string(f.severity)},
-                           {"message", f.message},
-                           {"evidence", ev},
-                           {"fix", f.fix.empty() ? json(nullptr) : json(f.fix)}});
-        }
+        for (const auto& f : findings) arr.push_back(finding_json(f));
         out << json{{"format", kJsonFormatVersion}, {"policy", with_policy}, {"findings", arr}}.dump(2) << '\n';
     } else {
         for (const auto& f : findings) {

@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: MIT
+#include "agent/measured.hpp"
+
+namespace blkpolicy::agent {
+
+using nlohmann::json;
+
+namespace {
+json optional_number(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
+json text_or_null(const std::string& s) { return s.empty() ? json(nullptr) : json(s); }
+
+json stat_json(const measure::IoStat& s) {
+    static constexpr const char* kNames[measure::kStatFields] = {
+        "reads",           "reads_merged",      "sectors_read", "read_ms", "writes",   "writes_merged",
+        "sectors_written", "write_ms",          "in_flight",    "io_ms",   "queue_ms", "discards",
+        "discards_merged", "sectors_discarded", "discard_ms",   "flushes", "flush_ms"};
+    json j = {{"fields", s.fields}};
+    for (unsigned i = 0; i < s.fields; ++i) j[kNames[i]] = s.values[i];
+    return j;
+}
+
+json per_cpu(const std::map<int, std::uint64_t>& m) {
+    json j = json::object();
+    for (const auto& [cpu, n] : m) j[std::to_string(cpu)] = n;
+    return j;
+}
+}  // namespace
+
+json finding_json(const policy::Finding& f) {
+    json ev = json::object();
+    for (const auto& [k, v] : f.evidence) ev[k] = v;
+    return {{"device", f.device},   {"code", f.code}, {"severity", policy::to_string(f.severity)},
+            {"message", f.message}, {"evidence", ev}, {"fix", f.fix.empty() ? json(nullptr) : json(f.fix)}};
+}
+
+json tracing_json(const measure::Tracing& t, const measure::TraceInstance* instance) {
+    return {{"on", t.on},
+            {"why_not", text_or_null(t.why_not)},
+            {"instance", instance ? json(instance->name()) : json(nullptr)},
+            {"buffer_kb_per_cpu", instance ? json(instance->buffer_kb_per_cpu()) : json(nullptr)},
+            {"cpus", instance ? json(instance->cpus()) : json(nullptr)},
+            {"missing_events", t.missing},
+            {"lost_events", t.lost_events},
+            {"missed_pages", t.missed_pages},
+            {"bad_pages", t.bad_pages},
+            {"lossy", t.lossy()}};
+}
+
+json figures_json(const measure::DeviceFigures& f) {
+    const auto& w = f.wbt;
+    const auto& fl = f.flush;
+    const auto& ra = f.readahead;
+    const auto& c = f.completion;
+    json findings = json::array();
+    for (const auto& x : f.findings) findings.push_back(finding_json(x));
+    return {
+        {"device", f.device},
+        {"devnum", f.devnum},
+        {"seconds", f.seconds},
+        {"stat", f.stat_ok ? stat_json(f.delta) : json(nullptr)},
+        {"stat_note", text_or_null(f.stat_note)},
+        {"undercounted", f.undercounted},
+        {"wbt",
+         {{"state", w.state},
+          {"detail", w.state_detail},
+          {"traced", w.traced},
+          {"violations", w.counts.violations},
+          {"max_violation_usec", w.counts.max_violation_usec},
+          {"step_down", w.counts.step_down},
+          {"step_up", w.counts.step_up},
+          {"step_unknown", w.counts.step_unknown},
+          {"deepest_step", w.counts.deepest_step},
+          {"windows",
+           {{"ok", w.counts.windows[1]},
+            {"unknown", w.counts.windows[2]},
+            {"unknown_writes", w.counts.windows[3]},
+            {"exceeded", w.counts.windows[4]},
+            {"other", w.counts.windows[0]}}},
+          {"writes", w.writes},
+          {"zero_reason", text_or_null(w.zero_reason)},
+          {"sentence", measure::wbt_sentence(f)}}},
+        {"flushes",
+         {{"counted", fl.counted},
+          {"flushes", fl.flushes},
+          {"flush_ms", fl.flush_ms},
+          {"writes", fl.writes},
+          {"write_cache", fl.write_cache},
+          {"device_cache", measure::to_string(fl.cache.mode)},
+          {"device_cache_source", fl.cache.source},
+          {"at_risk", fl.at_risk},
+          {"note", text_or_null(fl.note)},
+          {"sentence", measure::flush_sentence(f)}}},
+        {"readahead",
+         {{"reads", ra.reads},
+          {"sectors_read", ra.sectors_read},
+          {"sectors_per_read", optional_number(ra.sectors_per_read())},
+          {"read_ahead_kb", ra.read_ahead_kb},
+          {"traced", ra.traced},
+          {"read_requests", ra.read_requests},
+          {"read_sectors", ra.read_sectors},
+          {"readahead_requests", ra.readahead_requests},
+          {"readahead_sectors", ra.readahead_sectors},
+          {"readahead_share", optional_number(ra.readahead_share())},
+          {"note", text_or_null(ra.note)},
+          {"sentence", measure::readahead_sentence(f)}}},
+        {"completions",
+         {{"completed", c.completed},
+          {"traced", c.traced},
+          {"issued", c.counts.issued},
+          {"traced_completed", c.counts.completed},
+          {"matched", c.counts.matched},
+          {"same_cpu", c.counts.same_cpu},
+          {"same_cpu_share", optional_number(c.same_cpu_share())},
+          {"completed_on", per_cpu(c.counts.completed_on)},
+          {"issued_on", per_cpu(c.counts.issued_on)},
+          {"rq_affinity", c.rq_affinity},
+          {"hw_queues", c.hw_queues},
+          {"note", text_or_null(c.note)},
+          {"sentence", measure::completion_sentence(f)}}},
+        {"findings", findings},
+    };
+}
+
+}  // namespace blkpolicy::agent

@@ -1,0 +1,254 @@
+// SPDX-License-Identifier: MIT
+#include "measure/events.hpp"
+
+#include <algorithm>
+#include <charconv>
+
+namespace blkpolicy::measure {
+
+namespace {
+constexpr std::size_t kMaxWaiting = 65536;
+constexpr std::array<TracedEventSpec, 5> kEvents = {{
+    {TracedEvent::rq_issue, "block", "block_rq_issue", "requests issued to the driver, with their CPU"},
+    {TracedEvent::rq_complete, "block", "block_rq_complete", "requests completed, with their CPU"},
+    {TracedEvent::wbt_lat, "wbt", "wbt_lat", "a window's latency above the target"},
+    {TracedEvent::wbt_step, "wbt", "wbt_step", "write depth scaled down or up"},
+    {TracedEvent::wbt_timer, "wbt", "wbt_timer", "a window ended, with its status"},
+}};
+constexpr bool in_enum_order() {
+    for (std::size_t i = 0; i < kEvents.size(); ++i)
+        if (static_cast<std::size_t>(kEvents[i].kind) != i) return false;
+    return true;
+}
+static_assert(in_enum_order());
+
+struct Rwbs {
+    bool read = false, write = false, readahead = false, flush = false;
+};
+// blk_fill_rwbs: an optional 'F' (preflush), the operation (R, W, D, N, F
+// for a flush), then flags: F (FUA), A (readahead), S (sync), M (meta), ...
+Rwbs parse_rwbs(std::string_view s) {
+    Rwbs r;
+    std::size_t i = 0;
+    if (s.size() > 1 && s[0] == 'F' && std::string_view("RWDNF").find(s[1]) != std::string_view::npos) i = 1;
+    if (i < s.size()) {
+        r.read = s[i] == 'R';
+        r.write = s[i] == 'W';
+        r.flush = s[i] == 'F';
+        for (std::size_t j = i + 1; j < s.size(); ++j)
+            if (s[j] == 'A') r.readahead = true;
+    }
+    return r;
+}
+}  // namespace
+
+const std::array<TracedEventSpec, 5>& traced_events() { return kEvents; }
+const TracedEventSpec& spec(TracedEvent e) { return kEvents[static_cast<std::size_t>(e)]; }
+
+std::uint32_t kernel_dev(unsigned major, unsigned minor) { return (major << 20) | (minor & 0xfffffu); }
+
+std::optional<std::uint32_t> kernel_dev_from_text(std::string_view t) {
+    const auto colon = t.find(':');
+    if (colon == std::string_view::npos) return std::nullopt;
+    unsigned ma = 0, mi = 0;
+    const auto a = std::from_chars(t.data(), t.data() + colon, ma);
+    const auto b = std::from_chars(t.data() + colon + 1, t.data() + t.size(), mi);
+    if (a.ec != std::errc() || a.ptr != t.data() + colon || b.ec != std::errc() || b.ptr != t.data() + t.size() ||
+        colon == 0 || colon + 1 == t.size() || ma > 0xfff || mi > 0xfffff)
+        return std::nullopt;
+    return kernel_dev(ma, mi);
+}
+
+std::string devnum_text(std::uint32_t dev) { return std::to_string(dev >> 20) + ":" + std::to_string(dev & 0xfffff); }
+
+const char* to_string(WbtWindow w) {
+    switch (w) {
+        case WbtWindow::ok:
+            return "ok";
+        case WbtWindow::unknown:
+            return "unknown";
+        case WbtWindow::unknown_writes:
+            return "unknown_writes";
+        case WbtWindow::exceeded:
+            return "exceeded";
+        case WbtWindow::other:
+            break;
+    }
+    return "other";
+}
+
+void Decoder::add_format(TracedEvent kind, EventFormat format) {
+    known_.push_back({kind, std::move(format)});
+    // The field pointers point into the formats, which moved with the vector.
+    for (auto& k : known_) {
+        const auto& f = k.format;
+        k.dev = f.field("dev");
+        k.sector = f.field("sector");
+        k.nr_sector = f.field("nr_sector");
+        k.rwbs = f.field("rwbs");
+        k.name = f.field("name");
+        k.lat = f.field("lat");
+        k.msg = f.field("msg");
+        k.step = f.field("step");
+        k.status = f.field("status");
+    }
+    common_type_ = known_.front().format.field("common_type");
+}
+
+bool Decoder::knows(TracedEvent kind) const {
+    return std::any_of(known_.begin(), known_.end(), [&](const Known& k) { return k.kind == kind; });
+}
+
+std::optional<Event> Decoder::decode(const RawRecord& r, int cpu) const {
+    if (!common_type_) return std::nullopt;
+    const auto type = read_unsigned(r.data, *common_type_);
+    if (!type) return std::nullopt;
+    const Known* k = nullptr;
+    for (const auto& candidate : known_)
+        if (candidate.format.id == *type) k = &candidate;
+    if (!k) return std::nullopt;
+    Event e;
+    e.kind = k->kind;
+    e.ts = r.ts;
+    e.cpu = cpu;
+    switch (k->kind) {
+        case TracedEvent::rq_issue:
+        case TracedEvent::rq_complete: {
+            if (!k->dev || !k->sector || !k->nr_sector || !k->rwbs) return std::nullopt;
+            const auto dev = read_unsigned(r.data, *k->dev);
+            const auto sector = read_unsigned(r.data, *k->sector);
+            const auto nr = read_unsigned(r.data, *k->nr_sector);
+            const auto rwbs = read_chars(r.data, *k->rwbs);
+            if (!dev || !sector || !nr || !rwbs) return std::nullopt;
+            e.dev = static_cast<std::uint32_t>(*dev);
+            e.sector = *sector;
+            e.nr_sector = static_cast<std::uint32_t>(*nr);
+            const auto flags = parse_rwbs(*rwbs);
+            e.read = flags.read;
+            e.write = flags.write;
+            e.readahead = flags.readahead;
+            e.flush = flags.flush;
+            return e;
+        }
+        case TracedEvent::wbt_lat:
+        case TracedEvent::wbt_step:
+        case TracedEvent::wbt_timer: {
+            if (!k->name) return std::nullopt;
+            const auto name = read_chars(r.data, *k->name);
+            const auto dev = name ? kernel_dev_from_text(*name) : std::nullopt;
+            if (!dev) return std::nullopt;
+            e.dev = *dev;
+            if (k->kind == TracedEvent::wbt_lat) {
+                const auto lat = k->lat ? read_unsigned(r.data, *k->lat) : std::nullopt;
+                if (!lat) return std::nullopt;
+                e.lat_usec = *lat;
+            } else if (k->kind == TracedEvent::wbt_step) {
+                const auto step = k->step ? read_unsigned(r.data, *k->step) : std::nullopt;
+                if (!step) return std::nullopt;
+                e.step = static_cast<int>(static_cast<std::int32_t>(static_cast<std::uint32_t>(*step)));
+                if (const auto msg = k->msg ? read_unsigned(r.data, *k->msg) : std::nullopt) {
+                    auto it = printk_.find(*msg);
+                    if (it != printk_.end()) {
+                        if (it->second == "scale down") e.direction = -1;
+                        if (it->second == "scale up") e.direction = +1;
+                    }
+                }
+            } else {
+                const auto status = k->status ? read_unsigned(r.data, *k->status) : std::nullopt;
+                if (!status) return std::nullopt;
+                e.window = *status >= 1 && *status <= 4 ? static_cast<WbtWindow>(*status) : WbtWindow::other;
+            }
+            return e;
+        }
+    }
+    return std::nullopt;
+}
+
+std::uint64_t WbtTally::window_count() const {
+    std::uint64_t n = 0;
+    for (auto w : windows) n += w;
+    return n;
+}
+
+void Tally::add(const Event& e) {
+    auto& d = devices_[e.dev];
+    switch (e.kind) {
+        case TracedEvent::rq_issue:
+            ++d.rq.issued;
+            if (e.nr_sector == 0) break;
+            if (e.read) {
+                ++d.rq.read_requests;
+                d.rq.read_sectors += e.nr_sector;
+                if (e.readahead) {
+                    ++d.rq.readahead_requests;
+                    d.rq.readahead_sectors += e.nr_sector;
+                }
+            }
+            inflight_[{e.dev, e.sector}] = {e.cpu, e.ts};
+            break;
+        case TracedEvent::rq_complete:
+            if (e.nr_sector == 0) break;
+            ++d.rq.completed;
+            // Not matched yet: its issue may be on a CPU read later. Past the
+            // bound it stays unmatched (counted in completed, not in matched).
+            if (!match(e, d) && waiting_.size() < kMaxWaiting) waiting_.push_back(e);
+            break;
+        case TracedEvent::wbt_lat:
+            ++d.wbt.violations;
+            d.wbt.max_violation_usec = std::max(d.wbt.max_violation_usec, e.lat_usec);
+            break;
+        case TracedEvent::wbt_step: {
+            int direction = e.direction;
+            auto last = last_step_.find(e.dev);
+            if (direction == 0 && last != last_step_.end() && last->second != e.step)
+                direction = e.step > last->second ? -1 : +1;  // a higher step throttles more
+            last_step_[e.dev] = e.step;
+            if (direction < 0)
+                ++d.wbt.step_down;
+            else if (direction > 0)
+                ++d.wbt.step_up;
+            else
+                ++d.wbt.step_unknown;
+            d.wbt.deepest_step = std::max(d.wbt.deepest_step, e.step);
+            break;
+        }
+        case TracedEvent::wbt_timer:
+            ++d.wbt.windows[static_cast<std::size_t>(e.window)];
+            break;
+    }
+}
+
+bool Tally::match(const Event& e, DeviceTally& d) {
+    auto it = inflight_.find({e.dev, e.sector});
+    if (it == inflight_.end() || it->second.ts > e.ts) return false;
+    ++d.rq.matched;
+    if (it->second.cpu == e.cpu) ++d.rq.same_cpu;
+    ++d.rq.completed_on[e.cpu];
+    ++d.rq.issued_on[it->second.cpu];
+    inflight_.erase(it);
+    return true;
+}
+
+void Tally::settle(std::uint64_t now_ts, std::uint64_t horizon_ns) {
+    std::vector<Event> still;
+    for (const auto& e : waiting_) {
+        if (match(e, devices_[e.dev])) continue;
+        if (e.ts + horizon_ns >= now_ts) still.push_back(e);
+    }
+    waiting_ = std::move(still);
+    constexpr std::uint64_t kForgetIssue = 30'000'000'000ULL;
+    for (auto it = inflight_.begin(); it != inflight_.end();) {
+        if (it->second.ts + kForgetIssue < now_ts)
+            it = inflight_.erase(it);
+        else
+            ++it;
+    }
+}
+
+void Tally::finish() {
+    for (const auto& e : waiting_) match(e, devices_[e.dev]);
+    waiting_.clear();
+    inflight_.clear();
+}
+
+}  // namespace blkpolicy::measure

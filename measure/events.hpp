@@ -1,0 +1,153 @@
+// SPDX-License-Identifier: MIT
+// The tracepoints blkpolicy measure counts, decoded from raw records by the
+// layout the kernel gives (trace_format), and tallied per device. Pure: the
+// session (measure/session) reads the records; tests feed them by hand.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "measure/ring_buffer.hpp"
+#include "measure/trace_format.hpp"
+
+namespace blkpolicy::measure {
+
+enum class TracedEvent { rq_issue, rq_complete, wbt_lat, wbt_step, wbt_timer };
+
+struct TracedEventSpec {
+    TracedEvent kind;
+    const char* system;  // events/SYSTEM/NAME in tracefs
+    const char* name;
+    const char* proves;  // what its count shows, for reports
+};
+// Every traced event, in enum order.
+const std::array<TracedEventSpec, 5>& traced_events();
+const TracedEventSpec& spec(TracedEvent e);
+
+// A kernel dev_t as the block tracepoints carry it: major << 20 | minor.
+std::uint32_t kernel_dev(unsigned major, unsigned minor);
+// "8:16" -> kernel_dev(8, 16); nullopt for anything else.
+std::optional<std::uint32_t> kernel_dev_from_text(std::string_view majmin);
+std::string devnum_text(std::uint32_t dev);  // kernel_dev -> "8:16"
+
+// wbt_timer's status, as the kernel numbers it (blk-wbt.c).
+enum class WbtWindow : unsigned { other = 0, ok = 1, unknown = 2, unknown_writes = 3, exceeded = 4 };
+const char* to_string(WbtWindow w);
+
+struct Event {
+    TracedEvent kind = TracedEvent::rq_issue;
+    std::uint64_t ts = 0;
+    int cpu = 0;
+    std::uint32_t dev = 0;  // kernel_dev
+    // block_rq_issue, block_rq_complete
+    std::uint64_t sector = 0;
+    std::uint32_t nr_sector = 0;
+    bool read = false, write = false, readahead = false, flush = false;
+    // wbt_lat: microseconds; wbt_step: the step after it and its direction
+    // (-1 scaled down, +1 up, 0 not known); wbt_timer: the window's status
+    std::uint64_t lat_usec = 0;
+    int step = 0;
+    int direction = 0;
+    WbtWindow window = WbtWindow::other;
+};
+
+// Turns raw records into Events with the layouts of the events found.
+class Decoder {
+public:
+    // printk: printk_formats, for wbt_step's message ("scale up"/"scale down").
+    void add_format(TracedEvent kind, EventFormat format);
+    void set_printk_formats(std::map<std::uint64_t, std::string> printk) { printk_ = std::move(printk); }
+    bool knows(TracedEvent kind) const;
+    // nullopt for a record of an event it does not know, or too short.
+    std::optional<Event> decode(const RawRecord& r, int cpu) const;
+
+private:
+    struct Known {
+        TracedEvent kind;
+        EventFormat format;
+        // the fields it reads, looked up once
+        const FieldFormat* dev = nullptr;
+        const FieldFormat* sector = nullptr;
+        const FieldFormat* nr_sector = nullptr;
+        const FieldFormat* rwbs = nullptr;
+        const FieldFormat* name = nullptr;
+        const FieldFormat* lat = nullptr;
+        const FieldFormat* msg = nullptr;
+        const FieldFormat* step = nullptr;
+        const FieldFormat* status = nullptr;
+    };
+    std::vector<Known> known_;
+    std::map<std::uint64_t, std::string> printk_;
+    const FieldFormat* common_type_ = nullptr;
+};
+
+struct WbtTally {
+    std::uint64_t violations = 0;  // wbt_lat
+    std::uint64_t max_violation_usec = 0;
+    std::uint64_t step_down = 0;             // wbt_step "scale down": write depth lowered
+    std::uint64_t step_up = 0;               // "scale up"
+    std::uint64_t step_unknown = 0;          // a step whose direction could not be told
+    int deepest_step = 0;                    // the highest scale_step seen (the most throttled)
+    std::array<std::uint64_t, 5> windows{};  // wbt_timer by WbtWindow
+    std::uint64_t window_count() const;
+};
+
+struct RequestTally {
+    std::uint64_t issued = 0;
+    std::uint64_t read_requests = 0;  // issued reads with data
+    std::uint64_t read_sectors = 0;
+    std::uint64_t readahead_requests = 0;  // of those, 'A' in rwbs
+    std::uint64_t readahead_sectors = 0;
+    std::uint64_t completed = 0;                // block_rq_complete with data
+    std::uint64_t matched = 0;                  // completions whose issue was seen
+    std::uint64_t same_cpu = 0;                 // of those, completed on the CPU that issued them
+    std::map<int, std::uint64_t> completed_on;  // CPU -> matched completions there
+    std::map<int, std::uint64_t> issued_on;     // CPU -> matched completions issued there
+};
+
+struct DeviceTally {
+    WbtTally wbt;
+    RequestTally rq;
+};
+
+// Counts per device. Events of one CPU come in order; the CPUs' pages are
+// read one after another, so a completion may come before its issue: it
+// waits for it (settle) a while before it counts as unmatched.
+class Tally {
+public:
+    void add(const Event& e);
+    // After a read of every CPU: completions waiting for their issue are
+    // matched now where they can be; those older than `horizon_ns` before
+    // `now_ts` give up. Issues never completed are forgotten after 30 s.
+    void settle(std::uint64_t now_ts, std::uint64_t horizon_ns = 2'000'000'000ULL);
+    // The end of the window: whatever still waits is unmatched.
+    void finish();
+    // A new window on the same trace: the counts start again, requests in
+    // flight and completions waiting for their issue carry over.
+    void reset_counts() { devices_.clear(); }
+    const std::map<std::uint32_t, DeviceTally>& devices() const { return devices_; }
+
+private:
+    bool match(const Event& e, DeviceTally& d);
+    struct Issue {
+        int cpu;
+        std::uint64_t ts;
+    };
+    struct KeyHash {
+        std::size_t operator()(const std::pair<std::uint32_t, std::uint64_t>& k) const {
+            return std::hash<std::uint64_t>()(k.second * 0x9e3779b97f4a7c15ULL ^ k.first);
+        }
+    };
+    std::map<std::uint32_t, DeviceTally> devices_;
+    std::unordered_map<std::pair<std::uint32_t, std::uint64_t>, Issue, KeyHash> inflight_;
+    std::vector<Event> waiting_;              // completions seen before their issue
+    std::map<std::uint32_t, int> last_step_;  // per device, for a direction printk_formats did not give
+};
+
+}  // namespace blkpolicy::measure

@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: MIT
+#include "measure/session.hpp"
+
+#include <algorithm>
+
+#include "udev/discovery.hpp"
+#include "udev/probes.hpp"
+
+namespace blkpolicy::measure {
+
+namespace {
+std::string trimmed(std::string s) {
+    while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+    return s;
+}
+}  // namespace
+
+Session::Session(const udev::Sysfs& sysfs, SessionOptions options) : sysfs_(sysfs), options_(std::move(options)) {}
+
+std::vector<std::string> Session::names() const {
+    if (!options_.devices.empty()) return options_.devices;
+    // Every device with a medium: an unbound loop device or an empty drive
+    // has nothing to measure (named on the command line, it is still shown).
+    auto all = udev::list_block_devices(sysfs_);
+    std::erase_if(all, [this](const std::string& n) { return !udev::has_medium(sysfs_, n); });
+    return all;
+}
+
+void Session::baseline_all() {
+    const auto now = std::chrono::steady_clock::now();
+    base_.clear();
+    for (const auto& name : names()) {
+        const auto r = sysfs_.read("block/" + name + "/stat");
+        if (!r.ok()) continue;
+        if (auto s = parse_stat(r.value)) base_[name] = {*s, now};
+    }
+}
+
+void Session::start() {
+    tracing_ = Tracing{};
+    if (options_.trace) {
+        std::string why;
+        const auto dir = find_tracefs(sysfs_.root().string(), &why);
+        if (dir.empty()) {
+            tracing_.why_not = why;
+        } else {
+            TraceOptions t;
+            t.buffer_kb = options_.buffer_kb;
+            for (const auto& name : options_.devices) {
+                const auto dev = sysfs_.read("block/" + name + "/dev");
+                if (auto k = dev.ok() ? kernel_dev_from_text(trimmed(dev.value)) : std::nullopt)
+                    t.devices.push_back(*k);
+            }
+            auto opened = TraceInstance::open(dir, t);
+            if (opened.ok()) {
+                instance_ = std::move(*opened);
+                tracing_.on = true;
+                for (auto m : instance_->missing()) tracing_.missing.emplace_back(spec(m).name);
+                loss_at_start_ = instance_->loss();
+            } else {
+                tracing_.why_not = opened.message();
+            }
+        }
+    } else {
+        tracing_.why_not = "tracing was not asked for";
+    }
+    baseline_all();
+    started_ = std::chrono::steady_clock::now();
+}
+
+std::vector<int> Session::fds() const { return instance_ ? instance_->fds() : std::vector<int>{}; }
+
+void Session::readable(int fd) {
+    if (!instance_) return;
+    const auto all = instance_->fds();
+    const auto it = std::find(all.begin(), all.end(), fd);
+    if (it != all.end()) instance_->drain(static_cast<std::size_t>(it - all.begin()), tally_);
+}
+
+double Session::seconds() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+}
+
+DeviceSettings Session::settings_of(const std::string& name) const {
+    DeviceSettings s;
+    s.name = name;
+    const auto facts = udev::read_facts(
+        sysfs_, name, {}, policy::kFactDrivers | policy::kFactCache | policy::kFactStack | policy::kFactTopology);
+    if (!facts) return s;
+    s.devnum = facts->devnum;
+    s.driver = facts->driver;
+    s.stack = facts->stack;
+    s.request_based = facts->request_based;
+    s.slaves = facts->slaves;
+    const auto v = udev::read_values(
+        sysfs_, name, {"scheduler", "wbt_lat_usec", "write_cache", "read_ahead_kb", "rq_affinity"}, facts->live_values);
+    s.scheduler = policy::value_of(v, "scheduler");
+    s.wbt_lat_usec = policy::value_of(v, "wbt_lat_usec");
+    s.write_cache = policy::value_of(v, "write_cache");
+    s.read_ahead_kb = policy::value_of(v, "read_ahead_kb");
+    s.rq_affinity = policy::value_of(v, "rq_affinity");
+    if (s.request_based) {
+        s.wbt_state = udev::read_wbt_state(sysfs_, name);
+        s.hw_queues = udev::count_hw_queues(sysfs_, name);
+    }
+    std::string dio;
+    if (facts->stack == policy::Stack::loop) {
+        const auto r = sysfs_.read("block/" + name + "/loop/dio");
+        if (r.ok()) dio = trimmed(r.value);
+    }
+    const std::string first = options_.first_write_cache ? options_.first_write_cache(*facts) : std::string();
+    s.cache = device_cache(*facts, dio, first);
+    return s;
+}
+
+std::vector<DeviceFigures> Session::take(bool again) {
+    const auto now = std::chrono::steady_clock::now();
+    if (instance_) {
+        if (!again) instance_->stop();
+        instance_->drain_all(tally_);
+        if (!again) tally_.finish();
+        const auto loss = instance_->loss();
+        tracing_.lost_events = loss.events() - std::min(loss.events(), loss_at_start_.events());
+        tracing_.missed_pages = loss.missed_pages - loss_at_start_.missed_pages;
+        tracing_.bad_pages = loss.bad_pages - loss_at_start_.bad_pages;
+        loss_at_start_ = loss;
+    }
+    std::vector<DeviceFigures> out;
+    std::map<std::string, Baseline> next;
+    for (const auto& name : names()) {
+        const auto r = sysfs_.read("block/" + name + "/stat");
+        const auto stat = r.ok() ? parse_stat(r.value) : std::nullopt;
+        if (stat) next[name] = {*stat, now};
+        const auto base = base_.find(name);
+        if (base == base_.end()) continue;  // new since the window started: from the next one
+        const auto settings = settings_of(name);
+        if (settings.devnum.empty()) continue;  // gone
+        std::optional<IoStat> delta = stat ? stat_delta(base->second.stat, *stat) : std::nullopt;
+        const std::string note = !stat    ? "cannot read block/" + name + "/stat"
+                                 : !delta ? std::string("a counter went backwards: the device was replaced")
+                                          : std::string();
+        const auto dev = kernel_dev_from_text(settings.devnum);
+        const auto traced = dev ? tally_.devices().find(*dev) : tally_.devices().end();
+        const double secs = std::chrono::duration<double>(now - base->second.at).count();
+        out.push_back(device_figures(settings, secs, delta ? &*delta : nullptr, note, tracing_,
+                                     traced != tally_.devices().end() ? &traced->second : nullptr));
+    }
+    if (again)
+        tally_.reset_counts();
+    else
+        tally_ = Tally{};
+    if (again) {
+        base_ = std::move(next);
+        started_ = now;
+    } else {
+        instance_.reset();
+    }
+    return out;
+}
+
+}  // namespace blkpolicy::measure

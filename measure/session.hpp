@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: MIT
+// One measurement over a window: the stat counters of each device at both
+// ends, and (where tracefs lets it) a private tracing instance counting the
+// tracepoints in between. `blkpolicy measure` runs one window; the daemon
+// runs them back to back on the same instance.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "measure/figures.hpp"
+#include "measure/tracefs.hpp"
+#include "udev/sysfs.hpp"
+
+namespace blkpolicy::measure {
+
+struct SessionOptions {
+    std::vector<std::string> devices;  // empty: every device under block/, as it comes and goes
+    bool trace = true;                 // false: the stat counters only
+    unsigned buffer_kb = 256;          // per CPU
+    // queue/write_cache as the device had it when it first appeared, where
+    // recorded (agent/state); empty when not known.
+    std::function<std::string(const policy::DeviceFacts&)> first_write_cache;
+};
+
+class Session {
+public:
+    Session(const udev::Sysfs& sysfs, SessionOptions options);
+    // The window starts: stat baselines, then tracing where it can (why not
+    // is in tracing().why_not; the stat counters are measured either way).
+    void start();
+    // The CPUs' trace_pipe_raw descriptors, readable when a buffer passed
+    // its watermark: hand each to readable() then.
+    std::vector<int> fds() const;
+    void readable(int fd);
+    // The window ends: figures for every device that was there at both
+    // ends. With `again`, the next window starts at once on the same instance.
+    std::vector<DeviceFigures> take(bool again);
+    const Tracing& tracing() const { return tracing_; }
+    double seconds() const;
+    // What the instance's buffers hold in all (0 without tracing).
+    std::uint64_t buffer_total_kb() const { return instance_ ? instance_->buffer_total_kb() : 0; }
+    const TraceInstance* instance() const { return instance_.get(); }
+
+private:
+    struct Baseline {
+        IoStat stat;
+        std::chrono::steady_clock::time_point at;
+    };
+    std::vector<std::string> names() const;
+    void baseline_all();
+    DeviceSettings settings_of(const std::string& name) const;
+
+    const udev::Sysfs& sysfs_;
+    SessionOptions options_;
+    std::map<std::string, Baseline> base_;
+    std::chrono::steady_clock::time_point started_{};
+    std::unique_ptr<TraceInstance> instance_;
+    Loss loss_at_start_;
+    Tally tally_;
+    Tracing tracing_;
+};
+
+}  // namespace blkpolicy::measure
