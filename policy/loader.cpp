@@ -150,9 +150,25 @@ private:
                 } else {
                     policy_.daemon.verify_interval = *d;
                 }
+            } else if (name == "measure") {
+                if (const auto* b = v.as_boolean())
+                    policy_.daemon.measure = b->get();
+                else
+                    error(pos(v), "daemon.measure must be true or false");
+            } else if (name == "measure_window") {
+                const auto* s = v.as_string();
+                auto d = s ? parse_duration(s->get()) : std::nullopt;
+                if (!d) {
+                    error(pos(v), "daemon.measure_window must be a duration such as \"60s\" or \"5m\"");
+                } else if (*d < std::chrono::seconds(1) || *d > std::chrono::hours(24)) {
+                    error(pos(v), "daemon.measure_window must be between 1s and 24h");
+                } else {
+                    policy_.daemon.measure_window = *d;
+                }
             } else {
-                error(pos(k),
-                      "unknown key " + in_quotes(name) + " in [daemon] (expected \"mode\" or \"verify_interval\")");
+                error(pos(k), "unknown key " + in_quotes(name) +
+                                  " in [daemon] (expected \"mode\", \"verify_interval\", \"measure\" or "
+                                  "\"measure_window\")");
             }
         }
     }

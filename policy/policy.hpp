@@ -80,6 +80,10 @@ std::optional<Mode> mode_from_string(std::string_view s);
 struct DaemonConfig {
     Mode mode = Mode::enforce;
     std::chrono::milliseconds verify_interval{30'000};
+    // Measure what the values do (blkpolicy measure's figures, back to back
+    // windows of measure_window): off unless the policy turns it on.
+    bool measure = false;
+    std::chrono::milliseconds measure_window{60'000};
 };
 
 struct Policy {

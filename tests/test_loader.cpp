@@ -195,7 +195,12 @@ TEST_CASE("validation messages - exactly") {
          "p.toml:2:19: daemon.verify_interval must be a duration such as \"30s\", \"500ms\" or \"5m\""},
         {"[daemon]\nverify_interval = \"10ms\"\n", "p.toml:2:19: daemon.verify_interval must be between 100ms and 24h"},
         {"[daemon]\nverbose = true\n",
-         "p.toml:2:1: unknown key \"verbose\" in [daemon] (expected \"mode\" or \"verify_interval\")"},
+         "p.toml:2:1: unknown key \"verbose\" in [daemon] (expected \"mode\", \"verify_interval\", \"measure\" or "
+         "\"measure_window\")"},
+        {"[daemon]\nmeasure = \"yes\"\n", "p.toml:2:11: daemon.measure must be true or false"},
+        {"[daemon]\nmeasure_window = 60\n",
+         "p.toml:2:18: daemon.measure_window must be a duration such as \"60s\" or \"5m\""},
+        {"[daemon]\nmeasure_window = \"500ms\"\n", "p.toml:2:18: daemon.measure_window must be between 1s and 24h"},
         {"rule = 5\n", "p.toml:1:1: \"rule\" must be an array of tables: write each rule as [[rule]]"},
     };
     for (const auto& c : cases) {
@@ -239,6 +244,12 @@ TEST_CASE("later files override daemon keys") {
     REQUIRE(r.ok());
     CHECK(r.policy.daemon.mode == Mode::enforce);
     CHECK(r.policy.daemon.verify_interval == std::chrono::minutes(1));
+    CHECK_FALSE(r.policy.daemon.measure);  // off unless asked for
+    CHECK(r.policy.daemon.measure_window == std::chrono::seconds(60));
+    auto m = load_policy({{"m.toml", "[daemon]\nmeasure = true\nmeasure_window = \"5m\"\n"}});
+    REQUIRE(m.ok());
+    CHECK(m.policy.daemon.measure);
+    CHECK(m.policy.daemon.measure_window == std::chrono::minutes(5));
 }
 
 TEST_CASE("durations") {

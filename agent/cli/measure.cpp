@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/signalfd.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -39,6 +40,13 @@ public:
     StopSignals(const StopSignals&) = delete;
     StopSignals& operator=(const StopSignals&) = delete;
     int fd() const { return fd_.get(); }
+    // Takes the signal that arrived, so that it is not delivered again when
+    // the mask is put back.
+    void consume() const {
+        signalfd_siginfo info{};
+        while (::read(fd_.get(), &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
+        }
+    }
 
 private:
     sigset_t mask_{};
@@ -72,6 +80,7 @@ int run_measure(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::os
         const int n = ::poll(fds.data(), fds.size(), static_cast<int>(std::min<long>(left.count(), 60'000)));
         if (n < 0 && errno != EINTR) break;
         if (fds.back().revents & POLLIN) {
+            stop.consume();
             interrupted = true;
             break;
         }

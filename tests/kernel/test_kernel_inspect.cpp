@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kernel/loop_device.hpp"
+#include "kernel/mounts.hpp"
 #include "support/run_binary.hpp"
 #include "support/temp_dir.hpp"
 
@@ -17,20 +18,9 @@ using nlohmann::json;
 
 namespace {
 
-// debugfs on /sys/kernel/debug for the test's life, unmounted again only if
-// this test mounted it.
-struct Debugfs {
-    bool mounted_here = false;
-    Debugfs() {
-        std::ifstream m("/proc/mounts");
-        std::string line;
-        while (std::getline(m, line))
-            if (line.find(" /sys/kernel/debug debugfs ") != std::string::npos) return;
-        mounted_here = ::mount("none", "/sys/kernel/debug", "debugfs", 0, nullptr) == 0;
-    }
-    ~Debugfs() {
-        if (mounted_here) ::umount2("/sys/kernel/debug", MNT_DETACH);
-    }
+// debugfs on /sys/kernel/debug for the test's life.
+struct Debugfs : KernelFsMount {
+    Debugfs() : KernelFsMount("debugfs", "/sys/kernel/debug") {}
 };
 
 json findings_for(const std::vector<std::string>& args, const std::string& device) {
@@ -65,7 +55,7 @@ TEST_CASE("kernel: audit finds bfq-disabled-wbt, with the debugfs state as evide
     const auto* f = find_code(after, "bfq-disabled-wbt");
     REQUIRE(f != nullptr);
     CHECK((*f)["severity"] == "warning");
-    if (dbg.mounted_here || std::ifstream("/sys/kernel/debug/block/" + loop.name() + "/rqos/wbt/enabled")) {
+    if (dbg.mounted_here() || std::ifstream("/sys/kernel/debug/block/" + loop.name() + "/rqos/wbt/enabled")) {
         CHECK((*f)["evidence"]["debugfs rqos/wbt/enabled"] == "3 (off-default)");
         auto x = run_blkpolicy({"explain", "--json", "--no-policy", loop.name()});
         CHECK(json::parse(x.out)["devices"][0]["wbt"]["state"] == "off-default");

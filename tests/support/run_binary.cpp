@@ -3,6 +3,7 @@
 
 #include <doctest/doctest.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -23,39 +24,64 @@ std::string slurp(const std::string& path) {
 }
 }  // namespace
 
-RunResult run_blkpolicy(const std::vector<std::string>& args, const std::string& cwd) {
+Running::Running(const std::vector<std::string>& argv, const std::string& cwd) {
     char out_tmpl[] = "/tmp/blkpolicy-out.XXXXXX";
     char err_tmpl[] = "/tmp/blkpolicy-err.XXXXXX";
     int out_fd = ::mkstemp(out_tmpl);
     int err_fd = ::mkstemp(err_tmpl);
     if (out_fd < 0 || err_fd < 0) throw std::runtime_error("mkstemp failed");
-    std::vector<char*> argv;
-    std::string bin = BLKPOLICY_BINARY;
-    argv.push_back(bin.data());
-    std::vector<std::string> copy = args;
-    for (auto& a : copy) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    pid_t pid = ::fork();
-    if (pid == 0) {
+    out_path_ = out_tmpl;
+    err_path_ = err_tmpl;
+    std::vector<std::string> copy = argv;
+    std::vector<char*> args;
+    for (auto& a : copy) args.push_back(a.data());
+    args.push_back(nullptr);
+    pid_ = ::fork();
+    if (pid_ == 0) {
         ::dup2(out_fd, 1);
         ::dup2(err_fd, 2);
         int devnull = ::open("/dev/null", O_RDONLY);
         ::dup2(devnull, 0);
         if (!cwd.empty() && ::chdir(cwd.c_str()) != 0) ::_exit(126);
-        ::execv(bin.c_str(), argv.data());
+        ::execvp(args[0], args.data());
         ::_exit(127);
     }
-    int status = 0;
-    ::waitpid(pid, &status, 0);
     ::close(out_fd);
     ::close(err_fd);
+}
+
+Running::~Running() {
+    if (pid_ > 0) {
+        ::kill(pid_, SIGKILL);
+        ::waitpid(pid_, nullptr, 0);
+    }
+    if (!out_path_.empty()) ::unlink(out_path_.c_str());
+    if (!err_path_.empty()) ::unlink(err_path_.c_str());
+}
+
+void Running::signal(int sig) const {
+    if (pid_ > 0) ::kill(pid_, sig);
+}
+
+RunResult Running::wait() {
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
     RunResult r;
     r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    r.out = slurp(out_tmpl);
-    r.err = slurp(err_tmpl);
-    ::unlink(out_tmpl);
-    ::unlink(err_tmpl);
+    r.out = slurp(out_path_);
+    r.err = slurp(err_path_);
     return r;
+}
+
+std::vector<std::string> blkpolicy_argv(const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {BLKPOLICY_BINARY};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return argv;
+}
+
+RunResult run_blkpolicy(const std::vector<std::string>& args, const std::string& cwd) {
+    return Running(blkpolicy_argv(args), cwd).wait();
 }
 
 std::string replace_all(std::string s, const std::string& from, const std::string& to) {

@@ -2,6 +2,8 @@
 // Runs the real blkpolicy binary and captures what it prints.
 #pragma once
 
+#include <sys/types.h>
+
 #include <string>
 #include <vector>
 
@@ -12,6 +14,28 @@ struct RunResult {
     std::string out;
     std::string err;
 };
+
+// A child process whose stdout and stderr go to files, read when it ends.
+// The destructor kills (SIGKILL) and reaps a child not waited for.
+class Running {
+public:
+    // argv[0] is looked up in PATH; `cwd`, when given, is the child's working directory.
+    explicit Running(const std::vector<std::string>& argv, const std::string& cwd = {});
+    ~Running();
+    Running(const Running&) = delete;
+    Running& operator=(const Running&) = delete;
+    pid_t pid() const { return pid_; }
+    void signal(int sig) const;
+    RunResult wait();
+
+private:
+    pid_t pid_ = -1;
+    std::string out_path_;
+    std::string err_path_;
+};
+
+// {BLKPOLICY_BINARY, args...}
+std::vector<std::string> blkpolicy_argv(const std::vector<std::string>& args);
 
 // `cwd`, when given, is the child's working directory.
 RunResult run_blkpolicy(const std::vector<std::string>& args, const std::string& cwd = {});

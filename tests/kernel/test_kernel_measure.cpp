@@ -1,0 +1,270 @@
+// SPDX-License-Identifier: MIT
+// blkpolicy measure on fresh loop devices of the running kernel, through the
+// real binary: the stat counters against I/O this test issues itself, the
+// durability case (write through over the loop's page cache), completions
+// under rq_affinity 2, a lossy window, and the tracing instance's life
+// (two at once, SIGTERM, SIGKILL, no tracefs at all).
+#include <doctest/doctest.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "kernel/loop_device.hpp"
+#include "kernel/mounts.hpp"
+#include "support/run_binary.hpp"
+#include "support/temp_dir.hpp"
+
+using namespace blkpolicy::test;
+using nlohmann::json;
+
+namespace {
+
+constexpr const char* kInstances = "/sys/kernel/tracing/instances";
+
+// tracefs where systemd would mount it, for the tests' life.
+struct Tracefs : KernelFsMount {
+    Tracefs() : KernelFsMount("tracefs", "/sys/kernel/tracing") {}
+};
+
+// The tracing instances of process `pid` (blkpolicy-PID-N).
+std::vector<std::string> instances_of(pid_t pid) {
+    std::vector<std::string> out;
+    std::error_code ec;
+    const std::string prefix = "blkpolicy-" + std::to_string(pid) + "-";
+    for (const auto& e : std::filesystem::directory_iterator(kInstances, ec))
+        if (e.path().filename().string().rfind(prefix, 0) == 0) out.push_back(e.path().string());
+    return out;
+}
+
+// A `blkpolicy measure` in the background, waited for until its instance
+// records (so that the I/O the test issues next falls inside the window).
+class Measuring {
+public:
+    Measuring(const std::vector<std::string>& args, bool expect_tracing = true) : run_(blkpolicy_argv(with(args))) {
+        if (!expect_tracing) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(500));
+            return;
+        }
+        for (int i = 0; i < 500 && instances_of(run_.pid()).empty(); ++i)
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        REQUIRE_MESSAGE(!instances_of(run_.pid()).empty(), "measure made no tracing instance");
+        // The stat baselines are read right after tracing starts.
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    Running& process() { return run_; }
+    json result(int* exit_code = nullptr) {
+        auto r = run_.wait();
+        INFO("stderr: " << r.err);
+        if (exit_code) *exit_code = r.exit_code;
+        REQUIRE_FALSE(r.out.empty());
+        return json::parse(r.out);
+    }
+
+private:
+    static std::vector<std::string> with(std::vector<std::string> args) {
+        args.insert(args.begin(), "measure");
+        args.push_back("--json");
+        return args;
+    }
+    Running run_;
+};
+
+// `count` 4 KiB O_DIRECT reads of the device, from the CPU given (-1: any).
+void direct_reads(const std::string& dev, int count, int cpu = -1) {
+    std::thread t([&] {
+        if (cpu >= 0) {
+            cpu_set_t set;
+            CPU_ZERO(&set);
+            CPU_SET(cpu, &set);
+            ::sched_setaffinity(0, sizeof set, &set);
+        }
+        const int fd = ::open(("/dev/" + dev).c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC);
+        REQUIRE(fd >= 0);
+        void* buf = nullptr;
+        REQUIRE(::posix_memalign(&buf, 4096, 4096) == 0);
+        for (int i = 0; i < count; ++i) {
+            const off_t at = static_cast<off_t>((i * 7919) % 16384) * 4096;
+            REQUIRE(::pread(fd, buf, 4096, at) == 4096);
+        }
+        std::free(buf);
+        ::close(fd);
+    });
+    t.join();
+}
+
+// `count` 4 KiB writes, each made durable before the next (O_DSYNC): a flush each.
+void synced_writes(const std::string& dev, int count) {
+    const int fd = ::open(("/dev/" + dev).c_str(), O_WRONLY | O_DSYNC | O_CLOEXEC);
+    REQUIRE(fd >= 0);
+    char buf[4096];
+    std::memset(buf, 'x', sizeof buf);
+    for (int i = 0; i < count; ++i) REQUIRE(::pwrite(fd, buf, sizeof buf, static_cast<off_t>(i) * 4096) == 4096);
+    ::close(fd);
+}
+
+const json& device_in(const json& doc, const std::string& name) {
+    for (const auto& d : doc["devices"])
+        if (d["device"] == name) return d;
+    FAIL("no " << name << " in " << doc.dump());
+    static const json none;
+    return none;
+}
+
+}  // namespace
+
+TEST_CASE("kernel measure: the traced requests are the reads and writes the stat counters count, none lost") {
+    Tracefs tracefs;
+    LoopDevice loop;
+    Measuring m({"--for", "3s", loop.name()});
+    direct_reads(loop.name(), 300);
+    synced_writes(loop.name(), 40);
+    int rc = -1;
+    const auto doc = m.result(&rc);
+    CHECK(rc == 0);
+    CHECK(doc["tracing"]["on"] == true);
+    CHECK(doc["tracing"]["lossy"] == false);
+    CHECK(doc["interrupted"] == false);
+    const auto& d = device_in(doc, loop.name());
+    CHECK(d["devnum"].get<std::string>().rfind("7:", 0) == 0);
+    CHECK(d["stat"]["reads"] == 300);
+    CHECK(d["readahead"]["read_requests"] == 300);     // every read the test made, traced
+    CHECK(d["readahead"]["readahead_requests"] == 0);  // O_DIRECT: no readahead
+    CHECK(d["readahead"]["sectors_per_read"] == 8.0);
+    CHECK(d["stat"]["writes"].get<long>() >= 40);
+    CHECK(d["flushes"]["flushes"].get<long>() >= 40);  // write back: each synced write flushes
+    CHECK(d["flushes"]["at_risk"] == false);
+    // Every completion with data had its issue in the window.
+    CHECK(d["completions"]["matched"] == d["completions"]["traced_completed"]);
+    CHECK(d["completions"]["traced_completed"].get<long>() >= 340);
+    CHECK(d["wbt"]["state"] == "on");
+    CHECK(instances_of(m.process().pid()).empty());
+}
+
+TEST_CASE("kernel measure: write through over the loop's page cache drops every flush: data at risk, exit 1") {
+    Tracefs tracefs;
+    LoopDevice loop;
+    REQUIRE(loop.queue("write_cache") == "write back");
+    {
+        Measuring m({"--for", "2s", loop.name()});
+        synced_writes(loop.name(), 50);
+        int rc = -1;
+        const auto d = device_in(m.result(&rc), loop.name());
+        CHECK(rc == 0);
+        CHECK(d["flushes"]["flushes"].get<long>() >= 50);
+        CHECK(d["findings"].empty());
+    }
+    loop.write_queue("write_cache", "write through");
+    Measuring m({"--for", "2s", loop.name()});
+    synced_writes(loop.name(), 50);  // every one returns: fsync "worked"
+    int rc = -1;
+    const auto doc = m.result(&rc);
+    CHECK(rc == 1);
+    const auto& d = device_in(doc, loop.name());
+    CHECK(d["flushes"]["flushes"] == 0);
+    CHECK(d["flushes"]["writes"].get<long>() >= 50);
+    CHECK(d["flushes"]["at_risk"] == true);
+    CHECK(d["flushes"]["device_cache"] == "write back");
+    CHECK(d["flushes"]["device_cache_source"] ==
+          "the backing file's page cache: the loop device does not use direct I/O");
+    REQUIRE(doc["findings"].size() == 1);
+    CHECK(doc["findings"][0]["code"] == "flushes-dropped");
+    CHECK(doc["findings"][0]["severity"] == "critical");
+    CHECK(doc["findings"][0]["evidence"]["stat flushes completed (field 16)"] == "0");
+}
+
+TEST_CASE("kernel measure: rq_affinity 2 completes every request on the CPU that issued it") {
+    if (std::thread::hardware_concurrency() < 2) {
+        MESSAGE("one CPU: nothing to move completions between");
+        return;
+    }
+    Tracefs tracefs;
+    LoopDevice loop;
+    const int cpu = static_cast<int>(std::thread::hardware_concurrency()) - 1;
+    loop.write_queue("rq_affinity", "2");
+    Measuring m({"--for", "2s", loop.name()});
+    direct_reads(loop.name(), 2000, cpu);
+    const auto d = device_in(m.result(), loop.name());
+    const auto& c = d["completions"];
+    CHECK(c["rq_affinity"] == "2");
+    CHECK(c["matched"].get<long>() >= 2000);
+    CHECK(c["same_cpu_share"].get<double>() >= 0.99);
+    CHECK(c["completed_on"][std::to_string(cpu)].get<long>() >= 2000);
+    CHECK(c["issued_on"][std::to_string(cpu)].get<long>() >= 2000);
+}
+
+TEST_CASE("kernel measure: a buffer that fills while nobody reads it makes a lossy window, said as undercounted") {
+    Tracefs tracefs;
+    LoopDevice loop;
+    Measuring m({"--for", "3s", "--trace-buffer-kb", "4", loop.name()});
+    m.process().signal(SIGSTOP);  // the reader away: the 4 KiB buffers fill
+    direct_reads(loop.name(), 3000);
+    m.process().signal(SIGCONT);
+    const auto doc = m.result();
+    CHECK(doc["tracing"]["lossy"] == true);
+    CHECK(doc["tracing"]["lost_events"].get<long>() > 0);
+    const auto& d = device_in(doc, loop.name());
+    CHECK(d["undercounted"] == true);
+    CHECK(d["stat"]["reads"] == 3000);  // the counters lose nothing
+    CHECK(d["readahead"]["read_requests"].get<long>() < 3000);
+    CHECK(d["completions"]["sentence"].get<std::string>().find("at least: events were lost") != std::string::npos);
+}
+
+TEST_CASE("kernel measure: two at once, SIGTERM ends one early, a SIGKILLed one's instance goes at the next") {
+    Tracefs tracefs;
+    LoopDevice loop;
+    Measuring a({"--for", "3s", loop.name()});
+    Measuring b({"--for", "30s", loop.name()});
+    CHECK(instances_of(a.process().pid()) != instances_of(b.process().pid()));
+    direct_reads(loop.name(), 100);
+    b.process().signal(SIGTERM);
+    const auto early = b.result();
+    CHECK(early["interrupted"] == true);
+    CHECK(early["seconds"].get<double>() < 10);
+    CHECK(device_in(early, loop.name())["readahead"]["read_requests"] == 100);
+    CHECK(instances_of(b.process().pid()).empty());
+    const auto full = a.result();
+    CHECK(full["interrupted"] == false);
+    CHECK(device_in(full, loop.name())["readahead"]["read_requests"] == 100);
+    CHECK(instances_of(a.process().pid()).empty());
+
+    Measuring killed({"--for", "30s", loop.name()});
+    const pid_t dead = killed.process().pid();
+    killed.process().signal(SIGKILL);
+    killed.process().wait();
+    REQUIRE(instances_of(dead).size() == 1);  // nothing can clean up after SIGKILL ...
+    auto next = run_blkpolicy({"measure", "--for", "100ms", "--json", loop.name()});
+    CHECK(next.exit_code == 0);
+    CHECK(instances_of(dead).empty());  // ... but the next measure does
+}
+
+TEST_CASE("kernel measure: without tracefs the stat counters are still measured and the rest says why") {
+    LoopDevice loop;
+    // A private mount namespace without tracefs (nor debugfs's tracing automount).
+    const std::string cmd =
+        "umount -l /sys/kernel/tracing 2>/dev/null; umount -l /sys/kernel/debug 2>/dev/null; exec \"$@\"";
+    std::vector<std::string> argv = {"unshare", "-m", "--propagation", "private", "sh", "-c", cmd, "sh"};
+    for (const auto& a : blkpolicy_argv({"measure", "--for", "2s", "--json", loop.name()})) argv.push_back(a);
+    Running run(argv);
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    direct_reads(loop.name(), 50);
+    const auto r = run.wait();
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    const auto doc = json::parse(r.out);
+    CHECK(doc["tracing"]["on"] == false);
+    CHECK(doc["tracing"]["why_not"] ==
+          "tracefs is not mounted at /sys/kernel/tracing (mount -t tracefs nodev /sys/kernel/tracing)");
+    const auto& d = device_in(doc, loop.name());
+    CHECK(d["stat"]["reads"] == 50);
+    CHECK(d["readahead"]["traced"] == false);
+    CHECK(d["wbt"]["zero_reason"].get<std::string>().rfind("not traced: tracefs is not mounted", 0) == 0);
+}

@@ -1,0 +1,197 @@
+// SPDX-License-Identifier: MIT
+// measure/figures: each figure with its proof counter, each zero explained,
+// and the data-at-risk finding exactly where writes go unflushed over a
+// volatile cache the queue was told is write through.
+#include <doctest/doctest.h>
+
+#include "measure/figures.hpp"
+
+using namespace blkpolicy;
+using namespace blkpolicy::measure;
+
+namespace {
+
+DeviceSettings virtio(const std::string& write_cache, DeviceCache::Mode cache) {
+    DeviceSettings s;
+    s.name = "vdb";
+    s.devnum = "254:16";
+    s.driver = "virtio_blk";
+    s.request_based = true;
+    s.scheduler = "none";
+    s.wbt_lat_usec = "75000";
+    s.wbt_state = 1;
+    s.write_cache = write_cache;
+    s.cache.mode = cache;
+    s.cache.source = "cache_type \"write back\"";
+    s.read_ahead_kb = "8192";
+    s.rq_affinity = "1";
+    s.hw_queues = 1;
+    return s;
+}
+
+IoStat stat(std::uint64_t reads, std::uint64_t sectors_read, std::uint64_t writes, std::uint64_t flushes) {
+    IoStat s;
+    s.fields = 17;
+    s.values[0] = reads;
+    s.values[2] = sectors_read;
+    s.values[4] = writes;
+    s.values[15] = flushes;
+    s.values[16] = flushes ? 3 : 0;
+    return s;
+}
+
+Tracing traced() {
+    Tracing t;
+    t.on = true;
+    return t;
+}
+
+}  // namespace
+
+TEST_CASE("figures: flushes-dropped is critical exactly for unflushed writes, write through, volatile cache") {
+    struct Row {
+        const char* write_cache;
+        DeviceCache::Mode cache;
+        std::uint64_t writes, flushes;
+        bool at_risk;
+    };
+    const Row rows[] = {
+        {"write through", DeviceCache::Mode::write_back, 200, 0, true},
+        {"write through", DeviceCache::Mode::write_back, 0, 0, false},       // no writes: nothing at risk yet
+        {"write through", DeviceCache::Mode::write_back, 200, 3, false},     // flushes still go through
+        {"write back", DeviceCache::Mode::write_back, 200, 0, false},        // the kernel would send them
+        {"write through", DeviceCache::Mode::write_through, 200, 0, false},  // nothing volatile
+        {"write through", DeviceCache::Mode::none, 200, 0, false},
+        {"write through", DeviceCache::Mode::unknown, 200, 0, false},  // said, but not a finding
+    };
+    for (const auto& r : rows) {
+        CAPTURE(r.write_cache);
+        CAPTURE(to_string(r.cache));
+        CAPTURE(r.writes);
+        CAPTURE(r.flushes);
+        const auto d = stat(0, 0, r.writes, r.flushes);
+        const auto f = device_figures(virtio(r.write_cache, r.cache), 60, &d, "", traced(), nullptr);
+        CHECK(f.flush.at_risk == r.at_risk);
+        CHECK(f.findings.size() == (r.at_risk ? 1u : 0u));
+        if (r.at_risk) {
+            const auto& x = f.findings.front();
+            CHECK(x.code == kFlushesDropped);
+            CHECK(x.severity == policy::Severity::critical);
+            CHECK(x.message ==
+                  "vdb: 200 writes and no flush in 60 s: queue/write_cache says write through over a "
+                  "volatile write-back cache (cache_type \"write back\"), so the kernel drops every flush "
+                  "and fsync no longer makes data durable");
+            CHECK(x.fix == "[rule.set]\nwrite_cache = \"write back\"");
+        }
+        if (r.cache == DeviceCache::Mode::unknown)
+            CHECK(f.flush.note.find("whether the device's own cache is volatile is not known") != std::string::npos);
+    }
+    // Kernels before 5.5 have no flush counter: no finding can be made.
+    auto old = stat(0, 0, 200, 0);
+    old.fields = 15;
+    const auto f =
+        device_figures(virtio("write through", DeviceCache::Mode::write_back), 60, &old, "", traced(), nullptr);
+    CHECK_FALSE(f.flush.at_risk);
+    CHECK(f.flush.note == "this kernel's stat has no flush counters (fields 16 and 17 came in 5.5)");
+    // A bio-based device counts its flushes on its members.
+    auto md = virtio("write through", DeviceCache::Mode::write_back);
+    md.request_based = false;
+    md.slaves = {"sda", "sdb"};
+    const auto d = stat(0, 0, 200, 0);
+    const auto m = device_figures(md, 60, &d, "", traced(), nullptr);
+    CHECK_FALSE(m.flush.at_risk);
+    CHECK(m.flush.note == "bio-based: its flushes are counted on its members (sda, sdb)");
+}
+
+TEST_CASE("figures: a zero of wbt activity says why") {
+    const auto writes = stat(0, 0, 500, 10);
+    const auto none = stat(0, 0, 0, 0);
+    DeviceTally quiet;
+    quiet.wbt.windows[1] = 40;
+    auto s = virtio("write back", DeviceCache::Mode::write_back);
+    CHECK(device_figures(s, 60, &writes, "", traced(), &quiet).wbt.zero_reason ==
+          "no pressure: 40 windows ended, none over the target");
+    CHECK(device_figures(s, 60, &none, "", traced(), nullptr).wbt.zero_reason == "no writes completed");
+    Tracing off;
+    off.why_not = "tracefs is not mounted at /sys/kernel/tracing";
+    CHECK(device_figures(s, 60, &writes, "", off, nullptr).wbt.zero_reason ==
+          "not traced: tracefs is not mounted at /sys/kernel/tracing");
+    auto bfq = s;
+    bfq.scheduler = "bfq";
+    bfq.wbt_state = 3;
+    bfq.wbt_lat_usec = "0";
+    const auto b = device_figures(bfq, 60, &writes, "", traced(), nullptr);
+    CHECK(b.wbt.state == "off");
+    CHECK(b.wbt.zero_reason == "wbt is off: bfq turned the default off");
+    auto bio = s;
+    bio.request_based = false;
+    bio.wbt_lat_usec.clear();
+    CHECK(device_figures(bio, 60, &writes, "", traced(), nullptr).wbt.zero_reason ==
+          "bio-based queue: no writeback throttling");
+    Tracing no_wbt = traced();
+    no_wbt.missing = {"wbt_lat", "wbt_step", "wbt_timer"};
+    CHECK(device_figures(s, 60, &writes, "", no_wbt, nullptr).wbt.zero_reason == "this kernel has no wbt tracepoints");
+}
+
+TEST_CASE("figures: the sentences carry each figure and its proof counter") {
+    DeviceTally t;
+    t.wbt.violations = 23;
+    t.wbt.max_violation_usec = 290100;
+    t.wbt.step_down = 34;
+    t.wbt.step_up = 31;
+    t.wbt.windows[1] = 100;
+    t.wbt.windows[4] = 3;
+    t.rq.read_requests = 200;
+    t.rq.read_sectors = 48000;
+    t.rq.readahead_requests = 150;
+    t.rq.readahead_sectors = 47000;
+    t.rq.completed = 1000;
+    t.rq.matched = 1000;
+    t.rq.same_cpu = 250;
+    t.rq.completed_on = {{0, 1000}};
+    const auto d = stat(200, 48720, 12345, 40);
+    auto tracing = traced();
+    const auto f = device_figures(virtio("write back", DeviceCache::Mode::write_back), 45, &d, "", tracing, &t);
+    CHECK(wbt_sentence(f) ==
+          "wbt stepped down 34 times and up 31 in 45 s (wbt_step), 23 latency violations (worst 290.1 ms) (wbt_lat); "
+          "103 windows (wbt_timer: 100 ok, 3 exceeded, 0 unknown); beside 12345 writes completed (stat)");
+    CHECK(readahead_sentence(f) ==
+          "200 reads of 48720 sectors in 45 s (stat 1/3), 121.8 KiB a read request; read_ahead_kb 8192; 97.9% of the "
+          "read sectors issued were readahead (150 of 200 read requests carried A, block_rq_issue)");
+    CHECK(completion_sentence(f) ==
+          "25.0% of 1000 requests completed on the CPU that issued them (block_rq_issue/block_rq_complete); completed "
+          "on CPU0 1000; beside 12585 requests completed (stat); rq_affinity 1, 1 hardware queue");
+    CHECK(flush_sentence(f) ==
+          "40 flushes (3 ms flushing, stat 16/17) beside 12345 writes completed in 45 s; queue/write_cache \"write "
+          "back\"; device cache write back (cache_type \"write back\")");
+    // A lossy window says its traced counts are lower bounds.
+    tracing.lost_events = 17;
+    const auto lossy = device_figures(virtio("write back", DeviceCache::Mode::write_back), 45, &d, "", tracing, &t);
+    CHECK(lossy.undercounted);
+    CHECK(wbt_sentence(lossy).find("at least: events were lost") != std::string::npos);
+    CHECK(completion_sentence(lossy).find("at least: events were lost") != std::string::npos);
+}
+
+TEST_CASE("figures: the device's own cache, from cache_type, a loop's backing file, or the first-sight record") {
+    policy::DeviceFacts scsi;
+    scsi.cache_type = "write back, no read (daft)";
+    CHECK(device_cache(scsi, "", "").mode == DeviceCache::Mode::write_back);
+    scsi.cache_type = "write through";
+    CHECK(device_cache(scsi, "", "write back").mode == DeviceCache::Mode::write_through);  // cache_type wins
+    scsi.cache_type = "none";
+    CHECK(device_cache(scsi, "", "").mode == DeviceCache::Mode::none);
+    policy::DeviceFacts loop;
+    loop.stack = policy::Stack::loop;
+    loop.loop_backing_file = "/var/lib/disk.img";
+    const auto buffered = device_cache(loop, "0", "");
+    CHECK(buffered.mode == DeviceCache::Mode::write_back);
+    CHECK(buffered.source == "the backing file's page cache: the loop device does not use direct I/O");
+    // With direct I/O the page cache is not in the way: what the loop driver set decides.
+    CHECK(device_cache(loop, "1", "write back").mode == DeviceCache::Mode::write_back);
+    CHECK(device_cache(loop, "1", "").mode == DeviceCache::Mode::unknown);
+    policy::DeviceFacts nvme;
+    const auto first = device_cache(nvme, "", "write back");
+    CHECK(first.mode == DeviceCache::Mode::write_back);
+    CHECK(first.source == "queue/write_cache when the device first appeared (\"write back\")");
+    CHECK(device_cache(nvme, "", "").mode == DeviceCache::Mode::unknown);
+}

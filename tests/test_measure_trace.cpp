@@ -1,0 +1,348 @@
+// SPDX-License-Identifier: MIT
+// measure/trace_format, measure/ring_buffer and measure/events: a real
+// capture (tests/data/measure) decoded exactly as the kernel printed it,
+// hand-made pages for what a capture rarely shows, and the tally.
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <tuple>
+
+#include "measure/events.hpp"
+#include "measure/ring_buffer.hpp"
+#include "measure/trace_format.hpp"
+
+using namespace blkpolicy::measure;
+
+namespace {
+
+std::string data_file(const std::string& name) {
+    std::ifstream in(std::string(BLKPOLICY_TEST_DATA) + "/measure/" + name, std::ios::binary);
+    REQUIRE_MESSAGE(in, name);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+EventFormat format_of(const std::string& name) {
+    auto f = parse_event_format(data_file(name + ".format"));
+    REQUIRE_MESSAGE(f, name);
+    return *f;
+}
+
+Decoder real_decoder() {
+    Decoder d;
+    d.add_format(TracedEvent::rq_issue, format_of("block_rq_issue"));
+    d.add_format(TracedEvent::rq_complete, format_of("block_rq_complete"));
+    d.add_format(TracedEvent::wbt_lat, format_of("wbt_lat"));
+    d.add_format(TracedEvent::wbt_step, format_of("wbt_step"));
+    d.add_format(TracedEvent::wbt_timer, format_of("wbt_timer"));
+    d.set_printk_formats(parse_printk_formats(data_file("printk_formats")));
+    return d;
+}
+
+// A hand-made ring-buffer page: 8-byte time stamp, 8-byte commit, events.
+class PageBuilder {
+public:
+    explicit PageBuilder(std::uint64_t ts) { put64(ts), put64(0); }
+    // A data record with a time delta; short ones as type_len, long ones with array[0].
+    PageBuilder& record(std::uint32_t delta, const std::vector<std::uint8_t>& data, bool long_form = false) {
+        std::vector<std::uint8_t> padded = data;
+        while (padded.size() % 4) padded.push_back(0);
+        if (!long_form && padded.size() <= 28 * 4) {
+            put32(static_cast<std::uint32_t>(padded.size() / 4) | (delta << 5));
+        } else {
+            put32(0 | (delta << 5));
+            put32(static_cast<std::uint32_t>(padded.size() + 4));
+        }
+        bytes_.insert(bytes_.end(), padded.begin(), padded.end());
+        return *this;
+    }
+    PageBuilder& time_extend(std::uint64_t delta) {
+        put32(30 | static_cast<std::uint32_t>((delta & ((1u << 27) - 1)) << 5));
+        put32(static_cast<std::uint32_t>(delta >> 27));
+        return *this;
+    }
+    PageBuilder& discarded(std::uint32_t length) {  // a discarded record: padding with a length
+        put32(29 | (1u << 5));
+        put32(length);
+        bytes_.insert(bytes_.end(), length - 4, 0);
+        return *this;
+    }
+    std::vector<std::uint8_t> page(std::uint64_t flags = 0, std::size_t size = 4096) {
+        auto out = bytes_;
+        const std::uint64_t commit = (out.size() - 16) | flags;
+        std::memcpy(out.data() + 8, &commit, 8);
+        out.resize(std::max(size, out.size()), 0);
+        return out;
+    }
+
+private:
+    void put32(std::uint32_t v) {
+        const auto* p = reinterpret_cast<const std::uint8_t*>(&v);
+        bytes_.insert(bytes_.end(), p, p + 4);
+    }
+    void put64(std::uint64_t v) {
+        const auto* p = reinterpret_cast<const std::uint8_t*>(&v);
+        bytes_.insert(bytes_.end(), p, p + 8);
+    }
+    std::vector<std::uint8_t> bytes_;
+};
+
+// A record of an event laid out by its format: fields set by name.
+std::vector<std::uint8_t> make_record(const EventFormat& f, const std::map<std::string, std::uint64_t>& numbers,
+                                      const std::map<std::string, std::string>& strings = {}) {
+    std::size_t size = 0;
+    for (const auto& field : f.fields) size = std::max(size, field.offset + field.size);
+    std::vector<std::uint8_t> r(size, 0);
+    const auto type = static_cast<std::uint16_t>(f.id);
+    std::memcpy(r.data(), &type, 2);
+    for (const auto& [name, value] : numbers) {
+        const auto* field = f.field(name);
+        REQUIRE_MESSAGE(field, name);
+        std::memcpy(r.data() + field->offset, &value, field->size);
+    }
+    for (const auto& [name, value] : strings) {
+        const auto* field = f.field(name);
+        REQUIRE_MESSAGE(field, name);
+        std::memcpy(r.data() + field->offset, value.data(), std::min(value.size(), field->size));
+    }
+    return r;
+}
+
+}  // namespace
+
+TEST_CASE("trace format: fields by name, offset and size, as the kernel describes them") {
+    const auto issue = format_of("block_rq_issue");
+    CHECK(issue.name == "block_rq_issue");
+    CHECK(issue.id > 0);
+    REQUIRE(issue.field("rwbs"));
+    CHECK(issue.field("rwbs")->size == 10);
+    REQUIRE(issue.field("dev"));
+    CHECK(issue.field("dev")->size == 4);
+    CHECK(issue.field("cmd"));  // "__data_loc char[] cmd"
+    CHECK(issue.field("common_type")->offset == 0);
+    const auto step = format_of("wbt_step");
+    REQUIRE(step.field("msg"));  // "const char * msg": a pointer
+    CHECK(step.field("msg")->size == 8);
+    CHECK(step.field("step")->is_signed);
+    CHECK_FALSE(parse_event_format("name: x\nformat:\n"));
+    CHECK_FALSE(parse_event_format("garbage"));
+    const auto printk = parse_printk_formats(data_file("printk_formats") + "not a line\n0xzz : \"x\"\n");
+    CHECK(printk.size() == 2);
+    bool down = false;
+    for (const auto& [addr, text] : printk) down = down || text == "scale down";
+    CHECK(down);
+}
+
+TEST_CASE("ring buffer: the real capture decodes to exactly the events the kernel printed") {
+    // What the text says: (event, cpu, sector, nr_sector, rwbs) per line.
+    using Row = std::tuple<std::string, int, std::uint64_t, std::uint32_t, std::string>;
+    std::multiset<Row> expected;
+    std::istringstream text(data_file("trace.txt"));
+    const std::regex line(R"(\[(\d+)\].*\s(block_rq_issue|block_rq_complete): (\d+),(\d+) (\S+) .*?(\d+) \+ (\d+))");
+    std::string l;
+    while (std::getline(text, l)) {
+        std::smatch m;
+        if (!std::regex_search(l, m, line)) continue;
+        expected.insert({m[2], std::stoi(m[1]), std::stoull(m[6]), static_cast<std::uint32_t>(std::stoul(m[7])), m[5]});
+    }
+    REQUIRE(expected.size() > 40);
+
+    const auto decoder = real_decoder();
+    const auto header = parse_event_format("name: header_page\nID: 0\n" + data_file("header_page"));
+    REQUIRE(header);
+    const std::size_t commit = header->field("commit")->size;
+    std::multiset<Row> decoded;
+    Tally tally;
+    std::vector<Event> events;
+    for (int cpu : {0, 1}) {
+        const auto raw = data_file("cpu" + std::to_string(cpu) + ".raw");
+        for (std::size_t at = 0; at + 4096 <= raw.size(); at += 4096) {
+            std::vector<RawRecord> records;
+            const auto page = std::span(reinterpret_cast<const std::uint8_t*>(raw.data()) + at, 4096);
+            const auto r = parse_page(page, commit, records);
+            CHECK(r.ok);
+            CHECK_FALSE(r.missed_events);
+            for (const auto& rec : records) {
+                auto e = decoder.decode(rec, cpu);
+                REQUIRE(e);
+                events.push_back(*e);
+            }
+        }
+    }
+    std::stable_sort(events.begin(), events.end(), [](const Event& a, const Event& b) { return a.ts < b.ts; });
+    // Time stamps grow within each CPU and the two CPUs' clocks agree (mono):
+    // every completion comes after its issue.
+    for (const auto& e : events) tally.add(e);
+    tally.finish();
+    for (const auto& e : events) {
+        const std::string name = e.kind == TracedEvent::rq_issue ? "block_rq_issue" : "block_rq_complete";
+        // rwbs compared by what it means: the row keeps the text's.
+        for (auto it = expected.begin(); it != expected.end(); ++it) {
+            const auto& [n, cpu, sector, nr, rwbs] = *it;
+            const bool read = rwbs.find('R') != std::string::npos;
+            const bool ra = rwbs.find('A') != std::string::npos;
+            if (n == name && cpu == e.cpu && sector == e.sector && nr == e.nr_sector && read == e.read &&
+                ra == e.readahead) {
+                decoded.insert(*it);
+                break;
+            }
+        }
+    }
+    CHECK(decoded == expected);
+    CHECK(events.size() == expected.size());
+
+    const auto dev = kernel_dev_from_text("7:" + data_file("device").substr(4, data_file("device").find(' ') - 4));
+    REQUIRE(dev);
+    REQUIRE(tally.devices().count(*dev));
+    const auto& rq = tally.devices().at(*dev).rq;
+    std::size_t issues = 0, completes = 0, ra = 0;
+    for (const auto& [n, cpu, sector, nr, rwbs] : expected) {
+        if (n == "block_rq_issue") ++issues, ra += rwbs.find('A') != std::string::npos;
+        // Completions with data: a flush, and the end of a write's flush
+        // sequence, complete with 0 sectors (there are both in the capture).
+        if (n == "block_rq_complete" && nr > 0) ++completes;
+    }
+    CHECK(rq.issued == issues);
+    CHECK(rq.completed == completes);
+    CHECK(rq.readahead_requests == ra);
+    CHECK(ra > 0);
+    CHECK(rq.matched == completes);  // every completion's issue was in the window
+}
+
+TEST_CASE("ring buffer: long records, time extends, discarded records, lost-event flags, a bad length") {
+    const auto issue = format_of("block_rq_issue");
+    const auto rec =
+        make_record(issue, {{"dev", kernel_dev(8, 0)}, {"sector", 2048}, {"nr_sector", 8}}, {{"rwbs", "RA"}});
+    PageBuilder b(1000);
+    b.record(5, rec).time_extend(1ULL << 30).record(7, rec, /*long_form=*/true).discarded(24).record(1, rec);
+    std::vector<RawRecord> out;
+    const auto built = b.page();  // the records point into it
+    const auto r = parse_page(built, 8, out);
+    CHECK(r.ok);
+    CHECK_FALSE(r.missed_events);
+    REQUIRE(out.size() == 3);
+    CHECK(out[0].ts == 1005);
+    CHECK(out[1].ts == 1005 + (1ULL << 30) + 7);
+    CHECK(out[2].ts == out[1].ts + 1);
+    CHECK(out[1].data.size() >= rec.size());
+    const auto decoder = real_decoder();
+    for (const auto& x : out) {
+        const auto e = decoder.decode(x, 3);
+        CAPTURE(x.data.size());
+        CAPTURE(x.ts);
+        REQUIRE(e);
+        CHECK(e->kind == TracedEvent::rq_issue);
+        CHECK(e->dev == kernel_dev(8, 0));
+        CHECK(e->sector == 2048);
+        CHECK(e->read);
+        CHECK(e->readahead);
+        CHECK(e->cpu == 3);
+    }
+
+    // The kernel lost events before this page, and said how many.
+    PageBuilder lost(0);
+    lost.record(1, rec);
+    auto page = lost.page((1ULL << 31) | (1ULL << 30));
+    const std::uint64_t missed = 42;
+    const std::size_t length = 4 + ((rec.size() + 3) / 4) * 4;
+    std::memcpy(page.data() + 16 + length, &missed, 8);
+    out.clear();
+    const auto r2 = parse_page(page, 8, out);
+    CHECK(r2.missed_events);
+    REQUIRE(r2.missed_count);
+    CHECK(*r2.missed_count == 42);
+    CHECK(out.size() == 1);
+
+    // A length past the page: what came before is kept, the page is flagged.
+    PageBuilder bad(0);
+    bad.record(1, rec);
+    auto broken = bad.page();
+    const std::uint64_t too_long = 5000;
+    std::memcpy(broken.data() + 8, &too_long, 8);
+    out.clear();
+    CHECK_FALSE(parse_page(broken, 8, out).ok);
+    CHECK_FALSE(parse_page(std::span<const std::uint8_t>(broken.data(), 10), 8, out).ok);
+}
+
+TEST_CASE("events: wbt records by device name, step direction from printk_formats or from the step") {
+    const auto decoder = real_decoder();
+    const auto lat = make_record(format_of("wbt_lat"), {{"lat", 83300}}, {{"name", "254:16"}});
+    const auto timer = make_record(format_of("wbt_timer"), {{"status", 4}, {"step", 1}}, {{"name", "254:16"}});
+    std::uint64_t down_addr = 0, up_addr = 0;
+    for (const auto& [addr, text] : parse_printk_formats(data_file("printk_formats")))
+        (text == "scale down" ? down_addr : up_addr) = addr;
+    const auto& step_format = format_of("wbt_step");
+    const auto step = [&](int s, std::uint64_t msg) {
+        return make_record(step_format,
+                           {{"step", static_cast<std::uint64_t>(static_cast<std::uint32_t>(s))}, {"msg", msg}},
+                           {{"name", "254:16"}});
+    };
+    Tally tally;
+    for (const auto& r : {lat, timer}) tally.add(*decoder.decode({1, r}, 0));
+    tally.add(*decoder.decode({2, step(1, down_addr)}, 0));
+    tally.add(*decoder.decode({3, step(2, down_addr)}, 0));
+    tally.add(*decoder.decode({4, step(1, up_addr)}, 0));
+    // A message address printk_formats does not name: the step tells (2 > 1: down).
+    tally.add(*decoder.decode({5, step(2, 0xdead)}, 1));
+    tally.add(*decoder.decode({6, step(-1, 0xdead)}, 1));
+    const auto& w = tally.devices().at(kernel_dev(254, 16)).wbt;
+    CHECK(w.violations == 1);
+    CHECK(w.max_violation_usec == 83300);
+    CHECK(w.windows[static_cast<std::size_t>(WbtWindow::exceeded)] == 1);
+    CHECK(w.window_count() == 1);
+    CHECK(w.step_down == 3);
+    CHECK(w.step_up == 2);
+    CHECK(w.step_unknown == 0);
+    CHECK(w.deepest_step == 2);
+    // A name that is not MAJ:MIN is not a device.
+    CHECK_FALSE(decoder.decode({1, make_record(format_of("wbt_lat"), {{"lat", 1}}, {{"name", "vda"}})}, 0));
+    CHECK(kernel_dev_from_text("8:0") == kernel_dev(8, 0));
+    CHECK_FALSE(kernel_dev_from_text("8:"));
+    CHECK_FALSE(kernel_dev_from_text(":1"));
+    CHECK_FALSE(kernel_dev_from_text("8-0"));
+    CHECK(devnum_text(kernel_dev(259, 3)) == "259:3");
+}
+
+TEST_CASE("tally: a completion read before its issue waits for it; one whose issue never comes is unmatched") {
+    auto ev = [](TracedEvent k, std::uint64_t ts, int cpu, std::uint64_t sector) {
+        Event e;
+        e.kind = k;
+        e.ts = ts;
+        e.cpu = cpu;
+        e.dev = kernel_dev(7, 250);
+        e.sector = sector;
+        e.nr_sector = 8;
+        e.read = true;
+        return e;
+    };
+    Tally t;
+    // CPU1's page read first: the completion of a request CPU0 issued.
+    t.add(ev(TracedEvent::rq_complete, 200, 1, 10));
+    t.add(ev(TracedEvent::rq_issue, 100, 0, 10));
+    t.settle(300);
+    t.add(ev(TracedEvent::rq_issue, 400, 1, 20));
+    t.add(ev(TracedEvent::rq_complete, 500, 1, 20));
+    t.add(ev(TracedEvent::rq_complete, 600, 0, 99));  // issued before the window
+    t.finish();
+    const auto& rq = t.devices().at(kernel_dev(7, 250)).rq;
+    CHECK(rq.issued == 2);
+    CHECK(rq.completed == 3);
+    CHECK(rq.matched == 2);
+    CHECK(rq.same_cpu == 1);
+    CHECK(rq.completed_on.at(1) == 2);
+    CHECK(rq.issued_on.at(0) == 1);
+    CHECK(rq.issued_on.at(1) == 1);
+
+    // Waiting gives up past the horizon.
+    Tally late;
+    late.add(ev(TracedEvent::rq_complete, 1'000, 1, 10));
+    late.settle(10'000'000'000ULL);
+    late.add(ev(TracedEvent::rq_issue, 500, 0, 10));
+    late.finish();
+    CHECK(late.devices().at(kernel_dev(7, 250)).rq.matched == 0);
+}
