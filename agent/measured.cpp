@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "agent/measured.hpp"
 
+#include <ctime>
+
 namespace blkpolicy::agent {
 
 using nlohmann::json;
@@ -119,6 +121,52 @@ json figures_json(const measure::DeviceFigures& f) {
           {"sentence", measure::completion_sentence(f)}}},
         {"findings", findings},
     };
+}
+
+namespace {
+// The figure that shows what each attribute does, in figures_json.
+constexpr std::pair<const char*, const char*> kShownBy[] = {
+    {"wbt_lat_usec", "wbt"},
+    {"write_cache", "flushes"},
+    {"read_ahead_kb", "readahead"},
+    {"rq_affinity", "completions"},
+};
+}  // namespace
+
+json measured_device(const json& daemon, const std::string& device) {
+    if (!daemon.is_object() || !daemon.contains("measured") || !daemon["measured"].is_object()) return nullptr;
+    const auto& devices = daemon["measured"]["devices"];
+    if (!devices.is_array()) return nullptr;
+    for (const auto& d : devices)
+        if (d.is_object() && d.value("device", "") == device) return d;
+    return nullptr;
+}
+
+std::string measured_sentence(const json& figures, const std::string& attribute) {
+    if (!figures.is_object()) return {};
+    for (const auto& [attr, figure] : kShownBy) {
+        if (attribute != attr || !figures.contains(figure) || !figures[figure].is_object()) continue;
+        const auto& f = figures[figure];
+        return f.contains("sentence") && f["sentence"].is_string() ? f["sentence"].get<std::string>() : std::string();
+    }
+    return {};
+}
+
+std::string measured_when(const json& daemon) {
+    if (!daemon.is_object() || !daemon.contains("measured") || !daemon["measured"].is_object()) return {};
+    const auto& m = daemon["measured"];
+    if (!m.contains("ended") || !m["ended"].is_number()) return {};
+    const double ended = m["ended"].get<double>();
+    const std::time_t t = static_cast<std::time_t>(ended);
+    std::tm tm{};
+    ::localtime_r(&t, &tm);
+    char when[32];
+    std::strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
+    const long ago = static_cast<long>(::time(nullptr) - t);
+    std::string out = "measured by the daemon";
+    if (m.contains("window_seconds") && m["window_seconds"].is_number())
+        out += " in its window of " + measure::duration_text(m["window_seconds"].get<double>());
+    return out + " that ended " + when + " (" + std::to_string(ago < 0 ? 0 : ago) + " s ago)";
 }
 
 }  // namespace blkpolicy::agent

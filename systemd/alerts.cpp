@@ -27,6 +27,7 @@ constexpr KindRow kKinds[] = {
     {AlertKind::failed, "failed", "7c0ba1f3a4d94f0e9b6c2d8e51a0f304", LOG_ERR},
     {AlertKind::conflict, "conflict", "7c0ba1f3a4d94f0e9b6c2d8e51a0f305", LOG_WARNING},
     {AlertKind::resolved, "resolved", "7c0ba1f3a4d94f0e9b6c2d8e51a0f306", LOG_NOTICE},
+    {AlertKind::at_risk, "at-risk", "7c0ba1f3a4d94f0e9b6c2d8e51a0f307", LOG_CRIT},
 };
 constexpr bool rows_in_enum_order() {
     for (std::size_t i = 0; i < std::size(kKinds); ++i)
@@ -62,6 +63,7 @@ std::vector<std::string> journal_fields(const Alert& a) {
         // The field of 0.x releases, kept one release beside BLKPOLICY_WRITER.
         if (a.writer_kind == "udev") f.push_back("BLKPOLICY_UDEV_RULE=" + a.writer);
     }
+    for (const auto& [name, value] : a.fields) f.push_back("BLKPOLICY_" + name + "=" + value);
     return f;
 }
 

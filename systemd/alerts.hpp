@@ -6,16 +6,17 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace blkpolicy::systemd {
 
-enum class AlertKind { applied, drift, reverted, failed, conflict, resolved };
+enum class AlertKind { applied, drift, reverted, failed, conflict, resolved, at_risk };
 const char* to_string(AlertKind k);
 // One fixed MESSAGE_ID per kind; explained in systemd/blkpolicy.catalog.
 const char* message_id(AlertKind k);
-// syslog priority: failed 3 (err), drift/reverted/conflict 4 (warning),
-// resolved 5 (notice), applied 6 (info).
+// syslog priority: at_risk 2 (crit), failed 3 (err), drift/reverted/conflict
+// 4 (warning), resolved 5 (notice), applied 6 (info).
 int priority(AlertKind k);
 
 struct Alert {
@@ -30,6 +31,9 @@ struct Alert {
     std::string writer_kind;     // udev, tuned, sysfsutils, tmpfiles, unit, rc.local
     std::string writer_context;  // "profile x, unit [disk]", "unit tune.service", or empty
     std::string message;         // the human sentence
+    // More BLKPOLICY_* fields, by name without the prefix ("WRITES" ->
+    // BLKPOLICY_WRITES=): what a measured alert counted.
+    std::vector<std::pair<std::string, std::string>> fields;
 };
 
 enum class LogTarget { journal, console };

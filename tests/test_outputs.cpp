@@ -178,3 +178,67 @@ TEST_CASE("metrics: every family is in blkpolicy(8) METRICS and in docs/promethe
         CHECK(man.find(alert) != std::string::npos);
     }
 }
+
+TEST_CASE("metrics: what the daemon measured (daemon.measure): counters since it began, the last window's finding") {
+    World w;
+    w.rec.set_policy(loops_policy("read_ahead_kb = 128\n"));
+    w.rec.reconcile("loop0", Trigger::added);
+    const auto window = [](const std::string& device, std::uint64_t steps_down, bool at_risk) {
+        measure::DeviceSettings s;
+        s.name = device;
+        s.devnum = "7:0";
+        s.request_based = true;
+        s.wbt_lat_usec = "2000";
+        s.write_cache = at_risk ? "write through" : "write back";
+        s.cache.mode = measure::DeviceCache::Mode::write_back;
+        s.cache.source = "cache_type \"write back\"";
+        measure::IoStat d;
+        d.fields = 17;
+        d.values[4] = 100;                // writes
+        d.values[15] = at_risk ? 0 : 10;  // flushes
+        measure::DeviceTally t;
+        t.wbt.step_down = steps_down;
+        t.wbt.windows[1] = 5;
+        t.rq.matched = 10;
+        t.rq.same_cpu = 4;
+        measure::Tracing tr;
+        tr.on = true;
+        return measure::device_figures(s, 60, &d, "", tr, &t);
+    };
+    agent::Measured m;
+    m.window_seconds = 60;
+    measure::Tracing tr;
+    tr.on = true;
+    tr.lost_events = 3;
+    m.add(1700000060.0, {window("loop0", 4, false), window("loop9", 1, false)}, tr);
+    m.add(1700000120.0, {window("loop0", 2, true)}, tr);  // loop9 went
+    REQUIRE(m.totals.count("loop0"));
+    CHECK(m.totals.at("loop0").steps_down == 6);
+    CHECK(m.totals.at("loop0").completions_matched == 20);
+    CHECK_FALSE(m.totals.count("loop9"));
+    CHECK(m.lost_events_total == 6);
+    auto in = input(1700000120.0);
+    in.measured = &m;
+    const auto text = agent::metrics_text(w.rec, in);
+    CHECK(has(text, "blkpolicy_measure_window_seconds 60\n"));
+    CHECK(has(text, "blkpolicy_measure_last_window_timestamp_seconds 1700000120\n"));
+    CHECK(has(text, "blkpolicy_measure_traced 1\n"));
+    CHECK(has(text, "blkpolicy_measure_lost_events_total 6\n"));
+    CHECK(has(text, "blkpolicy_wbt_steps_total{device=\"loop0\",direction=\"down\"} 6\n"));
+    CHECK(has(text, "blkpolicy_wbt_windows_total{device=\"loop0\",status=\"ok\"} 10\n"));
+    CHECK(has(text, "blkpolicy_completions_same_cpu_total{device=\"loop0\"} 8\n"));
+    CHECK(has(text, "blkpolicy_wbt_enabled{device=\"loop0\"} 1\n"));
+    CHECK(has(text, "blkpolicy_measure_undercounted{device=\"loop0\"} 0\n"));
+    CHECK(has(text,
+              "blkpolicy_device_cache_info{device=\"loop0\",write_cache=\"write through\",device_cache=\"write "
+              "back\",source=\"cache_type \\\"write back\\\"\"} 1\n"));
+    CHECK(has(text, "blkpolicy_measure_finding{device=\"loop0\",code=\"flushes-dropped\",severity=\"critical\"} 1\n"));
+    CHECK_FALSE(has(text, "loop9"));
+    // A daemon that does not measure has none of these families.
+    CHECK_FALSE(has(agent::metrics_text(w.rec, input(1700000120.0)), "blkpolicy_measure_"));
+    // daemon.json carries the last window for status and explain.
+    const auto j = agent::daemon_json(w.rec, 42, 1700000120.0, {}, &m);
+    CHECK(j["measured"]["window_seconds"] == 60.0);
+    CHECK(j["measured"]["devices"][0]["flushes"]["at_risk"] == true);
+    CHECK(agent::daemon_json(w.rec, 42, 1700000120.0, {})["measured"].is_null());
+}

@@ -8,6 +8,8 @@
 #include "agent/cli/commands.hpp"
 #include "agent/cli/inspect.hpp"
 #include "agent/cli/render/common.hpp"
+#include "agent/daemon/outputs.hpp"
+#include "agent/measured.hpp"
 #include "agent/policy_files.hpp"
 #include "agent/snapshot.hpp"
 #include "policy/explain.hpp"
@@ -110,6 +112,8 @@ int run_explain(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::os
     for (const auto& w : writer_warnings) err << "blkpolicy: warning: " << w << '\n';
     json docs = json::array();
     bool first = true;
+    // The running daemon's last measured figures, where it measures.
+    const json daemon = read_daemon_json(o.state_dir).value_or(nullptr);
     for (const auto& name : o.devices) {
         const auto it = views.find(name);
         if (it == views.end()) return device_went_away(name, err);
@@ -126,10 +130,11 @@ int run_explain(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::os
         auto x = policy::explain_device(v.facts, v.values, v.plan, ctx, stack_of(views, name));
         if (o.json) {
             docs.push_back(explanation_json(x, v.plan));
+            docs.back()["measured"] = measured_device(daemon, name);
         } else {
             if (!first) out << "\n";
             first = false;
-            print_explanation(out, x, v.plan, pol.has_value());
+            print_explanation(out, x, v.plan, pol.has_value(), daemon);
         }
     }
     if (o.json) out << json{{"format", kJsonFormatVersion}, {"devices", docs}}.dump(2) << '\n';

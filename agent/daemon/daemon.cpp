@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstring>
 #include <ctime>
@@ -21,6 +22,7 @@
 #include "agent/policy_files.hpp"
 #include "agent/snapshot.hpp"
 #include "agent/state.hpp"
+#include "measure/session.hpp"
 #include "systemd/alerts.hpp"
 #include "systemd/notify.hpp"
 #include "udev/discovery.hpp"
@@ -77,6 +79,7 @@ public:
                                 std::string(policy::to_string(reconciler_.mode())) + " mode, verify every " +
                                 std::to_string(interval_.count()) + " ms, policy from " +
                                 std::to_string(reconciler_.policy().files.size()) + " file(s)");
+        set_measuring();
         // Devices found at start were added before: not in a driver's setup.
         full_pass(Trigger::verify);
         systemd::notify_ready(status_line());
@@ -270,6 +273,7 @@ private:
                 sd_event_source_set_time_relative(timer_, interval_usec());
                 sd_event_source_set_enabled(timer_, SD_EVENT_ONESHOT);
             }
+            set_measuring();
             full_pass(Trigger::verify);
             refresh_audit();
         }
@@ -323,7 +327,10 @@ private:
             std::chrono::steady_clock::duration& out;
             ~Took() { out = std::chrono::steady_clock::now() - start; }
         } took{last_report_, last_write_took_};
-        const auto text = daemon_json(reconciler_, static_cast<long>(::getpid()), now, reload_).dump(2) + "\n";
+        const auto text =
+            daemon_json(reconciler_, static_cast<long>(::getpid()), now, reload_, measuring_ ? &measured_ : nullptr)
+                .dump(2) +
+            "\n";
         auto st = util::write_atomically(opts_.state_dir + "/daemon.json", text);
         if (!st.ok()) {
             // Removed under us (or never made): make it again and retry once.
@@ -346,6 +353,7 @@ private:
             m.findings = audit_unix_ > 0 ? &findings_ : nullptr;
             m.audit_unix = audit_unix_;
             m.clock = &clock_;
+            m.measured = measuring_ ? &measured_ : nullptr;
             auto mst = util::write_atomically(opts_.metrics_file, metrics_text(reconciler_, m));
             if (!mst.ok() && mst.message() != last_metrics_error_) log_->log(LOG_WARNING, mst.message());
             last_metrics_error_ = mst.message();
@@ -363,6 +371,113 @@ private:
                                               host_plan_context(opts_.sysfs_root), running_kernel_version()));
         audit_unix_ = now_unix();
         write_reports();  // rare (see above): not worth the report gap
+    }
+
+    // --- measuring (daemon.measure): back-to-back windows on one tracing
+    // instance; each window's end publishes its figures and alerts a device
+    // whose writes go unflushed over a volatile cache (once per change).
+
+    void set_measuring() {
+        const auto& d = reconciler_.policy().daemon;
+        if (!d.measure) {
+            if (measuring_) log_->log(LOG_INFO, "measuring stopped (daemon.measure is off)");
+            measure_sources_.clear();
+            measure_timer_ = nullptr;
+            measuring_.reset();
+            measured_ = Measured{};
+            at_risk_.clear();
+            return;
+        }
+        if (measuring_) {
+            if (d.measure_window != measure_window_) {
+                measure_window_ = d.measure_window;
+                measured_.window_seconds = static_cast<double>(measure_window_.count()) / 1000.0;
+                sd_event_source_set_time_relative(measure_timer_, window_usec());
+                sd_event_source_set_enabled(measure_timer_, SD_EVENT_ONESHOT);
+            }
+            return;
+        }
+        measure_window_ = d.measure_window;
+        measured_ = Measured{};
+        measured_.window_seconds = static_cast<double>(measure_window_.count()) / 1000.0;
+        measure::SessionOptions so;
+        so.first_write_cache = [this](const policy::DeviceFacts& f) { return state_.first_write_cache(f); };
+        measuring_ = std::make_unique<measure::Session>(sysfs_, so);
+        measuring_->start();
+        sd_event_source* s = nullptr;
+        // A CPU's buffer wakes the loop only when it is half full: no
+        // wake-ups on an idle host, and the window's end reads the rest.
+        for (int fd : measuring_->fds()) {
+            if (sd_event_add_io(event_.get(), &s, fd, EPOLLIN, &Daemon::on_trace, this) >= 0)
+                measure_sources_.emplace_back(s);
+        }
+        if (sd_event_add_time_relative(event_.get(), &s, CLOCK_MONOTONIC, window_usec(), 0, &Daemon::on_window, this) >=
+            0) {
+            measure_sources_.emplace_back(s);
+            measure_timer_ = s;
+        }
+        const auto& t = measuring_->tracing();
+        log_->log(LOG_INFO,
+                  "measuring in windows of " + measure::duration_text(measured_.window_seconds) + ": " +
+                      (t.on ? "the stat counters and a tracing instance (" + measuring_->instance()->name() + ")"
+                            : "the stat counters only; not traced: " + t.why_not));
+    }
+
+    std::uint64_t window_usec() const { return static_cast<std::uint64_t>(measure_window_.count()) * 1000ULL; }
+
+    static int on_trace(sd_event_source*, int fd, uint32_t, void* userdata) {
+        auto* d = static_cast<Daemon*>(userdata);
+        if (d->measuring_) d->measuring_->readable(fd);
+        return 0;
+    }
+
+    static int on_window(sd_event_source* s, uint64_t, void* userdata) {
+        auto* d = static_cast<Daemon*>(userdata);
+        d->end_window();
+        sd_event_source_set_time_relative(s, d->window_usec());
+        sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+        return 0;
+    }
+
+    void end_window() {
+        if (!measuring_) return;
+        auto figures = measuring_->take(/*again=*/true);
+        std::set<std::string> at_risk_now, seen;
+        for (const auto& f : figures) {
+            seen.insert(f.device);
+            if (f.flush.at_risk) at_risk_now.insert(f.device);
+            if (f.flush.at_risk && !at_risk_.count(f.device)) {
+                systemd::Alert a;
+                a.kind = systemd::AlertKind::at_risk;
+                a.device = f.device;
+                a.attribute = "write_cache";
+                a.expected = measure::to_string(f.flush.cache.mode);
+                a.actual = f.flush.write_cache;
+                a.message = f.findings.empty() ? measure::flush_sentence(f) : f.findings.front().message;
+                a.fields = {{"FINDING", measure::kFlushesDropped},
+                            {"WRITES", std::to_string(f.flush.writes)},
+                            {"FLUSHES", std::to_string(f.flush.flushes)},
+                            {"WINDOW_SECONDS", std::to_string(std::lround(f.seconds))},
+                            {"DEVICE_CACHE", f.flush.cache.source}};
+                log_->alert(a);
+            } else if (!f.flush.at_risk && at_risk_.count(f.device)) {
+                systemd::Alert a;
+                a.kind = systemd::AlertKind::resolved;
+                a.device = f.device;
+                a.attribute = "write_cache";
+                a.expected = f.flush.write_cache;
+                a.actual = f.flush.write_cache;
+                a.message = f.device + ": flushes reach the device again (" + measure::flush_sentence(f) + ")";
+                a.fields = {{"FINDING", measure::kFlushesDropped},
+                            {"WRITES", std::to_string(f.flush.writes)},
+                            {"FLUSHES", std::to_string(f.flush.flushes)}};
+                log_->alert(a);
+            }
+        }
+        // A device that went is forgotten without a word (its removal was logged).
+        at_risk_ = std::move(at_risk_now);
+        measured_.add(now_unix(), std::move(figures), measuring_->tracing());
+        write_reports();
     }
 
     struct Watch {
@@ -401,6 +516,10 @@ private:
     std::vector<policy::Finding> findings_;
     double audit_unix_ = 0;
     OutOfPolicyClock clock_;
+    std::unique_ptr<measure::Session> measuring_;
+    std::chrono::milliseconds measure_window_{60'000};
+    Measured measured_;
+    std::set<std::string> at_risk_;  // devices whose last window was at risk (alerted)
     std::string last_state_error_;
     std::string last_status_;
     std::string last_metrics_error_;
@@ -408,6 +527,10 @@ private:
     // before the monitors and watches its sources point at.
     udev::Owned<sd_event, sd_event_unref> event_;
     std::vector<udev::Owned<sd_event_source, sd_event_source_unref>> sources_;
+    // The measuring window's sources, after the loop so that they go before
+    // it; the session they read goes after them (declared above).
+    std::vector<udev::Owned<sd_event_source, sd_event_source_unref>> measure_sources_;
+    sd_event_source* measure_timer_ = nullptr;  // borrows from measure_sources_
 };
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <initializer_list>
 #include <sstream>
 
+#include "agent/measured.hpp"
 #include "agent/options.hpp"
 #include "policy/attributes.hpp"
 #include "policy/values.hpp"
@@ -20,7 +21,45 @@ namespace blkpolicy::agent {
 
 using nlohmann::json;
 
-json daemon_json(const Reconciler& r, long pid, double last_pass_unix, const ReloadOutcome& reload) {
+namespace {
+// The last window, for status and explain: null before the first window ends
+// or when the daemon does not measure.
+json measured_json(const Measured* m) {
+    if (!m || m->ended_unix == 0) return nullptr;
+    json devices = json::array();
+    for (const auto& f : m->last) devices.push_back(figures_json(f));
+    return {{"ended", m->ended_unix},
+            {"window_seconds", m->window_seconds},
+            {"tracing", tracing_json(m->tracing, nullptr)},
+            {"devices", devices}};
+}
+}  // namespace
+
+void Measured::add(double ended, std::vector<measure::DeviceFigures> figures, const measure::Tracing& t) {
+    ended_unix = ended;
+    tracing = t;
+    lost_events_total += t.lost_events;
+    std::map<std::string, MeasuredTotals> next;
+    for (const auto& f : figures) {
+        auto& n = next[f.device];
+        if (auto it = totals.find(f.device); it != totals.end()) n = it->second;
+        const auto& w = f.wbt.counts;
+        n.violations += w.violations;
+        n.steps_down += w.step_down;
+        n.steps_up += w.step_up;
+        n.steps_unknown += w.step_unknown;
+        for (std::size_t i = 0; i < n.windows.size(); ++i) n.windows[i] += w.windows[i];
+        n.read_sectors += f.readahead.read_sectors;
+        n.readahead_sectors += f.readahead.readahead_sectors;
+        n.completions_matched += f.completion.counts.matched;
+        n.completions_same_cpu += f.completion.counts.same_cpu;
+    }
+    totals = std::move(next);
+    last = std::move(figures);
+}
+
+json daemon_json(const Reconciler& r, long pid, double last_pass_unix, const ReloadOutcome& reload,
+                 const Measured* measured) {
     const auto s = r.summary();
     json devices = json::array();
     for (const auto& [name, d] : r.devices()) {
@@ -44,7 +83,8 @@ json daemon_json(const Reconciler& r, long pid, double last_pass_unix, const Rel
             {"failed", s.failed},
             {"busy", s.busy},
             {"devices", devices},
-            {"reload", {{"generation", reload.generation}, {"ok", reload.ok}, {"errors", reload.errors}}}};
+            {"reload", {{"generation", reload.generation}, {"ok", reload.ok}, {"errors", reload.errors}}},
+            {"measured", measured_json(measured)}};
 }
 
 std::string escape_label_value(std::string_view v) {
@@ -134,6 +174,78 @@ std::string sample_value(const std::string& v) {
 bool is_text_attribute(const std::string& attr) {
     auto spec = policy::find_attribute(attr);
     return spec && (spec->kind == policy::ValueKind::choice || spec->kind == policy::ValueKind::scheduler);
+}
+
+// The measured families (daemon.measure), as of the last window.
+std::string measured_metrics(const Measured& m) {
+    std::string out;
+    out += Family("blkpolicy_measure_window_seconds", "gauge",
+                  "The length of each measuring window (daemon.measure_window).")
+               .sample({}, number(m.window_seconds))
+               .text();
+    out += Family("blkpolicy_measure_last_window_timestamp_seconds", "gauge",
+                  "When the last measuring window ended (Unix time; 0: none yet).")
+               .sample({}, number(static_cast<std::uint64_t>(m.ended_unix)))
+               .text();
+    out += Family("blkpolicy_measure_traced", "gauge",
+                  "1 when the last window was traced (tracefs); 0 when only the stat counters were read.")
+               .sample({}, m.tracing.on ? "1" : "0")
+               .text();
+    out += Family("blkpolicy_measure_lost_events_total", "counter",
+                  "Trace events the kernel could not keep (a full buffer) since measuring began: the traced counts "
+                  "are lower bounds when this grows.")
+               .sample({}, number(m.lost_events_total))
+               .text();
+    Family undercounted("blkpolicy_measure_undercounted", "gauge",
+                        "1 when the device's traced counts of the last window are lower bounds (events were lost).");
+    Family enabled("blkpolicy_wbt_enabled", "gauge",
+                   "1 when writeback throttling is on for the device at the end of the last window.");
+    Family violations("blkpolicy_wbt_latency_violations_total", "counter",
+                      "Windows whose latency exceeded wbt's target (tracepoint wbt_lat).");
+    Family steps("blkpolicy_wbt_steps_total", "counter",
+                 "wbt's write-depth steps (tracepoint wbt_step): direction down (throttled more), up, or unknown.");
+    Family windows("blkpolicy_wbt_windows_total", "counter", "wbt's windows by their status (tracepoint wbt_timer).");
+    Family read_sectors("blkpolicy_read_sectors_issued_total", "counter",
+                        "Sectors of read requests issued to the driver (tracepoint block_rq_issue).");
+    Family readahead("blkpolicy_readahead_sectors_issued_total", "counter",
+                     "Of those, sectors of readahead requests (rwbs A).");
+    Family matched("blkpolicy_completions_matched_total", "counter",
+                   "Requests whose issue and completion were both traced (block_rq_issue, block_rq_complete).");
+    Family same_cpu("blkpolicy_completions_same_cpu_total", "counter",
+                    "Of those, requests completed on the CPU that issued them.");
+    Family cache("blkpolicy_device_cache_info", "gauge",
+                 "The queue's write_cache beside the device's own cache mode and where that was read.");
+    Family finding(
+        "blkpolicy_measure_finding", "gauge",
+        "A measured finding of the last window (flushes-dropped: writes with no flush over a volatile cache).");
+    static constexpr const char* kWindow[] = {"other", "ok", "unknown", "unknown_writes", "exceeded"};
+    for (const auto& f : m.last) {
+        const std::initializer_list<std::string_view> dev = {"device", f.device};
+        undercounted.sample(dev, f.undercounted ? "1" : "0");
+        if (f.wbt.state != "none") enabled.sample(dev, f.wbt.state == "on" ? "1" : "0");
+        cache.sample({"device", f.device, "write_cache", f.flush.write_cache, "device_cache",
+                      measure::to_string(f.flush.cache.mode), "source", f.flush.cache.source},
+                     "1");
+        for (const auto& x : f.findings)
+            finding.sample({"device", x.device, "code", x.code, "severity", policy::to_string(x.severity)}, "1");
+        const auto it = m.totals.find(f.device);
+        if (it == m.totals.end() || !f.wbt.traced) continue;
+        const auto& t = it->second;
+        violations.sample(dev, number(t.violations));
+        steps.sample({"device", f.device, "direction", "down"}, number(t.steps_down));
+        steps.sample({"device", f.device, "direction", "up"}, number(t.steps_up));
+        steps.sample({"device", f.device, "direction", "unknown"}, number(t.steps_unknown));
+        for (std::size_t i = 0; i < t.windows.size(); ++i)
+            windows.sample({"device", f.device, "status", kWindow[i]}, number(t.windows[i]));
+        read_sectors.sample(dev, number(t.read_sectors));
+        readahead.sample(dev, number(t.readahead_sectors));
+        matched.sample(dev, number(t.completions_matched));
+        same_cpu.sample(dev, number(t.completions_same_cpu));
+    }
+    for (const auto* f : {&undercounted, &enabled, &violations, &steps, &windows, &read_sectors, &readahead, &matched,
+                          &same_cpu, &cache, &finding})
+        out += f->text();
+    return out;
 }
 
 }  // namespace
@@ -232,6 +344,7 @@ std::string metrics_text(const Reconciler& r, const MetricsInput& in) {
                   "When the findings were last refreshed (Unix time; 0: not yet).")
                .sample({}, number(static_cast<std::uint64_t>(in.audit_unix)))
                .text();
+    if (in.measured) out += measured_metrics(*in.measured);
     return out;
 }
 

@@ -3,6 +3,8 @@
 // (read by `blkpolicy status`) and, when asked, Prometheus text metrics.
 #pragma once
 
+#include <array>
+#include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include "agent/daemon/reconciler.hpp"
+#include "measure/figures.hpp"
 #include "policy/audit.hpp"
 
 namespace blkpolicy::agent {
@@ -25,7 +28,31 @@ struct ReloadOutcome {
     std::vector<std::string> errors;  // file:line:col: message, when not ok
 };
 
-nlohmann::json daemon_json(const Reconciler& r, long pid, double last_pass_unix, const ReloadOutcome& reload);
+// What the daemon measured (daemon.measure): the last window's figures and,
+// per device, the traced counts since it began measuring (the metrics'
+// counters).
+struct MeasuredTotals {
+    std::uint64_t violations = 0;
+    std::uint64_t steps_down = 0, steps_up = 0, steps_unknown = 0;
+    std::array<std::uint64_t, 5> windows{};  // by measure::WbtWindow
+    std::uint64_t read_sectors = 0, readahead_sectors = 0;
+    std::uint64_t completions_matched = 0, completions_same_cpu = 0;
+};
+struct Measured {
+    double ended_unix = 0;      // the end of the last window (0: none yet)
+    double window_seconds = 0;  // daemon.measure_window
+    measure::Tracing tracing;   // of the last window
+    std::uint64_t lost_events_total = 0;
+    std::vector<measure::DeviceFigures> last;
+    std::map<std::string, MeasuredTotals> totals;
+    // Adds a window: its figures become `last`, its traced counts go into
+    // the totals, and devices no longer there leave them.
+    void add(double ended, std::vector<measure::DeviceFigures> figures, const measure::Tracing& t);
+};
+
+// `measured`: null when the daemon does not measure.
+nlohmann::json daemon_json(const Reconciler& r, long pid, double last_pass_unix, const ReloadOutcome& reload,
+                           const Measured* measured = nullptr);
 
 // Since when each managed attribute has been out of policy (drifted, failed
 // or busy), as of the reports written so far: the reconciler owns no clock,
@@ -56,6 +83,7 @@ struct MetricsInput {
     const std::vector<policy::Finding>* findings = nullptr;
     double audit_unix = 0;
     const OutOfPolicyClock* clock = nullptr;
+    const Measured* measured = nullptr;  // daemon.measure on
 };
 std::string metrics_text(const Reconciler& r, const MetricsInput& in);
 

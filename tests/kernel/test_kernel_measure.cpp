@@ -11,13 +11,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "kernel/daemon_process.hpp"
 #include "kernel/loop_device.hpp"
 #include "kernel/mounts.hpp"
 #include "support/run_binary.hpp"
@@ -267,4 +270,78 @@ TEST_CASE("kernel measure: without tracefs the stat counters are still measured 
     CHECK(d["stat"]["reads"] == 50);
     CHECK(d["readahead"]["traced"] == false);
     CHECK(d["wbt"]["zero_reason"].get<std::string>().rfind("not traced: tracefs is not mounted", 0) == 0);
+}
+
+TEST_CASE("kernel measure: the daemon measures in windows; write through over a volatile cache is a critical alert") {
+    REQUIRE_MESSAGE(journald_available(),
+                    "journald is not running: scripts/test.sh starts /lib/systemd/systemd-journald when it is not");
+    Tracefs tracefs;
+    LoopDevice loop;
+    TempDir tmp("blkpolicy-measure-daemon");
+    const auto policy = (tmp.path() / "policy.toml").string();
+    std::ofstream(policy) << "[daemon]\nmode = \"observe\"\nverify_interval = \"1s\"\nmeasure = true\n"
+                             "measure_window = \"2s\"\n[[rule]]\nname = \"test loop\"\n[rule.match]\nkernel = \""
+                          << loop.name() << "\"\n[rule.set]\nnomerges = 0\n";
+    const auto state = (tmp.path() / "state").string();
+    const auto metrics = (tmp.path() / "blkpolicy.prom").string();
+    DaemonProcess d({"--policy", policy, "--state-dir", state, "--log-target", "journal", "--metrics-file", metrics});
+    REQUIRE(d.wait_notification("READY=1", std::chrono::seconds(10)));
+    loop.write_queue("write_cache", "write through");
+    const auto alert = [&](const std::string& event) {
+        return [&, event](const JournalEntry& e) {
+            const auto get = [&](const char* k) { return e.count(k) ? e.at(k) : std::string(); };
+            return get("BLKPOLICY_EVENT") == event && get("BLKPOLICY_DEVICE") == loop.name();
+        };
+    };
+    // Writes that fsync believes durable, until the daemon has seen a window of them.
+    const bool alerted = eventually(
+        [&] {
+            synced_writes(loop.name(), 20);
+            const auto j = d.journal();
+            return std::any_of(j.begin(), j.end(), alert("at-risk"));
+        },
+        std::chrono::seconds(15));
+    REQUIRE(alerted);
+    JournalEntry e;
+    for (const auto& x : d.journal())
+        if (alert("at-risk")(x)) e = x;
+    CHECK(e["MESSAGE_ID"] == "7c0ba1f3a4d94f0e9b6c2d8e51a0f307");
+    CHECK(e["PRIORITY"] == "2");
+    CHECK(e["BLKPOLICY_ATTRIBUTE"] == "write_cache");
+    CHECK(e["BLKPOLICY_ACTUAL"] == "write through");
+    CHECK(e["BLKPOLICY_EXPECTED"] == "write back");
+    CHECK(e["BLKPOLICY_FINDING"] == "flushes-dropped");
+    CHECK(e["BLKPOLICY_FLUSHES"] == "0");
+    CHECK(std::stol(e["BLKPOLICY_WRITES"]) >= 20);
+    CHECK(e["BLKPOLICY_DEVICE_CACHE"] == "the backing file's page cache: the loop device does not use direct I/O");
+    // The metrics carry the finding (BlkpolicyCriticalFinding fires on it)
+    // and status shows the window.
+    CHECK(eventually(
+        [&] {
+            std::ifstream in(metrics);
+            const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+            return text.find("blkpolicy_measure_finding{device=\"" + loop.name() +
+                             "\",code=\"flushes-dropped\",severity=\"critical\"} 1") != std::string::npos;
+        },
+        std::chrono::seconds(5)));
+    auto st = run_blkpolicy({"status", "--json", "--policy", policy, "--state-dir", state, loop.name()});
+    const auto doc = json::parse(st.out);
+    CHECK(doc["devices"][0]["measured"]["flushes"]["at_risk"].is_boolean());
+    CHECK(doc["daemon"]["measured"]["window_seconds"] == 2.0);
+    // Flushes reach the device again: resolved, once.
+    loop.write_queue("write_cache", "write back");
+    REQUIRE(eventually(
+        [&] {
+            synced_writes(loop.name(), 20);
+            const auto j = d.journal();
+            return std::any_of(j.begin(), j.end(), alert("resolved"));
+        },
+        std::chrono::seconds(15)));
+    std::this_thread::sleep_for(std::chrono::seconds(3));
+    const auto all = d.journal();
+    CHECK(std::count_if(all.begin(), all.end(), alert("at-risk")) == 1);
+    CHECK(std::count_if(all.begin(), all.end(), alert("resolved")) == 1);
+    d.signal(SIGTERM);
+    CHECK(d.wait_exit(std::chrono::seconds(10)) == 0);
+    CHECK(instances_of(d.pid()).empty());  // the daemon's tracing instance went with it
 }

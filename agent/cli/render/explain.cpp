@@ -2,6 +2,7 @@
 #include "agent/cli/render/explain.hpp"
 
 #include "agent/cli/render/common.hpp"
+#include "agent/measured.hpp"
 #include "policy/names.hpp"
 #include "policy/values.hpp"
 
@@ -55,8 +56,9 @@ json explanation_json(const policy::DeviceExplanation& x, const policy::DevicePl
 }
 
 void print_explanation(std::ostream& out, const policy::DeviceExplanation& x, const policy::DevicePlan& plan,
-                       bool have_policy) {
+                       bool have_policy, const json& daemon) {
     const auto& f = x.facts;
+    const auto measured = measured_device(daemon, f.name);
     out << f.name << "  " << f.devnum << "  driver=" << (f.driver.empty() ? "-" : f.driver)
         << "  stack=" << policy::to_string(f.stack) << (f.request_based ? "" : "  bio-based") << '\n';
     if (!have_policy) out << "  (no policy: kernel side only)\n";
@@ -88,8 +90,11 @@ void print_explanation(std::ostream& out, const policy::DeviceExplanation& x, co
         if (!e.kernel_rule.empty())
             out << "  rule       " << e.kernel_rule
                 << (e.kernel_rule_standing == "holds" ? "" : " (" + e.kernel_rule_standing + ")") << '\n';
+        if (const auto sentence = measured_sentence(measured, e.attribute); !sentence.empty())
+            out << "  measured   " << sentence << '\n';
     }
     out << '\n';
+    if (measured.is_object()) out << measured_when(daemon) << '\n';
     if (!x.wbt_state.empty())
         out << "wbt state: " << x.wbt_state << ": " << x.wbt_consequence << '\n';
     else

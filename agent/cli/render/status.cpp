@@ -5,6 +5,7 @@
 
 #include "agent/cli/render/common.hpp"
 #include "agent/cli/render/device_report.hpp"
+#include "agent/measured.hpp"
 
 namespace blkpolicy::agent {
 
@@ -28,6 +29,7 @@ private:
                                        {"state", to_string(standing_of(a))},
                                        {"note", a.note},
                                        {"rule", rule_json(a.rule)}});
+        d["measured"] = measured_device(daemon_, v.facts.name);
     }
     void count(const DeviceView& v, const DeviceResult*) override {
         for (const auto& a : v.plan.actions) standings_[standing_of(a)]++;
@@ -40,6 +42,14 @@ private:
                    a.rule.pos.file_line(), st == Standing::ok ? "" : a.note});
         }
         t.print(out_, "  ");
+        const auto measured = measured_device(daemon_, v.facts.name);
+        if (!measured.is_object()) return;
+        out_ << "  " << measured_when(daemon_) << ":\n";
+        for (const char* figure : {"wbt", "flushes", "readahead", "completions"}) {
+            const auto& f = measured[figure];
+            if (f.is_object() && f.contains("sentence") && f["sentence"].is_string())
+                out_ << "    " << figure << ": " << f["sentence"].get<std::string>() << '\n';
+        }
     }
     void add_json_summary(json& doc) const override { doc["daemon"] = daemon_; }
     void print_footer() const override {
