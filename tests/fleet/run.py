@@ -17,6 +17,9 @@ a webhook receiver in this script. Then:
   - one daemon stopped raises BlkpolicyNotVerifying for that host only;
   - a broken reload raises BlkpolicyPolicyReloadFailed for that host only;
   - the sweep query gives each host's values;
+  - one host measures (daemon.measure): writes with no flush under write
+    through over its loop device's volatile cache raise
+    BlkpolicyCriticalFinding (flushes-dropped) and one at-risk journal entry;
   - a drift alert travels through systemd-journal-upload to a
     systemd-journal-remote on 127.0.0.1 and `journalctl --directory=` finds
     it there by BLKPOLICY_EVENT and BLKPOLICY_DEVICE, every field intact,
@@ -82,6 +85,12 @@ read_ahead_kb = 256
 
 # The host whose sda keeps write_cache "write through" over a volatile cache.
 CRITICAL_HOST = "host15"
+# One host measures (daemon.measure): the loop device of its tree is then
+# told "write through" over its volatile backing page cache while its stat
+# counters show writes and no flush: the measured finding, which audit
+# cannot see (a loop device has no cache_type).
+MEASURE_HOST = "host13"
+MEASURE_DAEMON = '[daemon]\nmeasure = true\nmeasure_window = "2s"\n'
 
 BROKEN_POLICY = POLICY.replace("read_ahead_kb = 256\n", 'read_ahead_kb = "lots"\n')
 
@@ -195,8 +204,12 @@ class Fleet:
         if name == CRITICAL_HOST:
             with open(os.path.join(h["sys"], "block", "sda", "queue", "write_cache"), "w") as f:
                 f.write("write through\n")
+        policy = POLICY.format(interval=VERIFY_INTERVAL_S)
+        if name == MEASURE_HOST:
+            policy = policy.replace("[daemon]\n", MEASURE_DAEMON)
+            write_stat(h, writes=0, flushes=0)
         with open(h["policy"], "w") as f:
-            f.write(POLICY.format(interval=VERIFY_INTERVAL_S))
+            f.write(policy)
         os.chmod(h["policy"], 0o644)
         # Tuned once, as a host that ran `blkpolicy apply`: clean from the start.
         r = subprocess.run([self.args.blkpolicy, "apply", "--sysfs-root", h["sys"], "--state-dir", h["state"],
@@ -312,6 +325,14 @@ def journal_upload_check(fleet, drift_host, device, attribute, since_usec):
     if not e.get("BLKPOLICY_RULE", "").startswith("virtual disks do not spin ("):
         raise Failed(f"BLKPOLICY_RULE: {e.get('BLKPOLICY_RULE')!r}")
     return seconds, e
+
+
+def write_stat(h, writes, flushes):
+    """The measured host's loop0 stat file, as the kernel writes it (17 fields)."""
+    fields = [0] * 17
+    fields[4], fields[15] = writes, flushes
+    with open(os.path.join(h["sys"], "block", "loop0", "stat"), "w") as f:
+        f.write(" ".join(f"{v:8d}" for v in fields) + "\n")
 
 
 def _port_open(port):
@@ -459,6 +480,53 @@ def main():
             figures.append(("samples per host per scrape (node_exporter total / blkpolicy_*)",
                             f"{counts[0]}-{counts[-1]} / {mine[0]}-{mine[-1]}"))
         check(results, "samples per host per scrape measured", samples)
+
+        # --- a measured finding: writes with no flush over a volatile cache ---
+        def measured_at_risk():
+            h = fleet.host(MEASURE_HOST)
+            with open(os.path.join(h["sys"], "block", "loop0", "queue", "write_cache"), "w") as f:
+                f.write("write through\n")
+            t = time.monotonic()
+            stop = threading.Event()
+
+            def writes():  # the loop device keeps completing writes, and never a flush
+                n = 0
+                while not stop.is_set():
+                    n += 100
+                    write_stat(h, writes=n, flushes=0)
+                    stop.wait(0.5)
+            writer = threading.Thread(target=writes)
+            writer.start()
+            try:
+                got = wait(lambda: [x for x in receiver.firing("BlkpolicyCriticalFinding")
+                                    if x[1]["labels"].get("host") == MEASURE_HOST], 60,
+                           f"BlkpolicyCriticalFinding from {MEASURE_HOST}")
+            finally:
+                stop.set()
+                writer.join()
+            at, alert = got[0]
+            labels = alert["labels"]
+            want = {"host": MEASURE_HOST, "device": "loop0", "code": "flushes-dropped", "severity": "critical"}
+            bad = {k: (v, labels.get(k)) for k, v in want.items() if labels.get(k) != v}
+            if bad:
+                raise Failed(f"the alert's labels differ (want, got): {bad}")
+            figures.append(("write through with writes and no flush -> BlkpolicyCriticalFinding at the receiver",
+                            f"{at - t:.1f} s", "(measure window 2 s, scrape and evaluation 1 s)"))
+            # The daemon's own journal entry, with what it counted.
+            pid = h["daemon"].pid
+            r = subprocess.run(["journalctl", "-o", "json", "--no-pager", f"_PID={pid}", "BLKPOLICY_EVENT=at-risk"],
+                               capture_output=True, text=True)
+            entries = [json.loads(line) for line in r.stdout.splitlines() if line.strip()]
+            if len(entries) != 1:
+                raise Failed(f"{len(entries)} at-risk journal entries from {MEASURE_HOST}'s daemon, not 1")
+            e = entries[0]
+            for k, v in {"BLKPOLICY_DEVICE": "loop0", "BLKPOLICY_FINDING": "flushes-dropped", "BLKPOLICY_FLUSHES": "0",
+                         "BLKPOLICY_ACTUAL": "write through", "PRIORITY": "2"}.items():
+                if e.get(k) != v:
+                    raise Failed(f"at-risk entry: {k}={e.get(k)!r}, want {v!r}: {e}")
+            print(f"     at-risk: {e['MESSAGE']}", flush=True)
+        check(results, f"{MEASURE_HOST} measures writes with no flush under write through over a volatile cache: "
+                       "BlkpolicyCriticalFinding (flushes-dropped) and one at-risk journal entry", measured_at_risk)
 
         # --- the central journal ---
         def central():
