@@ -86,7 +86,7 @@ SUITES = {
     "trixie": {"release": "Debian 13", "kernel_series": "6.12", "package": "trixie", "dist": "trixie",
                "writers": True},
     "trixie-bpo": {"release": "Debian 13 with the trixie-backports kernel", "kernel_series": "7.x",
-                   "package": "trixie", "dist": "trixie", "backports_kernel": True},
+                   "package": "trixie", "dist": "trixie", "backports_kernel": True, "measure": True},
 }
 
 # The guest: systemd as PID 1 with udev and dbus (logind needs it for the
@@ -106,6 +106,10 @@ GUEST_PACKAGES = [
 # image so that no other group meets them.
 WRITER_PACKAGES = ["tuned", "sysfsutils"]
 WRITERS_OFF = 'chroot "$1" systemctl disable tuned.service sysfsutils.service 2>/dev/null || true'
+
+# The load the measure group (tests/vm/test_measure.py) puts on the disks,
+# in the guest that runs that group.
+MEASURE_PACKAGES = ["fio"]
 
 # Runs in the finished root tree ($1). Slim initrd (the root disk is
 # virtio-blk with ext4; every other driver loads from the root through udev),
@@ -215,7 +219,8 @@ def guest_image(suite):
             f.write(GUEST_CUSTOMIZE.replace("__LABEL__", ROOT_LABEL))
         os.chmod(hook, 0o755)
         cmd = ["mmdebstrap", "--quiet", "--variant=minbase", "--components=main",
-               "--include=" + ",".join(GUEST_PACKAGES + (WRITER_PACKAGES if spec.get("writers") else []))]
+               "--include=" + ",".join(GUEST_PACKAGES + (WRITER_PACKAGES if spec.get("writers") else []) +
+                                       (MEASURE_PACKAGES if spec.get("measure") else []))]
         if spec.get("backports_kernel"):
             # The suite's own kernel stays beside it; the newest one boots.
             cmd += [BACKPORTS_KERNEL_HOOK.replace("__DIST__", dist)]
@@ -241,6 +246,8 @@ def guest_image(suite):
              BACKPORTS_KERNEL_HOOK if spec.get("backports_kernel") else ""]
     if spec.get("writers"):  # only here, so that the other suites' images keep their keys
         parts.append([WRITER_PACKAGES, WRITERS_OFF])
+    if spec.get("measure"):
+        parts.append(MEASURE_PACKAGES)
     key = _key(*parts)
     return Image(suite, cache_entry("image", suite, key, f"the guest image (mmdebstrap from {MIRROR})", build))
 

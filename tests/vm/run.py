@@ -26,19 +26,23 @@ import images  # noqa: E402
 import machine  # noqa: E402
 import package  # noqa: E402
 import test_devices  # noqa: E402
+import test_measure  # noqa: E402
 import test_service  # noqa: E402
 import test_writers  # noqa: E402
 from guest import Guest  # noqa: E402
 from harness import Results  # noqa: E402
 
 # In this order: devices reboots the guest the service group leaves behind.
-GROUPS = {"service": test_service.run, "devices": test_devices.run, "writers": test_writers.run}
+GROUPS = {"service": test_service.run, "devices": test_devices.run, "writers": test_writers.run,
+          "measure": test_measure.run}
 # What each guest runs unless --only says otherwise: the package's life
 # cycle under systemd on Debian 12 and 13; the devices and the kernel's own
 # behaviour on all three kernels. The backports guest installs the same
 # trixie package as Debian 13, so its service group would prove nothing new.
+# What a value does (measure) on the newest kernel, the one the field
+# reports' kernels lead to.
 DEFAULT_GROUPS = {"bookworm": ["service", "devices"], "trixie": ["service", "devices", "writers"],
-                  "trixie-bpo": ["devices"]}
+                  "trixie-bpo": ["devices", "measure"]}
 # The newest kernel here: every kernel row that holds on it must name it.
 STRICT_ROWS = {"trixie-bpo"}
 # The devices group's two long checks (about three minutes each), each on

@@ -1,0 +1,249 @@
+# SPDX-License-Identifier: MIT
+"""What a value does, measured in a Debian guest with fio as the load: the
+field reports' findings, each reproduced by `blkpolicy measure` (and the
+daemon's measuring) with the counter that proves it.
+
+1. wbt at 75000 on a virtio disk under buffered writers and a random
+   reader: wbt steps write depth down (wbt_step > 0), and at 0 it never does.
+2. Flushes: synchronous writes flush on a SCSI disk whose own cache is write
+   back; after "write through" the writes go on and the flushes stop: the
+   critical finding, the daemon's at-risk alert (its tracing instance under
+   the hardened unit), and resolved when write back returns.
+3. Readahead: fio's mmap random reads with --fadvise_hint=0 on ext4 read
+   many times what they ask at read_ahead_kb 8192, far more than at 128, and
+   about 1x with fio's MADV_RANDOM hint.
+4. Completions: rq_affinity 0, 1 and 2 with the reader pinned to one vCPU of
+   two: 2 completes on the issuing CPU.
+5. A tiny buffer nobody reads during a burst: lossy, said as undercounted.
+
+Runs after the devices group, on the disks it leaves; writes only the disks
+of the guest. Figures go to results.json (tests/vm/README.md keeps a run).
+"""
+
+import json
+
+import machine
+from harness import expect, expect_eq
+from machine import cursor, disks_by_serial, wait_journal
+
+UNIT = "blkpolicy.service"
+
+
+def _measured(g, script, devices, args="", timeout=300):
+    """Runs `blkpolicy measure --json DEVICES` in the background of one guest
+    shell, SCRIPT (the load) once its tracing instance records, then ends
+    the window with SIGINT; returns the JSON document."""
+    wait_instance = ('for i in $(seq 100); do ls /sys/kernel/tracing/instances | grep -q "^blkpolicy-$M-" && break; '
+                     "sleep 0.1; done; sleep 0.3")
+    cmd = (f"blkpolicy measure --for 10m --json {args} {devices} > /root/measure.json 2>/root/measure.err & M=$!\n"
+           f"{wait_instance}\n{script}\nkill -INT $M; wait $M; echo rc=$?")
+    rc, out, err = g.run(cmd, timeout=timeout, check=False)
+    text = g.sh("cat /root/measure.json")
+    expect(text.strip(), f"measure printed nothing: {g.sh('cat /root/measure.err')}\n{out}{err}")
+    doc = json.loads(text)
+    expect(doc["interrupted"], "the window was not ended by SIGINT")
+    return doc
+
+
+def _device(doc, name):
+    for d in doc["devices"]:
+        if d["device"] == name:
+            return d
+    raise AssertionError(f"no {name} in the report")
+
+
+def wbt(ctx, names):
+    g, s, R = ctx.guest, ctx.suite, ctx.results
+    v = names["bp-virtio1"]
+    # Writeback runs continuously with these, as on a host under write load.
+    g.sh("sysctl -q -w vm.dirty_background_bytes=16777216 vm.dirty_bytes=67108864")
+    load = (f"fio --name=w --filename=/dev/{v} --rw=write --bs=1M --offset=0 --size=120M --numjobs=4 "
+            f"--ioengine=psync --direct=0 --time_based --runtime=15 "
+            f"--name=r --filename=/dev/{v} --rw=randread --bs=4k --offset=128M --size=120M --direct=1 "
+            f"--ioengine=psync --time_based --runtime=15 >/dev/null")
+    with R.step(s, "measure: wbt at 75000 on a virtio disk steps write depth down under buffered writers and a reader"):
+        g.sh(f"echo mq-deadline > /sys/block/{v}/queue/scheduler; echo 75000 > /sys/block/{v}/queue/wbt_lat_usec")
+        d = _device(_measured(g, load, v), v)
+        w = d["wbt"]
+        R.figure(s, "wbt 75000 under load (15 s)",
+                 f"{w['step_down']} step-downs, {w['step_up']} step-ups, {w['violations']} violations, "
+                 f"windows ok/exceeded {w['windows']['ok']}/{w['windows']['exceeded']}, deepest step "
+                 f"{w['deepest_step']}; beside {d['stat']['writes']} writes, {d['stat']['reads']} reads (stat)")
+        expect(w["state"] == "on" and w["traced"], f"wbt state {w['state']}, traced {w['traced']}")
+        expect(w["step_down"] > 0, f"no step-down under load: {w['sentence']}")
+        expect(d["stat"]["writes"] > 0 and d["stat"]["reads"] > 0, f"the load did not run: {d['stat']}")
+        expect(not d["undercounted"], "events were lost")
+    with R.step(s, "measure: at wbt_lat_usec 0 the same load never throttles, and the zero says why"):
+        g.sh(f"echo 0 > /sys/block/{v}/queue/wbt_lat_usec")
+        d = _device(_measured(g, load, v), v)
+        w = d["wbt"]
+        expect_eq(w["step_down"] + w["step_up"] + w["violations"], 0, "wbt activity with wbt off")
+        expect(w["zero_reason"] == "wbt is off", f"zero explained as {w['zero_reason']!r}")
+        expect(d["stat"]["writes"] > 0, "the load did not run")
+        R.figure(s, "wbt 0 under the same load", f"0 steps; beside {d['stat']['writes']} writes (stat)")
+    g.sh("sysctl -q -w vm.dirty_background_ratio=10 vm.dirty_ratio=20")
+
+
+def flushes(ctx, names):
+    g, s, R = ctx.guest, ctx.suite, ctx.results
+    d = names["bp-scsi-ssd"]
+    writes = f"dd if=/dev/zero of=/dev/{d} bs=4k count=200 oflag=dsync status=none"
+    with R.step(s, "measure: synchronous writes flush on a SCSI disk with a write-back cache; under write through "
+                   "they do not: data at risk, exit 1"):
+        cache_type = g.sh(f"cat /sys/block/{d}/device/scsi_disk/*/cache_type").strip()
+        expect_eq(cache_type, "write back", "the SCSI disk's cache_type")
+        g.sh(f"echo 'write back' > /sys/block/{d}/queue/write_cache")
+        before = _device(_measured(g, writes, d), d)["flushes"]
+        expect(before["flushes"] >= 200, f"flushes with write back: {before['sentence']}")
+        g.sh(f"echo 'write through' > /sys/block/{d}/queue/write_cache")
+        doc = _measured(g, writes, d)
+        after = _device(doc, d)["flushes"]
+        expect_eq(after["flushes"], 0, "flushes under write through")
+        expect(after["writes"] >= 200 and after["at_risk"], after["sentence"])
+        expect([f["code"] for f in doc["findings"]] == ["flushes-dropped"], f"findings: {doc['findings']}")
+        R.figure(s, "200 O_DSYNC writes on the SCSI disk",
+                 f"write back: {before['flushes']} flushes beside {before['writes']} writes; write through: "
+                 f"{after['flushes']} flushes beside {after['writes']} writes")
+
+    with R.step(s, "measure: the daemon (daemon.measure, hardened unit) raises at-risk once, and resolved"):
+        g.write_file("/etc/blkpolicy/policy.toml", f"""\
+[daemon]
+mode = "observe"
+verify_interval = "5s"
+measure = true
+measure_window = "5s"
+
+[[rule]]
+name = "the SCSI SSD"
+[rule.match]
+serial = "bp-scsi-ssd"
+[rule.set]
+nomerges = 0
+""")
+        c = cursor(g)
+        g.sh(f"systemctl enable {UNIT} 2>/dev/null; systemctl restart {UNIT}")
+        g.wait_for(f"systemctl is-active -q {UNIT}", timeout=60, what="the service")
+        lines = [e.get("MESSAGE", "") for e in machine.since(g, c, SYSLOG_IDENTIFIER="blkpolicy")]
+        measuring = [ln for ln in lines if ln.startswith("measuring in windows of 5 s")]
+        expect(measuring and "a tracing instance" in measuring[0], f"the daemon's start: {lines}")
+        # Writes go on (fsync believes them durable) until the daemon's window sees them.
+        g.sh(f"for i in $(seq 12); do {writes}; sleep 1; done", timeout=300)
+        e = wait_journal(g, c, 30, "the at-risk alert", SYSLOG_IDENTIFIER="blkpolicy", BLKPOLICY_EVENT="at-risk",
+                         BLKPOLICY_DEVICE=d)[0]
+        for k, want in {"PRIORITY": "2", "MESSAGE_ID": "7c0ba1f3a4d94f0e9b6c2d8e51a0f307",
+                        "BLKPOLICY_FINDING": "flushes-dropped", "BLKPOLICY_FLUSHES": "0",
+                        "BLKPOLICY_ACTUAL": "write through", "BLKPOLICY_EXPECTED": "write back",
+                        "BLKPOLICY_DEVICE_CACHE": 'cache_type "write back"'}.items():
+            expect_eq(e.get(k), want, f"at-risk {k}")
+        R.figure(s, "the daemon's at-risk alert", e.get("MESSAGE"))
+        rc, text, _ = g.run(f"blkpolicy status {d}", check=False)
+        expect("measured by the daemon in its window of 5 s" in text and "flushes:" in text,
+               f"status does not show the window:\n{text}")
+        c2 = cursor(g)
+        g.sh(f"echo 'write back' > /sys/block/{d}/queue/write_cache")
+        g.sh(f"for i in $(seq 12); do {writes}; sleep 1; done", timeout=300)
+        wait_journal(g, c2, 30, "the resolved alert", SYSLOG_IDENTIFIER="blkpolicy", BLKPOLICY_EVENT="resolved",
+                     BLKPOLICY_DEVICE=d)
+        at_risk = machine.since(g, c, SYSLOG_IDENTIFIER="blkpolicy", BLKPOLICY_EVENT="at-risk")
+        expect_eq(len(at_risk), 1, "at-risk alerts (one per change of state)")
+        g.sh(f"systemctl disable --now {UNIT} 2>/dev/null")
+        expect(not g.sh("ls /sys/kernel/tracing/instances | grep blkpolicy || true").strip(),
+               "a tracing instance outlived the daemon")
+
+
+def readahead(ctx, names):
+    g, s, R = ctx.guest, ctx.suite, ctx.results
+    n = names["bp-nvme1"]
+    ios = 200
+    with R.step(s, "measure: mmap random reads amplify with read_ahead_kb 8192 against 128, and not with MADV_RANDOM"):
+        g.sh(f"umount /mnt/ra 2>/dev/null; mkfs.ext4 -q -F /dev/{n} && mkdir -p /mnt/ra && mount /dev/{n} /mnt/ra && "
+             "fio --name=mk --filename=/mnt/ra/f --size=200M --rw=write --bs=1M --ioengine=psync --end_fsync=1 "
+             ">/dev/null", timeout=300)
+        results = {}
+        for ra, hint in ((128, "0"), (8192, "0"), (8192, None)):
+            g.sh(f"echo {ra} > /sys/block/{n}/queue/read_ahead_kb")
+            load = ("sync; echo 3 > /proc/sys/vm/drop_caches; fio --name=ra --filename=/mnt/ra/f --size=200M "
+                    f"--rw=randread --ioengine=mmap --bs=4k --number_ios={ios} "
+                    f"{'--fadvise_hint=' + hint if hint is not None else ''} >/dev/null")
+            d = _device(_measured(g, load, n), n)
+            amp = d["stat"]["sectors_read"] / (ios * 8)
+            share = d["readahead"]["readahead_share"]
+            results[(ra, hint)] = (amp, share, d)
+            R.figure(s, f"mmap random reads, read_ahead_kb {ra}, {'no hint' if hint else 'MADV_RANDOM (fio default)'}",
+                     f"{amp:.1f}x ({d['stat']['sectors_read']} sectors read for {ios} x 4 KiB, stat), readahead "
+                     f"share {share if share is None else round(share, 3)} "
+                     f"({d['readahead']['readahead_requests']} of {d['readahead']['read_requests']} read requests)")
+        a128, a8192, arandom = (results[k][0] for k in ((128, "0"), (8192, "0"), (8192, None)))
+        expect(a128 > 4, f"read_ahead_kb 128 amplified only {a128:.1f}x")
+        expect(a8192 > 3 * a128, f"8192 amplified {a8192:.1f}x, 128 {a128:.1f}x")
+        expect(arandom < 2.0, f"with MADV_RANDOM {arandom:.1f}x")
+        expect(results[(8192, "0")][1] is not None and results[(8192, "0")][1] > 0.5,
+               f"readahead share at 8192: {results[(8192, '0')][1]}")
+        share_random = results[(8192, None)][1]
+        expect(share_random is None or share_random < 0.1, f"readahead share with MADV_RANDOM: {share_random}")
+        g.sh("umount /mnt/ra")
+
+
+def completions(ctx, names):
+    g, s, R = ctx.guest, ctx.suite, ctx.results
+    v = names["bp-virtio1"]
+    cpus = int(g.sh("nproc").strip())
+    with R.step(s, f"measure: rq_affinity 0, 1 and 2 with the reader on CPU {cpus - 1}: 2 completes where it issued"):
+        expect(cpus >= 2, f"{cpus} CPU(s): nothing to move completions between")
+        shares = {}
+        g.sh(f"echo none > /sys/block/{v}/queue/scheduler")
+        for level in ("0", "1", "2", "0"):  # the first again at the end: a cold first run is an outlier
+            g.sh(f"echo {level} > /sys/block/{v}/queue/rq_affinity")
+            load = (f"taskset -c {cpus - 1} fio --name=c --filename=/dev/{v} --rw=randread --bs=4k --direct=1 "
+                    "--ioengine=psync --number_ios=3000 --size=200M >/dev/null")
+            d = _device(_measured(g, load, v), v)
+            c = d["completions"]
+            expect(c["matched"] >= 3000, f"rq_affinity {level}: {c['sentence']}")
+            shares[level] = c["same_cpu_share"]
+            R.figure(s, f"rq_affinity {level}, reader on CPU {cpus - 1}",
+                     f"{c['same_cpu_share']:.3f} on the issuing CPU; completed on {c['completed_on']}; beside "
+                     f"{d['stat']['reads']} reads (stat); {c['hw_queues']} hardware queue(s)")
+        expect(shares["2"] >= 0.9, f"rq_affinity 2 completed {shares['2']:.3f} on the issuing CPU")
+        expect(shares["2"] > shares["0"], f"shares {shares}")
+        g.sh(f"echo 1 > /sys/block/{v}/queue/rq_affinity")
+
+
+def tiny_buffer(ctx, names):
+    g, s, R = ctx.guest, ctx.suite, ctx.results
+    v = names["bp-virtio1"]
+    with R.step(s, "measure: a 4 KiB buffer its reader cannot drain during a burst: lossy, said as undercounted"):
+        load = ("kill -STOP $M; "
+                f"fio --name=t --filename=/dev/{v} --rw=randread --bs=4k --direct=1 --ioengine=psync "
+                "--number_ios=3000 --size=200M >/dev/null; kill -CONT $M")
+        doc = _measured(g, load, v, args="--trace-buffer-kb 4")
+        d = _device(doc, v)
+        expect(doc["tracing"]["lossy"] and doc["tracing"]["lost_events"] > 0, f"tracing: {doc['tracing']}")
+        expect(d["undercounted"], "the device's figures are not marked undercounted")
+        expect_eq(d["stat"]["reads"], 3000, "reads in stat (the counters lose nothing)")
+        expect(d["readahead"]["read_requests"] < 3000, f"traced {d['readahead']['read_requests']} of 3000")
+        expect("at least: events were lost" in d["completions"]["sentence"], d["completions"]["sentence"])
+        R.figure(s, "a 4 KiB buffer, reader stopped during 3000 reads",
+                 f"{doc['tracing']['lost_events']} events lost; {d['readahead']['read_requests']} reads traced of "
+                 f"{d['stat']['reads']} in stat")
+
+
+def run(ctx):
+    g, s, R = ctx.guest, ctx.suite, ctx.results
+    with R.step(s, "measure: fio and the package in place, tracefs mounted", fatal=True):
+        g.write_file("/etc/apt/sources.list.d/blkpolicy-test.list", "deb [trusted=yes] file:/mnt/share/repo ./\n")
+        g.sh("dpkg-query -W -f '${Status}' blkpolicy 2>/dev/null | grep -q ' installed' || "
+             "(apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q blkpolicy "
+             ">/dev/null 2>&1)", timeout=300)
+        g.sh("command -v fio && command -v blkpolicy >/dev/null")
+        g.sh("mountpoint -q /sys/kernel/tracing")
+        machine.wait_all_disks(g)
+        names = disks_by_serial(g)
+        R.figure(s, "measured disks", " ".join(f"{k}={names[k]}" for k in ("bp-virtio1", "bp-scsi-ssd", "bp-nvme1")))
+    wbt(ctx, names)
+    flushes(ctx, names)
+    readahead(ctx, names)
+    completions(ctx, names)
+    tiny_buffer(ctx, names)
+    with R.step(s, "measure: no tracing instance left behind"):
+        left = g.sh("ls /sys/kernel/tracing/instances").split()
+        expect(not [x for x in left if x.startswith("blkpolicy-")], f"instances: {left}")
