@@ -2,7 +2,7 @@
 // blkpolicy benchmarks: prints one table of figures, each comparison measured
 // side by side in the same run. Needs root (loop devices, udevd, journald).
 //
-//   bench [--quick] [--only reaction|scale|startup|hostile|daemon|metrics|against] [--against BINARY NAME]
+//   bench [--quick] [--only reaction|scale|startup|hostile|daemon|metrics|measure|against] [--against BINARY NAME]
 //   --quick: fewer devices and a 10 s idle window
 #include <fcntl.h>
 #include <linux/loop.h>
@@ -27,6 +27,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -565,6 +566,159 @@ void bench_idle_burst_rss(int idle_seconds, int burst, const std::string& workdi
         fmt(static_cast<double>(hwm) / 1024.0, 1) + " MiB", "< 16 MiB", hwm < 16 * 1024 ? "met" : "MISSED");
 }
 
+// ---------------------------------------------------------------- measuring's cost
+
+// 4 KiB O_DIRECT random reads of DEV from one thread for `seconds`: the I/Os done.
+long direct_read_load(const std::string& dev, double seconds) {
+    long done = 0;
+    std::thread t([&] {
+        const int fd = ::open(("/dev/" + dev).c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC);
+        if (fd < 0) return;
+        void* buf = nullptr;
+        if (::posix_memalign(&buf, 4096, 4096) != 0) return;
+        const auto end = Clock::now() + std::chrono::duration<double>(seconds);
+        std::uint64_t x = 88172645463325252ULL;
+        while (Clock::now() < end) {
+            for (int i = 0; i < 64; ++i) {
+                x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+                if (::pread(fd, buf, 4096, static_cast<off_t>(x % 16384) * 4096) == 4096) ++done;
+            }
+        }
+        std::free(buf);
+        ::close(fd);
+    });
+    t.join();
+    return done;
+}
+
+// utime + stime of a process, in seconds (/proc/PID/stat fields 14, 15).
+double cpu_seconds(pid_t pid) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const auto close = text.rfind(')');
+    if (close == std::string::npos) return NAN;
+    std::istringstream rest(text.substr(close + 2));
+    std::string field;
+    double ticks = 0;
+    for (int i = 3; i <= 15 && rest >> field; ++i)
+        if (i == 14 || i == 15) ticks += std::stod(field);
+    return ticks / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+
+// The cost of measuring, side by side in one run: a loop device on tmpfs at
+// its limit (one reader, the loop worker on the other CPU), with and without
+// `blkpolicy measure` (tracing every request's issue and completion),
+// alternating; then the daemon measuring under the same load and idle.
+void bench_measure(bool quick, const std::string& workdir) {
+    std::cerr << "measuring's cost: a loop device on tmpfs at its limit, with and without blkpolicy measure\n";
+    const std::string tracefs = "/sys/kernel/tracing";
+    bool mounted_here = false;
+    if (!fs::exists(tracefs + "/instances"))
+        mounted_here = ::mount("nodev", tracefs.c_str(), "tracefs", 0, nullptr) == 0;
+    LoopDevice loop(true, "/dev/shm/blkpolicy-test-");
+    const int rounds = quick ? 3 : 5;
+    const double seconds = quick ? 3 : 5;
+    direct_read_load(loop.name(), 1);  // warm the backing file and the path
+    std::vector<double> plain, traced, ratios, cpu_share, events_per_s;
+    std::uint64_t buffer_kb = 0;
+    long rss_kib = 0;
+    for (int r = 0; r < rounds; ++r) {
+        for (int with = 0; with < 2; ++with) {
+            const bool measuring = (r % 2 == 0) == (with == 1);  // alternating which goes first
+            if (!measuring) {
+                plain.push_back(static_cast<double>(direct_read_load(loop.name(), seconds)) / seconds);
+                continue;
+            }
+            const auto out = workdir + "/measure.json";
+            std::vector<std::string> args = {
+                BLKPOLICY_BINARY, "measure", "--json", "--for", fmt(seconds + 1.5, 1) + "s", loop.name()};
+            std::vector<char*> argv;
+            for (auto& a : args) argv.push_back(a.data());
+            argv.push_back(nullptr);
+            const pid_t pid = ::fork();
+            if (pid == 0) {
+                ::dup2(::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644), 1);
+                ::execv(argv[0], argv.data());
+                ::_exit(127);
+            }
+            std::string inst;
+            for (int i = 0; i < 200 && inst.empty(); ++i) {
+                for (const auto& e : fs::directory_iterator(tracefs + "/instances"))
+                    if (e.path().filename().string().rfind("blkpolicy-" + std::to_string(pid) + "-", 0) == 0)
+                        inst = e.path().string();
+                if (inst.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(300));
+            const long ios = direct_read_load(loop.name(), seconds);
+            if (!inst.empty()) buffer_kb = std::stoull(read_trim(inst + "/buffer_total_size_kb"));
+            int status = 0;
+            rusage ru{};
+            ::wait4(pid, &status, 0, &ru);
+            traced.push_back(static_cast<double>(ios) / seconds);
+            const double cpu = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+                               static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+            rss_kib = std::max(rss_kib, ru.ru_maxrss);
+            // The events it read: every issue and completion, from its report.
+            std::ifstream in(out);
+            const auto doc = nlohmann::json::parse(in, nullptr, false);
+            double events = 0, window = seconds + 1.5;
+            if (!doc.is_discarded() && doc.contains("devices") && !doc["devices"].empty()) {
+                const auto& c = doc["devices"][0]["completions"];
+                events = c["issued"].get<double>() + c["traced_completed"].get<double>();
+                window = doc["seconds"].get<double>();
+                if (doc["tracing"]["lossy"].get<bool>()) std::cerr << "  (a lossy round: events were lost)\n";
+            }
+            events_per_s.push_back(events / window);
+            cpu_share.push_back(cpu / window);
+        }
+        ratios.push_back(traced.back() / plain.back());
+    }
+    const double med_plain = percentile(plain, 50), med_traced = percentile(traced, 50);
+    const double ev = percentile(events_per_s, 50), cpu = percentile(cpu_share, 50);
+    row("measure: reads/s at the device's limit, without / with measuring (medians of " + std::to_string(rounds) + ")",
+        fmt(med_plain, 0) + " / " + fmt(med_traced, 0));
+    const double loss = 1.0 - percentile(ratios, 50);
+    row("measure: I/Os lost to tracing (median, range of the paired rounds)",
+        fmt(loss * 100, 1) + "% (" + fmt((1 - *std::max_element(ratios.begin(), ratios.end())) * 100, 1) + "% to " +
+            fmt((1 - *std::min_element(ratios.begin(), ratios.end())) * 100, 1) + "%)",
+        "<= 2%", loss <= 0.02 ? "met" : "MISSED");
+    row("measure: trace events per second read", fmt(ev, 0));
+    const double at_100k = ev > 0 ? cpu * 100000.0 / ev : NAN;
+    row("measure: its own CPU (user + system) at that rate / scaled to 100,000 events/s",
+        fmt(cpu * 100, 2) + "% / " + fmt(at_100k * 100, 2) + "% of a CPU", "<= 1% at 100,000/s",
+        at_100k <= 0.01 ? "met" : "MISSED");
+    row("measure: the instance's buffers (buffer_total_size_kb) / peak RSS",
+        std::to_string(buffer_kb) + " KiB / " + fmt(static_cast<double>(rss_kib) / 1024.0, 1) + " MiB");
+
+    // The daemon measuring (daemon.measure, 10 s windows), under the same
+    // load and then idle.
+    const auto policy = workdir + "/measure-daemon.toml";
+    std::ofstream(policy) << "[daemon]\nmode = \"observe\"\nverify_interval = \"30s\"\nmeasure = true\n"
+                             "measure_window = \"10s\"\n[[rule]]\nname = \"bench\"\n[rule.match]\nkernel = \""
+                          << loop.name() << "\"\n[rule.set]\nnomerges = 0\n";
+    DaemonProcess d({"--policy", policy, "--state-dir", workdir + "/measure-state", "--log-target", "journal"});
+    d.wait_notification("READY=1", std::chrono::seconds(10));
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    double c0 = cpu_seconds(d.pid());
+    const auto t0 = Clock::now();
+    const long ios = direct_read_load(loop.name(), 2 * seconds);
+    const double busy = (cpu_seconds(d.pid()) - c0) / (ms_since(t0) / 1000.0);
+    row("measure: the daemon measuring under that load (" + fmt(static_cast<double>(ios) / (2 * seconds), 0) +
+            " reads/s): its CPU",
+        fmt(busy * 100, 2) + "% of a CPU");
+    const int idle = quick ? 10 : 30;
+    const long s0 = ctx_switches(d.pid());
+    c0 = cpu_seconds(d.pid());
+    std::this_thread::sleep_for(std::chrono::seconds(idle));
+    const long wakeups = ctx_switches(d.pid()) - s0;
+    row("measure: the daemon measuring, idle " + std::to_string(idle) + " s: wake-ups, CPU",
+        std::to_string(wakeups) + ", " + fmt((cpu_seconds(d.pid()) - c0) * 1000, 0) + " ms",
+        "timer only (windows of 10 s)", wakeups <= 2 * (idle / 10 + idle / 30 + 1) ? "met" : "MISSED");
+    d.signal(SIGTERM);
+    d.wait_exit(std::chrono::seconds(10));
+    if (mounted_here) ::umount2(tracefs.c_str(), MNT_DETACH);
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------- against an earlier build
@@ -807,7 +961,7 @@ void bench_metrics(int n, const std::string& workdir) {
 int main(int argc, char** argv) {
     bool quick = false;
     std::string against_bin, against_name;  // --against BINARY NAME: an earlier build, side by side
-    std::string only;                       // --only reaction|scale|startup|hostile|daemon|metrics|against
+    std::string only;                       // --only reaction|scale|startup|hostile|daemon|metrics|measure|against
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         if (a == "--quick")
@@ -818,9 +972,9 @@ int main(int argc, char** argv) {
             against_bin = argv[++i];
             against_name = argv[++i];
         } else {
-            std::cerr
-                << "usage: blkpolicy-bench [--quick] [--only reaction|scale|startup|hostile|daemon|metrics|against]"
-                   " [--against BINARY NAME]\n";
+            std::cerr << "usage: blkpolicy-bench [--quick] [--only "
+                         "reaction|scale|startup|hostile|daemon|metrics|measure|against]"
+                         " [--against BINARY NAME]\n";
             return 2;
         }
     }
@@ -847,6 +1001,7 @@ int main(int argc, char** argv) {
     if (want("daemon")) bench_idle_burst_rss(quick ? 10 : 30, quick ? 2000 : 10000, work.path().string());
     if (!against_bin.empty() && (only.empty() || only == "against"))
         bench_against(against_bin, against_name, quick, work.path().string());
+    if (want("measure")) bench_measure(quick, work.path().string());
     if (want("metrics")) {
         bench_metrics(100, work.path().string());
         bench_metrics(quick ? 1000 : 10000, work.path().string());

@@ -4,7 +4,7 @@
 # a standalone udevd for the comparison, tmpfs mounts). Not part of CI.
 #   bench/run.sh                  full run (about 3 minutes)
 #   bench/run.sh --quick          fewer devices, shorter idle window
-#   bench/run.sh --only SECTION   reaction|scale|startup|hostile|daemon|metrics
+#   bench/run.sh --only SECTION   reaction|scale|startup|hostile|daemon|metrics|measure
 #   bench/run.sh --against REV    also build REV (a commit or tag) in a scratch
 #                                 directory and run plan, apply, status and the
 #                                 daemon's first pass for both, side by side,
