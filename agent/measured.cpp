@@ -21,9 +21,11 @@ json stat_json(const measure::IoStat& s) {
     return j;
 }
 
-json per_cpu(const std::map<int, std::uint64_t>& m) {
+// {"CPU": count} for the CPUs with a count.
+json per_cpu(const std::vector<std::uint64_t>& by_cpu) {
     json j = json::object();
-    for (const auto& [cpu, n] : m) j[std::to_string(cpu)] = n;
+    for (std::size_t cpu = 0; cpu < by_cpu.size(); ++cpu)
+        if (by_cpu[cpu]) j[std::to_string(cpu)] = by_cpu[cpu];
     return j;
 }
 }  // namespace

@@ -616,7 +616,7 @@ void bench_measure(bool quick, const std::string& workdir) {
     if (!fs::exists(tracefs + "/instances"))
         mounted_here = ::mount("nodev", tracefs.c_str(), "tracefs", 0, nullptr) == 0;
     LoopDevice loop(true, "/dev/shm/blkpolicy-test-");
-    const int rounds = quick ? 3 : 5;
+    const int rounds = quick ? 3 : 9;
     const double seconds = quick ? 3 : 5;
     direct_read_load(loop.name(), 1);  // warm the backing file and the path
     std::vector<double> plain, traced, ratios, cpu_share, events_per_s;
@@ -631,7 +631,7 @@ void bench_measure(bool quick, const std::string& workdir) {
             }
             const auto out = workdir + "/measure.json";
             std::vector<std::string> args = {
-                BLKPOLICY_BINARY, "measure", "--json", "--for", fmt(seconds + 1.5, 1) + "s", loop.name()};
+                BLKPOLICY_BINARY, "measure", "--json", "--for", fmt((seconds + 1.5) * 1000, 0) + "ms", loop.name()};
             std::vector<char*> argv;
             for (auto& a : args) argv.push_back(a.data());
             argv.push_back(nullptr);

@@ -7,7 +7,6 @@
 namespace blkpolicy::measure {
 
 namespace {
-constexpr std::size_t kMaxWaiting = 65536;
 constexpr std::array<TracedEventSpec, 5> kEvents = {{
     {TracedEvent::rq_issue, "block", "block_rq_issue", "requests issued to the driver, with their CPU"},
     {TracedEvent::rq_complete, "block", "block_rq_complete", "requests completed, with their CPU"},
@@ -170,10 +169,36 @@ std::uint64_t WbtTally::window_count() const {
     return n;
 }
 
+DeviceTally& Tally::device(std::uint32_t dev) {
+    if (!last_ || last_dev_ != dev) {
+        last_ = &devices_[dev];
+        last_dev_ = dev;
+    }
+    return *last_;
+}
+
+std::size_t Tally::slot_of(std::uint32_t dev, std::uint64_t sector) {
+    const std::uint64_t h =
+        (sector * 0x9e3779b97f4a7c15ULL) ^ (static_cast<std::uint64_t>(dev) * 0xc2b2ae3d27d4eb4fULL);
+    return static_cast<std::size_t>(h >> (64 - kSlotBits));
+}
+
+void Tally::matched(DeviceTally& d, int issued_cpu, int completed_cpu) {
+    ++d.rq.matched;
+    if (issued_cpu == completed_cpu) ++d.rq.same_cpu;
+    const auto count = [](std::vector<std::uint64_t>& by_cpu, int cpu) {
+        const auto i = static_cast<std::size_t>(cpu);
+        if (by_cpu.size() <= i) by_cpu.resize(i + 1);
+        ++by_cpu[i];
+    };
+    count(d.rq.completed_on, completed_cpu);
+    count(d.rq.issued_on, issued_cpu);
+}
+
 void Tally::add(const Event& e) {
-    auto& d = devices_[e.dev];
+    auto& d = device(e.dev);
     switch (e.kind) {
-        case TracedEvent::rq_issue:
+        case TracedEvent::rq_issue: {
             ++d.rq.issued;
             if (e.nr_sector == 0) break;
             if (e.read) {
@@ -184,15 +209,28 @@ void Tally::add(const Event& e) {
                     d.rq.readahead_sectors += e.nr_sector;
                 }
             }
-            inflight_[{e.dev, e.sector}] = {e.cpu, e.ts};
+            const auto i = slot_of(e.dev, e.sector);
+            // Its completion may have been read first, from another CPU's page.
+            if (auto& c = early_[i]; c.holds(e.dev, e.sector) && c.ts >= e.ts) {
+                matched(d, e.cpu, c.cpu);
+                c.cpu = -1;
+            } else {
+                inflight_[i] = {e.sector, e.ts, e.dev, e.cpu};
+            }
             break;
-        case TracedEvent::rq_complete:
+        }
+        case TracedEvent::rq_complete: {
             if (e.nr_sector == 0) break;
             ++d.rq.completed;
-            // Not matched yet: its issue may be on a CPU read later. Past the
-            // bound it stays unmatched (counted in completed, not in matched).
-            if (!match(e, d) && waiting_.size() < kMaxWaiting) waiting_.push_back(e);
+            const auto i = slot_of(e.dev, e.sector);
+            if (auto& issue = inflight_[i]; issue.holds(e.dev, e.sector) && issue.ts <= e.ts) {
+                matched(d, issue.cpu, e.cpu);
+                issue.cpu = -1;
+            } else {
+                early_[i] = {e.sector, e.ts, e.dev, e.cpu};  // waits for its issue (settle)
+            }
             break;
+        }
         case TracedEvent::wbt_lat:
             ++d.wbt.violations;
             d.wbt.max_violation_usec = std::max(d.wbt.max_violation_usec, e.lat_usec);
@@ -218,37 +256,16 @@ void Tally::add(const Event& e) {
     }
 }
 
-bool Tally::match(const Event& e, DeviceTally& d) {
-    auto it = inflight_.find({e.dev, e.sector});
-    if (it == inflight_.end() || it->second.ts > e.ts) return false;
-    ++d.rq.matched;
-    if (it->second.cpu == e.cpu) ++d.rq.same_cpu;
-    ++d.rq.completed_on[e.cpu];
-    ++d.rq.issued_on[it->second.cpu];
-    inflight_.erase(it);
-    return true;
-}
-
 void Tally::settle(std::uint64_t now_ts, std::uint64_t horizon_ns) {
-    std::vector<Event> still;
-    for (const auto& e : waiting_) {
-        if (match(e, devices_[e.dev])) continue;
-        if (e.ts + horizon_ns >= now_ts) still.push_back(e);
-    }
-    waiting_ = std::move(still);
-    constexpr std::uint64_t kForgetIssue = 30'000'000'000ULL;
-    for (auto it = inflight_.begin(); it != inflight_.end();) {
-        if (it->second.ts + kForgetIssue < now_ts)
-            it = inflight_.erase(it);
-        else
-            ++it;
-    }
+    if (now_ts < last_sweep_ + horizon_ns) return;
+    last_sweep_ = now_ts;
+    for (auto& c : early_)
+        if (c.cpu >= 0 && c.ts + horizon_ns < now_ts) c.cpu = -1;  // its issue never came: unmatched
 }
 
 void Tally::finish() {
-    for (const auto& e : waiting_) match(e, devices_[e.dev]);
-    waiting_.clear();
-    inflight_.clear();
+    for (auto& s : inflight_) s.cpu = -1;
+    for (auto& s : early_) s.cpu = -1;
 }
 
 }  // namespace blkpolicy::measure

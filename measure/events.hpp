@@ -9,7 +9,6 @@
 #include <map>
 #include <optional>
 #include <string>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -104,11 +103,11 @@ struct RequestTally {
     std::uint64_t read_sectors = 0;
     std::uint64_t readahead_requests = 0;  // of those, 'A' in rwbs
     std::uint64_t readahead_sectors = 0;
-    std::uint64_t completed = 0;                // block_rq_complete with data
-    std::uint64_t matched = 0;                  // completions whose issue was seen
-    std::uint64_t same_cpu = 0;                 // of those, completed on the CPU that issued them
-    std::map<int, std::uint64_t> completed_on;  // CPU -> matched completions there
-    std::map<int, std::uint64_t> issued_on;     // CPU -> matched completions issued there
+    std::uint64_t completed = 0;              // block_rq_complete with data
+    std::uint64_t matched = 0;                // completions whose issue was seen
+    std::uint64_t same_cpu = 0;               // of those, completed on the CPU that issued them
+    std::vector<std::uint64_t> completed_on;  // by CPU: matched completions there
+    std::vector<std::uint64_t> issued_on;     // by CPU: matched completions issued there
 };
 
 struct DeviceTally {
@@ -118,35 +117,47 @@ struct DeviceTally {
 
 // Counts per device. Events of one CPU come in order; the CPUs' pages are
 // read one after another, so a completion may come before its issue: it
-// waits for it (settle) a while before it counts as unmatched.
+// waits for it (a while: settle) before it counts as unmatched.
 class Tally {
 public:
     void add(const Event& e);
-    // After a read of every CPU: completions waiting for their issue are
-    // matched now where they can be; those older than `horizon_ns` before
-    // `now_ts` give up. Issues never completed are forgotten after 30 s.
+    // After a read: completions that have waited longer than `horizon_ns`
+    // before `now_ts` for their issue give up (unmatched). Looks at them at
+    // most once a horizon.
     void settle(std::uint64_t now_ts, std::uint64_t horizon_ns = 2'000'000'000ULL);
     // The end of the window: whatever still waits is unmatched.
     void finish();
     // A new window on the same trace: the counts start again, requests in
     // flight and completions waiting for their issue carry over.
-    void reset_counts() { devices_.clear(); }
+    void reset_counts() {
+        devices_.clear();
+        last_ = nullptr;
+    }
     const std::map<std::uint32_t, DeviceTally>& devices() const { return devices_; }
 
 private:
-    bool match(const Event& e, DeviceTally& d);
-    struct Issue {
-        int cpu;
-        std::uint64_t ts;
+    DeviceTally& device(std::uint32_t dev);
+    void matched(DeviceTally& d, int issued_on, int completed_on);
+    // Requests in flight, and completions read before their issue, each
+    // direct-mapped by device and sector: no allocation and no scan per
+    // request. One that another takes the slot of before it is paired stays
+    // unmatched (counted, never misattributed: the slot keeps device and
+    // sector).
+    struct Slot {
+        std::uint64_t sector = 0;
+        std::uint64_t ts = 0;
+        std::uint32_t dev = 0;
+        std::int32_t cpu = -1;  // -1: empty
+        bool holds(std::uint32_t d, std::uint64_t s) const { return cpu >= 0 && dev == d && sector == s; }
     };
-    struct KeyHash {
-        std::size_t operator()(const std::pair<std::uint32_t, std::uint64_t>& k) const {
-            return std::hash<std::uint64_t>()(k.second * 0x9e3779b97f4a7c15ULL ^ k.first);
-        }
-    };
+    static constexpr unsigned kSlotBits = 11;  // 48 KiB each: far more slots than requests in flight
+    static std::size_t slot_of(std::uint32_t dev, std::uint64_t sector);
     std::map<std::uint32_t, DeviceTally> devices_;
-    std::unordered_map<std::pair<std::uint32_t, std::uint64_t>, Issue, KeyHash> inflight_;
-    std::vector<Event> waiting_;              // completions seen before their issue
+    std::uint32_t last_dev_ = 0;
+    DeviceTally* last_ = nullptr;  // the device of the last event (map nodes stay put)
+    std::vector<Slot> inflight_ = std::vector<Slot>(std::size_t{1} << kSlotBits);
+    std::vector<Slot> early_ = std::vector<Slot>(std::size_t{1} << kSlotBits);  // completions before their issue
+    std::uint64_t last_sweep_ = 0;
     std::map<std::uint32_t, int> last_step_;  // per device, for a direction printk_formats did not give
 };
 

@@ -299,8 +299,9 @@ std::string completion_sentence(const DeviceFigures& f) {
         out = percent(*share) + " of " + std::to_string(c.counts.matched) +
               " requests completed on the CPU that issued them (block_rq_issue/block_rq_complete)";
         std::string where;
-        for (const auto& [cpu, n] : c.counts.completed_on)
-            where += (where.empty() ? "" : ", ") + ("CPU" + std::to_string(cpu)) + " " + std::to_string(n);
+        for (std::size_t cpu = 0; cpu < c.counts.completed_on.size(); ++cpu)
+            if (const auto n = c.counts.completed_on[cpu])
+                where += (where.empty() ? "" : ", ") + ("CPU" + std::to_string(cpu)) + " " + std::to_string(n);
         if (!where.empty()) out += "; completed on " + where;
     } else {
         out = "no completion share";

@@ -70,11 +70,10 @@ void Session::start() {
 
 std::vector<int> Session::fds() const { return instance_ ? instance_->fds() : std::vector<int>{}; }
 
-void Session::readable(int fd) {
-    if (!instance_) return;
-    const auto all = instance_->fds();
-    const auto it = std::find(all.begin(), all.end(), fd);
-    if (it != all.end()) instance_->drain(static_cast<std::size_t>(it - all.begin()), tally_);
+void Session::readable(int) {
+    // Whichever CPU's buffer passed its watermark, every CPU is read: the
+    // issues and completions of one moment are tallied in time order.
+    if (instance_) instance_->drain_all(tally_);
 }
 
 double Session::seconds() const {

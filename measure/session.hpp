@@ -34,7 +34,7 @@ public:
     // is in tracing().why_not; the stat counters are measured either way).
     void start();
     // The CPUs' trace_pipe_raw descriptors, readable when a buffer passed
-    // its watermark: hand each to readable() then.
+    // its watermark: call readable() then (every CPU is read).
     std::vector<int> fds() const;
     void readable(int fd);
     // The window ends: figures for every device that was there at both

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <optional>
 #include <span>
@@ -36,8 +37,39 @@ std::map<std::uint64_t, std::string> parse_printk_formats(std::string_view text)
 
 // A field of a record: an unsigned integer of the field's size (1, 2, 4 or
 // 8 bytes, host byte order), or nullopt when the record is too short.
-std::optional<std::uint64_t> read_unsigned(std::span<const std::uint8_t> record, const FieldFormat& f);
+// Inline: it runs several times for every traced event.
+inline std::optional<std::uint64_t> read_unsigned(std::span<const std::uint8_t> record, const FieldFormat& f) {
+    if (f.offset + f.size > record.size()) return std::nullopt;
+    const auto* p = record.data() + f.offset;
+    switch (f.size) {
+        case 1:
+            return *p;
+        case 2: {
+            std::uint16_t v;
+            std::memcpy(&v, p, 2);
+            return v;
+        }
+        case 4: {
+            std::uint32_t v;
+            std::memcpy(&v, p, 4);
+            return v;
+        }
+        case 8: {
+            std::uint64_t v;
+            std::memcpy(&v, p, 8);
+            return v;
+        }
+        default:
+            return std::nullopt;
+    }
+}
 // A fixed char array field (rwbs, wbt's name), up to its first NUL.
-std::optional<std::string_view> read_chars(std::span<const std::uint8_t> record, const FieldFormat& f);
+inline std::optional<std::string_view> read_chars(std::span<const std::uint8_t> record, const FieldFormat& f) {
+    if (f.offset + f.size > record.size()) return std::nullopt;
+    const auto* p = reinterpret_cast<const char*>(record.data() + f.offset);
+    std::size_t n = 0;
+    while (n < f.size && p[n] != '\0') ++n;
+    return std::string_view(p, n);
+}
 
 }  // namespace blkpolicy::measure

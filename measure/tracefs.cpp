@@ -284,33 +284,30 @@ void TraceInstance::read_cpu(std::size_t index, std::vector<Event>& out) {
         if (r.missed_events) ++missed_pages_;
         if (!r.ok) ++bad_pages_;
         for (const auto& rec : records_)
-            if (auto e = decoder_.decode(rec, c.cpu)) out.push_back(*e);
+            if (const auto e = decoder_.decode(rec, c.cpu)) out.push_back(*e);
     }
 }
 
-namespace {
-std::size_t feed(std::vector<Event>& events, Tally& tally) {
-    std::stable_sort(events.begin(), events.end(), [](const Event& a, const Event& b) { return a.ts < b.ts; });
-    std::uint64_t newest = 0;
-    for (const auto& e : events) {
-        tally.add(e);
-        newest = std::max(newest, e.ts);
-    }
-    if (!events.empty()) tally.settle(newest);
-    return events.size();
-}
-}  // namespace
-
-std::size_t TraceInstance::drain(std::size_t index, Tally& tally) {
-    std::vector<Event> events;
-    read_cpu(index, events);
-    return feed(events, tally);
-}
-
+// Every CPU is read at once and the CPUs' records (each CPU's already in
+// time order) merged by time, so that an issue comes before its completion
+// whichever CPUs they ran on; only a pair split across two reads waits in
+// the tally.
 std::size_t TraceInstance::drain_all(Tally& tally) {
-    std::vector<Event> events;
-    for (std::size_t i = 0; i < cpus_.size(); ++i) read_cpu(i, events);
-    return feed(events, tally);
+    events_.clear();
+    std::vector<std::size_t> starts;
+    for (std::size_t i = 0; i < cpus_.size(); ++i) {
+        starts.push_back(events_.size());
+        read_cpu(i, events_);
+    }
+    const auto by_time = [](const Event& a, const Event& b) { return a.ts < b.ts; };
+    for (std::size_t i = 1; i < starts.size(); ++i)
+        std::inplace_merge(
+            events_.begin(), events_.begin() + static_cast<std::ptrdiff_t>(starts[i]),
+            i + 1 < starts.size() ? events_.begin() + static_cast<std::ptrdiff_t>(starts[i + 1]) : events_.end(),
+            by_time);
+    for (const auto& e : events_) tally.add(e);
+    if (!events_.empty()) tally.settle(events_.back().ts);
+    return events_.size();
 }
 
 Loss TraceInstance::loss() const {

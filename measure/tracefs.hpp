@@ -57,9 +57,8 @@ public:
     std::size_t cpus() const { return cpus_.size(); }
     int cpu_of(std::size_t index) const { return cpus_[index].cpu; }
 
-    // Reads what CPU `index` has, or every CPU, into `tally` (records in
-    // time order, then settle). Returns the records read.
-    std::size_t drain(std::size_t index, Tally& tally);
+    // Reads what every CPU has into `tally`, in time order across the
+    // CPUs, then settles it. Returns the records read.
     std::size_t drain_all(Tally& tally);
     // Stops recording (the window's end), before the last drain_all.
     void stop();
@@ -88,6 +87,7 @@ private:
     unsigned buffer_kb_ = 0;
     std::vector<std::uint8_t> page_;
     std::vector<RawRecord> records_;
+    std::vector<Event> events_;  // a drain's records, reused
     std::uint64_t missed_pages_ = 0;
     std::uint64_t bad_pages_ = 0;
 };

@@ -148,7 +148,7 @@ TEST_CASE("figures: the sentences carry each figure and its proof counter") {
     t.rq.completed = 1000;
     t.rq.matched = 1000;
     t.rq.same_cpu = 250;
-    t.rq.completed_on = {{0, 1000}};
+    t.rq.completed_on = {1000};  // CPU0
     const auto d = stat(200, 48720, 12345, 40);
     auto tracing = traced();
     const auto f = device_figures(virtio("write back", DeviceCache::Mode::write_back), 45, &d, "", tracing, &t);
