@@ -605,10 +605,70 @@ double cpu_seconds(pid_t pid) {
     return ticks / static_cast<double>(::sysconf(_SC_CLK_TCK));
 }
 
+// The machine's busy CPU time (/proc/stat: all but idle and iowait), in seconds.
+double busy_cpu_seconds() {
+    std::ifstream in("/proc/stat");
+    std::string cpu;
+    in >> cpu;
+    double busy = 0;
+    for (int i = 0; i < 8; ++i) {
+        double v = 0;
+        in >> v;
+        if (i != 3 && i != 4) busy += v;  // idle, iowait
+    }
+    return busy / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+
+// A `blkpolicy measure --json --for MS DEV` child; its rusage and report
+// when waited for.
+struct MeasureRun {
+    pid_t pid = -1;
+    std::string out;
+    MeasureRun(const std::string& dev, double ms, const std::string& path) : out(path) {
+        std::vector<std::string> args = {BLKPOLICY_BINARY, "measure", "--json", "--for", fmt(ms, 0) + "ms", dev};
+        std::vector<char*> argv;
+        for (auto& a : args) argv.push_back(a.data());
+        argv.push_back(nullptr);
+        pid = ::fork();
+        if (pid == 0) {
+            ::dup2(::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644), 1);
+            ::execv(argv[0], argv.data());
+            ::_exit(127);
+        }
+    }
+    // Its tracing instance's directory, once it records.
+    std::string instance(const std::string& tracefs) const {
+        for (int i = 0; i < 300; ++i) {
+            for (const auto& e : fs::directory_iterator(tracefs + "/instances"))
+                if (e.path().filename().string().rfind("blkpolicy-" + std::to_string(pid) + "-", 0) == 0)
+                    return e.path().string();
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
+        return {};
+    }
+    // CPU seconds (user + system) and peak RSS KiB; the report in `doc`.
+    std::pair<double, long> wait(nlohmann::json& doc) {
+        int status = 0;
+        rusage ru{};
+        ::wait4(pid, &status, 0, &ru);
+        std::ifstream in(out);
+        doc = nlohmann::json::parse(in, nullptr, false);
+        return {static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+                    static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6,
+                ru.ru_maxrss};
+    }
+};
+
 // The cost of measuring, side by side in one run: a loop device on tmpfs at
-// its limit (one reader, the loop worker on the other CPU), with and without
-// `blkpolicy measure` (tracing every request's issue and completion),
-// alternating; then the daemon measuring under the same load and idle.
+// its limit (one reader, the loop worker on the other CPU). One `blkpolicy
+// measure` runs throughout; the load runs in 1 s slices, alternately with
+// its instance's block events off and on (written to their enable files
+// here), in alternating order, so that the machine's own drift falls on
+// both sides of each pair. Two views of what tracing costs the kernel and
+// the reader together: reads per second, and the machine's busy CPU per
+// read. measure's own CPU per event is its CPU under load less that of
+// the same window without load (start-up, the report). Then the daemon
+// measuring, under the same load and idle.
 void bench_measure(bool quick, const std::string& workdir) {
     std::cerr << "measuring's cost: a loop device on tmpfs at its limit, with and without blkpolicy measure\n";
     const std::string tracefs = "/sys/kernel/tracing";
@@ -616,77 +676,71 @@ void bench_measure(bool quick, const std::string& workdir) {
     if (!fs::exists(tracefs + "/instances"))
         mounted_here = ::mount("nodev", tracefs.c_str(), "tracefs", 0, nullptr) == 0;
     LoopDevice loop(true, "/dev/shm/blkpolicy-test-");
-    const int rounds = quick ? 3 : 9;
-    const double seconds = quick ? 3 : 5;
+    const int pairs = quick ? 20 : 150;
+    const double slice = 0.5;
     direct_read_load(loop.name(), 1);  // warm the backing file and the path
-    std::vector<double> plain, traced, ratios, cpu_share, events_per_s;
-    std::uint64_t buffer_kb = 0;
-    long rss_kib = 0;
-    for (int r = 0; r < rounds; ++r) {
-        for (int with = 0; with < 2; ++with) {
-            const bool measuring = (r % 2 == 0) == (with == 1);  // alternating which goes first
-            if (!measuring) {
-                plain.push_back(static_cast<double>(direct_read_load(loop.name(), seconds)) / seconds);
-                continue;
-            }
-            const auto out = workdir + "/measure.json";
-            std::vector<std::string> args = {
-                BLKPOLICY_BINARY, "measure", "--json", "--for", fmt((seconds + 1.5) * 1000, 0) + "ms", loop.name()};
-            std::vector<char*> argv;
-            for (auto& a : args) argv.push_back(a.data());
-            argv.push_back(nullptr);
-            const pid_t pid = ::fork();
-            if (pid == 0) {
-                ::dup2(::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644), 1);
-                ::execv(argv[0], argv.data());
-                ::_exit(127);
-            }
-            std::string inst;
-            for (int i = 0; i < 200 && inst.empty(); ++i) {
-                for (const auto& e : fs::directory_iterator(tracefs + "/instances"))
-                    if (e.path().filename().string().rfind("blkpolicy-" + std::to_string(pid) + "-", 0) == 0)
-                        inst = e.path().string();
-                if (inst.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-            }
-            std::this_thread::sleep_for(std::chrono::milliseconds(300));
-            const long ios = direct_read_load(loop.name(), seconds);
-            if (!inst.empty()) buffer_kb = std::stoull(read_trim(inst + "/buffer_total_size_kb"));
-            int status = 0;
-            rusage ru{};
-            ::wait4(pid, &status, 0, &ru);
-            traced.push_back(static_cast<double>(ios) / seconds);
-            const double cpu = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
-                               static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
-            rss_kib = std::max(rss_kib, ru.ru_maxrss);
-            // The events it read: every issue and completion, from its report.
-            std::ifstream in(out);
-            const auto doc = nlohmann::json::parse(in, nullptr, false);
-            double events = 0, window = seconds + 1.5;
-            if (!doc.is_discarded() && doc.contains("devices") && !doc["devices"].empty()) {
-                const auto& c = doc["devices"][0]["completions"];
-                events = c["issued"].get<double>() + c["traced_completed"].get<double>();
-                window = doc["seconds"].get<double>();
-                if (doc["tracing"]["lossy"].get<bool>()) std::cerr << "  (a lossy round: events were lost)\n";
-            }
-            events_per_s.push_back(events / window);
-            cpu_share.push_back(cpu / window);
-        }
-        ratios.push_back(traced.back() / plain.back());
+    nlohmann::json doc;
+    // The fixed part of a window: a measure with no load on the device.
+    const double window_ms = (2 * pairs * slice + 2) * 1000;
+    MeasureRun unloaded(loop.name(), 2000, workdir + "/measure.json");
+    const double fixed = unloaded.wait(doc).first;
+
+    MeasureRun m(loop.name(), window_ms, workdir + "/measure.json");
+    const auto inst = m.instance(tracefs);
+    if (inst.empty()) {
+        row("measure: cost", "no tracing instance appeared");
+        return;
     }
-    const double med_plain = percentile(plain, 50), med_traced = percentile(traced, 50);
-    const double ev = percentile(events_per_s, 50), cpu = percentile(cpu_share, 50);
-    row("measure: reads/s at the device's limit, without / with measuring (medians of " + std::to_string(rounds) + ")",
-        fmt(med_plain, 0) + " / " + fmt(med_traced, 0));
-    const double loss = 1.0 - percentile(ratios, 50);
-    row("measure: I/Os lost to tracing (median, range of the paired rounds)",
-        fmt(loss * 100, 1) + "% (" + fmt((1 - *std::max_element(ratios.begin(), ratios.end())) * 100, 1) + "% to " +
-            fmt((1 - *std::min_element(ratios.begin(), ratios.end())) * 100, 1) + "%)",
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    const auto events_on = [&](bool on) {
+        for (const char* e : {"block_rq_issue", "block_rq_complete"})
+            std::ofstream(inst + "/events/block/" + e + "/enable") << (on ? "1" : "0");
+    };
+    std::vector<double> plain, traced, ratios, cpu_ratios;
+    for (int p = 0; p < pairs; ++p) {
+        double rate[2] = {0, 0}, cpu_per_io[2] = {0, 0};
+        for (int k = 0; k < 2; ++k) {
+            const bool on = (p % 2 == 0) == (k == 1);  // alternating which goes first
+            events_on(on);
+            const double c0 = busy_cpu_seconds();
+            const long ios = direct_read_load(loop.name(), slice);
+            cpu_per_io[on] = (busy_cpu_seconds() - c0) / static_cast<double>(ios);
+            rate[on] = static_cast<double>(ios) / slice;
+        }
+        plain.push_back(rate[0]);
+        traced.push_back(rate[1]);
+        ratios.push_back(rate[1] / rate[0]);
+        cpu_ratios.push_back(cpu_per_io[1] / cpu_per_io[0]);
+    }
+    events_on(true);
+    const std::uint64_t buffer_kb = std::stoull(read_trim(inst + "/buffer_total_size_kb"));
+    const auto [cpu, rss_kib] = m.wait(doc);
+    double events = 0;
+    bool lossy = true;
+    if (!doc.is_discarded() && doc.contains("devices") && !doc["devices"].empty()) {
+        const auto& c = doc["devices"][0]["completions"];
+        events = c["issued"].get<double>() + c["traced_completed"].get<double>();
+        lossy = doc["tracing"]["lossy"].get<bool>();
+    }
+    const auto q = [](std::vector<double> v, double p) { return percentile(std::move(v), p); };
+    row("measure: reads/s at the device's limit, events off / on (medians of " + std::to_string(pairs) +
+            " pairs of " + fmt(slice, 1) + " s slices)",
+        fmt(q(plain, 50), 0) + " / " + fmt(q(traced, 50), 0));
+    const double loss = 1.0 - q(ratios, 50);
+    row("measure: I/Os lost to tracing (median; middle half of the pairs)",
+        fmt(loss * 100, 1) + "% (" + fmt((1 - q(ratios, 75)) * 100, 1) + "% to " + fmt((1 - q(ratios, 25)) * 100, 1) +
+            "%)",
         "<= 2%", loss <= 0.02 ? "met" : "MISSED");
-    row("measure: trace events per second read", fmt(ev, 0));
-    const double at_100k = ev > 0 ? cpu * 100000.0 / ev : NAN;
-    row("measure: its own CPU (user + system) at that rate / scaled to 100,000 events/s",
-        fmt(cpu * 100, 2) + "% / " + fmt(at_100k * 100, 2) + "% of a CPU", "<= 1% at 100,000/s",
-        at_100k <= 0.01 ? "met" : "MISSED");
+    const double extra = q(cpu_ratios, 50) - 1.0;
+    row("measure: the machine's CPU per read, added by tracing (median; middle half)",
+        fmt(extra * 100, 1) + "% (" + fmt((q(cpu_ratios, 25) - 1) * 100, 1) + "% to " +
+            fmt((q(cpu_ratios, 75) - 1) * 100, 1) + "%)");
+    const double ns = events > 0 ? (cpu - fixed) / events * 1e9 : NAN;
+    row("measure: its own CPU per traced event (" + fmt(events, 0) + " events" + (lossy ? ", LOSSY" : ", none lost") +
+            ")",
+        fmt(ns, 0) + " ns = " + fmt(ns * 1e5 / 1e9 * 100, 2) + "% of a CPU at 100,000 events/s", "<= 1%",
+        ns * 1e5 / 1e9 <= 0.01 ? "met" : "MISSED");
+    row("measure: a window's fixed CPU (start, instance, report; 2 s, no load)", fmt(fixed * 1000, 0) + " ms");
     row("measure: the instance's buffers (buffer_total_size_kb) / peak RSS",
         std::to_string(buffer_kb) + " KiB / " + fmt(static_cast<double>(rss_kib) / 1024.0, 1) + " MiB");
 
@@ -701,6 +755,7 @@ void bench_measure(bool quick, const std::string& workdir) {
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
     double c0 = cpu_seconds(d.pid());
     const auto t0 = Clock::now();
+    const double seconds = 5;
     const long ios = direct_read_load(loop.name(), 2 * seconds);
     const double busy = (cpu_seconds(d.pid()) - c0) / (ms_since(t0) / 1000.0);
     row("measure: the daemon measuring under that load (" + fmt(static_cast<double>(ios) / (2 * seconds), 0) +

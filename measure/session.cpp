@@ -131,16 +131,21 @@ std::vector<DeviceFigures> Session::take(bool again) {
         const auto stat = r.ok() ? parse_stat(r.value) : std::nullopt;
         if (stat) next[name] = {*stat, now};
         const auto base = base_.find(name);
-        if (base == base_.end()) continue;  // new since the window started: from the next one
+        const bool named = !options_.devices.empty();
+        // A device that came during the window counts from the next one;
+        // one asked for by name is reported all the same, saying why.
+        if (base == base_.end() && !named) continue;
         const auto settings = settings_of(name);
-        if (settings.devnum.empty()) continue;  // gone
-        std::optional<IoStat> delta = stat ? stat_delta(base->second.stat, *stat) : std::nullopt;
-        const std::string note = !stat    ? "cannot read block/" + name + "/stat"
-                                 : !delta ? std::string("a counter went backwards: the device was replaced")
-                                          : std::string();
+        if (settings.devnum.empty() && !named) continue;  // gone
+        std::optional<IoStat> delta = stat && base != base_.end() ? stat_delta(base->second.stat, *stat) : std::nullopt;
+        const std::string note = base == base_.end() ? "block/" + name + "/stat could not be read when the window began"
+                                 : !stat             ? "cannot read block/" + name + "/stat"
+                                 : !delta            ? std::string("a counter went backwards: the device was replaced")
+                                                     : std::string();
         const auto dev = kernel_dev_from_text(settings.devnum);
         const auto traced = dev ? tally_.devices().find(*dev) : tally_.devices().end();
-        const double secs = std::chrono::duration<double>(now - base->second.at).count();
+        const double secs =
+            std::chrono::duration<double>(now - (base == base_.end() ? started_ : base->second.at)).count();
         out.push_back(device_figures(settings, secs, delta ? &*delta : nullptr, note, tracing_,
                                      traced != tally_.devices().end() ? &traced->second : nullptr));
     }

@@ -61,11 +61,6 @@ int write_text(const std::string& path, std::string_view value) {
     return static_cast<std::size_t>(n) == value.size() ? 0 : EIO;
 }
 
-bool is_dir(const std::string& path) {
-    struct stat st {};
-    return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
 std::uint64_t leading_number(std::string_view s) {
     while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
     std::uint64_t v = 0;
@@ -120,14 +115,16 @@ std::string find_tracefs(const std::string& sysfs_root, std::string* why_not) {
     const std::string root = sysfs_root == "/" ? std::string() : sysfs_root;
     for (const char* rel : {"/kernel/tracing", "/kernel/debug/tracing"}) {
         const std::string dir = root + rel;
-        if (!is_dir(dir + "/instances")) continue;
-        if (::access((dir + "/instances").c_str(), W_OK) != 0) {
+        struct stat st {};
+        const bool there = ::stat((dir + "/instances").c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+        // tracefs is root's alone (mode 0700): another user cannot even look.
+        if (there ? ::access((dir + "/instances").c_str(), W_OK) != 0 : errno == EACCES) {
             if (why_not)
-                *why_not =
-                    "tracefs at " + dir + " is not writable here (" + util::errno_text(errno) + "): tracing needs root";
+                *why_not = "tracefs at " + dir + " is not open to this user (" + util::errno_text(errno) +
+                           "): tracing needs root";
             return {};
         }
-        return dir;
+        if (there) return dir;
     }
     if (why_not) {
         *why_not = lockdown_reason();

@@ -97,12 +97,8 @@ int run_measure(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::os
     report.devices = session.take(false);
     report.tracing = session.tracing();
     print_measure(out, report, o.json);
-    if (!o.devices.empty() && report.devices.size() < o.devices.size()) {
-        for (const auto& name : o.devices)
-            if (std::none_of(report.devices.begin(), report.devices.end(),
-                             [&](const measure::DeviceFigures& f) { return f.device == name; }))
-                return device_went_away(name, err);
-    }
+    for (const auto& name : o.devices)
+        if (!sysfs.exists("block/" + name)) return device_went_away(name, err);
     const bool critical = std::any_of(report.devices.begin(), report.devices.end(), [](const auto& f) {
         return std::any_of(f.findings.begin(), f.findings.end(),
                            [](const policy::Finding& x) { return x.severity == policy::Severity::critical; });

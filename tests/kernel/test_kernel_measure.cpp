@@ -341,7 +341,32 @@ TEST_CASE("kernel measure: the daemon measures in windows; write through over a 
     const auto all = d.journal();
     CHECK(std::count_if(all.begin(), all.end(), alert("at-risk")) == 1);
     CHECK(std::count_if(all.begin(), all.end(), alert("resolved")) == 1);
+    // A reload that turns measuring off removes the instance at once.
+    std::ofstream(policy, std::ios::trunc) << "[daemon]\nmode = \"observe\"\nverify_interval = \"1s\"\n[[rule]]\n"
+                                              "name = \"test loop\"\n[rule.match]\nkernel = \""
+                                           << loop.name() << "\"\n[rule.set]\nnomerges = 0\n";
+    REQUIRE_FALSE(instances_of(d.pid()).empty());
+    d.signal(SIGHUP);
+    CHECK(eventually([&] { return instances_of(d.pid()).empty(); }, std::chrono::seconds(10)));
     d.signal(SIGTERM);
     CHECK(d.wait_exit(std::chrono::seconds(10)) == 0);
-    CHECK(instances_of(d.pid()).empty());  // the daemon's tracing instance went with it
+    CHECK(instances_of(d.pid()).empty());
+}
+
+TEST_CASE("kernel measure: not root, the stat counters are measured and tracing says it needs root") {
+    Tracefs tracefs;
+    LoopDevice loop;
+    std::vector<std::string> argv = {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"};
+    for (const auto& a :
+         blkpolicy_argv({"measure", "--for", "1s", "--json", "--state-dir", "/nonexistent", loop.name()}))
+        argv.push_back(a);
+    Running run(argv);
+    const auto r = run.wait();
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    const auto doc = json::parse(r.out);
+    CHECK(doc["tracing"]["on"] == false);
+    const auto why = doc["tracing"]["why_not"].get<std::string>();
+    CHECK(why.find("tracing needs root") != std::string::npos);
+    CHECK(device_in(doc, loop.name())["stat"].is_object());  // /sys/block/DEV/stat is readable by anyone
 }
