@@ -45,6 +45,7 @@ struct Options {
     long pid = 0;                                   // --pid PID (reload): default the pid in daemon.json
     std::chrono::milliseconds measure_for{10'000};  // --for DURATION (measure)
     unsigned trace_buffer_kb = 256;                 // --trace-buffer-kb N (measure): per CPU
+    unsigned sample_percent = 100;                  // --sample PERCENT (measure): request tracepoints' share
     // udev's database for env.* matches: --udev-db, else /run/udev/data when
     // looking at the real /sys, else none (a fake tree has no udev records).
     std::string udev_db() const {

@@ -15,6 +15,9 @@ std::string fixed(double v, int decimals) {
 
 std::string percent(double share) { return fixed(share * 100.0, 1) + "%"; }
 
+// "requests traced 10.0% of the window (a sample)"
+std::string sampled_text(double share) { return "requests traced " + percent(share) + " of the window (a sample)"; }
+
 std::string count(std::uint64_t n, const char* one, const char* many) {
     return std::to_string(n) + " " + (n == 1 ? one : many);
 }
@@ -106,7 +109,11 @@ DeviceFigures device_figures(const DeviceSettings& s, double seconds, const IoSt
     f.stat_note = stat_note;
     if (delta) f.delta = *delta;
     const bool have_trace = tracing.on && s.request_based;
+    // Requests never traced in this window (a sample of 0%): the readahead
+    // and completion figures have no traced part.
+    const bool requests_traced = have_trace && tracing.requests_traced > 0;
     f.undercounted = have_trace && tracing.lossy();
+    f.requests_traced = have_trace ? tracing.requests_traced : 0.0;
     static const DeviceTally kNothing{};
     const DeviceTally& t = traced ? *traced : kNothing;
     const std::string not_traced = !tracing.on ? "not traced: " + tracing.why_not
@@ -201,7 +208,7 @@ DeviceFigures device_figures(const DeviceSettings& s, double seconds, const IoSt
         ra.reads = (*delta)[StatField::reads];
         ra.sectors_read = (*delta)[StatField::sectors_read];
     }
-    ra.traced = have_trace;
+    ra.traced = requests_traced;
     ra.read_requests = t.rq.read_requests;
     ra.read_sectors = t.rq.read_sectors;
     ra.readahead_requests = t.rq.readahead_requests;
@@ -210,6 +217,8 @@ DeviceFigures device_figures(const DeviceSettings& s, double seconds, const IoSt
         ra.note = "no reads completed";
     else if (!have_trace)
         ra.note = not_traced;
+    else if (!requests_traced)
+        ra.note = "the request tracepoints were off all window (sample 0%)";
 
     // Completions.
     auto& c = f.completion;
@@ -218,12 +227,14 @@ DeviceFigures device_figures(const DeviceSettings& s, double seconds, const IoSt
         if (delta->has(StatField::discards)) c.completed += (*delta)[StatField::discards];
         if (delta->has(StatField::flushes)) c.completed += (*delta)[StatField::flushes];
     }
-    c.traced = have_trace;
+    c.traced = requests_traced;
     c.counts = t.rq;
     c.rq_affinity = s.rq_affinity;
     c.hw_queues = s.hw_queues;
     if (!have_trace)
         c.note = not_traced;
+    else if (!requests_traced)
+        c.note = "the request tracepoints were off all window (sample 0%)";
     else if (c.counts.completed == 0)
         c.note = "no request with data completed";
     return f;
@@ -288,6 +299,7 @@ std::string readahead_sentence(const DeviceFigures& f) {
                " read requests carried A, block_rq_issue)";
     }
     if (!ra.note.empty()) out += "; " + ra.note;
+    if (ra.traced && f.requests_traced < 1.0) out += "; " + sampled_text(f.requests_traced);
     if (f.undercounted && ra.traced) out += "; traced counts are at least these: events were lost";
     return out;
 }
@@ -311,6 +323,7 @@ std::string completion_sentence(const DeviceFigures& f) {
     if (c.hw_queues > 0)
         out += ", " + count(static_cast<std::uint64_t>(c.hw_queues), "hardware queue", "hardware queues");
     if (!c.note.empty()) out += "; " + c.note;
+    if (c.traced && f.requests_traced < 1.0) out += "; " + sampled_text(f.requests_traced);
     if (f.undercounted && c.traced) out += "; at least: events were lost";
     return out;
 }

@@ -59,7 +59,11 @@ struct Tracing {
     bool on = false;
     std::string why_not;               // when not on: tracefs not mounted, not root, lockdown, ...
     std::vector<std::string> missing;  // events the kernel lacks ("wbt_lat", ...)
-    std::uint64_t lost_events = 0;     // dropped + overrun, every CPU
+    // The share of the window the request tracepoints were on (sampling,
+    // --sample / daemon.measure_sample): the readahead and completion counts
+    // are of that share; their shares stand for the whole window.
+    double requests_traced = 1.0;
+    std::uint64_t lost_events = 0;  // dropped + overrun, every CPU
     std::uint64_t missed_pages = 0;
     std::uint64_t bad_pages = 0;
     bool lossy() const { return lost_events + missed_pages + bad_pages > 0; }
@@ -116,7 +120,8 @@ struct DeviceFigures {
     bool stat_ok = false;
     std::string stat_note;  // why the counters could not be read
     IoStat delta;
-    bool undercounted = false;  // the window's tracing lost events: traced counts are at least these
+    bool undercounted = false;     // the window's tracing lost events: traced counts are at least these
+    double requests_traced = 1.0;  // the share of the window its requests were traced (a sample below 1)
     WbtFigure wbt;
     FlushFigure flush;
     ReadaheadFigure readahead;

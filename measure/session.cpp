@@ -66,6 +66,33 @@ void Session::start() {
     }
     baseline_all();
     started_ = std::chrono::steady_clock::now();
+    requests_on_for_ = {};
+    requests_on_ = instance_ != nullptr;  // the instance starts with every event on
+    requests_since_ = started_;
+    next_switch_ = std::chrono::steady_clock::time_point::max();
+    if (instance_ && options_.sample_percent < 100) {
+        const auto on_for = std::chrono::milliseconds(kSamplePeriod) * options_.sample_percent / 100;
+        if (options_.sample_percent == 0)
+            set_requests(false, started_);
+        else
+            next_switch_ = started_ + on_for;
+    }
+}
+
+void Session::set_requests(bool on, std::chrono::steady_clock::time_point now) {
+    if (!instance_ || on == requests_on_) return;
+    if (requests_on_) requests_on_for_ += now - requests_since_;
+    instance_->set_requests(on);
+    requests_on_ = on;
+    requests_since_ = now;
+}
+
+void Session::advance(std::chrono::steady_clock::time_point now) {
+    if (!instance_ || now < next_switch_) return;
+    const auto on_for = std::chrono::milliseconds(kSamplePeriod) * options_.sample_percent / 100;
+    // On for the sample's share of each period, off for the rest.
+    set_requests(!requests_on_, now);
+    next_switch_ = now + (requests_on_ ? on_for : kSamplePeriod - on_for);
 }
 
 std::vector<int> Session::fds() const { return instance_ ? instance_->fds() : std::vector<int>{}; }
@@ -115,6 +142,13 @@ DeviceSettings Session::settings_of(const std::string& name) const {
 std::vector<DeviceFigures> Session::take(bool again) {
     const auto now = std::chrono::steady_clock::now();
     if (instance_) {
+        // The share of the window the requests were traced.
+        auto on_for = requests_on_for_ + (requests_on_ ? now - requests_since_ : std::chrono::steady_clock::duration{});
+        const auto window = now - started_;
+        tracing_.requests_traced =
+            window.count() > 0 ? std::min(1.0, std::chrono::duration<double>(on_for) / window) : 1.0;
+        requests_on_for_ = {};
+        requests_since_ = now;
         if (!again) instance_->stop();
         instance_->drain_all(tally_);
         if (!again) tally_.finish();

@@ -22,6 +22,10 @@ struct SessionOptions {
     std::vector<std::string> devices;  // empty: every device under block/, as it comes and goes
     bool trace = true;                 // false: the stat counters only
     unsigned buffer_kb = 256;          // per CPU
+    // The share of each sampling period (10 s) the request tracepoints are
+    // on, in percent: 100 traces every request; less bounds what tracing
+    // costs a busy disk (the daemon's default is 10); 0 never traces them.
+    unsigned sample_percent = 100;
     // queue/write_cache as the device had it when it first appeared, where
     // recorded (agent/state); empty when not known.
     std::function<std::string(const policy::DeviceFacts&)> first_write_cache;
@@ -37,6 +41,11 @@ public:
     // its watermark: call readable() then (every CPU is read).
     std::vector<int> fds() const;
     void readable(int fd);
+    // Sampling: when the request tracepoints switch on or off next (the
+    // time_point's max when they never do), and the switch, made when due.
+    std::chrono::steady_clock::time_point next_switch() const { return next_switch_; }
+    void advance(std::chrono::steady_clock::time_point now);
+    static constexpr std::chrono::seconds kSamplePeriod{10};
     // The window ends: figures for every device that was there at both
     // ends. With `again`, the next window starts at once on the same instance.
     std::vector<DeviceFigures> take(bool again);
@@ -63,6 +72,13 @@ private:
     Loss loss_at_start_;
     Tally tally_;
     Tracing tracing_;
+    // Sampling state: whether the request tracepoints are on, since when,
+    // how long they were on in this window, and the next switch.
+    bool requests_on_ = false;
+    std::chrono::steady_clock::time_point requests_since_{};
+    std::chrono::steady_clock::duration requests_on_for_{};
+    std::chrono::steady_clock::time_point next_switch_ = std::chrono::steady_clock::time_point::max();
+    void set_requests(bool on, std::chrono::steady_clock::time_point now);
 };
 
 }  // namespace blkpolicy::measure

@@ -270,6 +270,14 @@ std::vector<int> TraceInstance::fds() const {
 
 void TraceInstance::stop() { (void)write_text(path_ + "/tracing_on", "0"); }
 
+void TraceInstance::set_requests(bool on) {
+    for (const auto& ev : traced_events()) {
+        if (std::string_view(ev.system) != "block") continue;
+        if (std::find(missing_.begin(), missing_.end(), ev.kind) != missing_.end()) continue;
+        (void)write_text(path_ + "/events/" + ev.system + "/" + ev.name + "/enable", on ? "1" : "0");
+    }
+}
+
 void TraceInstance::read_cpu(std::size_t index, std::vector<Event>& out) {
     auto& c = cpus_[index];
     for (;;) {

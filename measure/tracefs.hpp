@@ -62,6 +62,9 @@ public:
     std::size_t drain_all(Tally& tally);
     // Stops recording (the window's end), before the last drain_all.
     void stop();
+    // Turns the request tracepoints (block_rq_issue, block_rq_complete) on
+    // or off: the costly ones, one or two events per I/O (bench/README.md).
+    void set_requests(bool on);
     Loss loss() const;
     unsigned buffer_kb_per_cpu() const { return buffer_kb_; }
     // buffer_total_size_kb: what the instance's buffers hold in all.

@@ -165,10 +165,16 @@ private:
                 } else {
                     policy_.daemon.measure_window = *d;
                 }
+            } else if (name == "measure_sample") {
+                const auto* n = v.as_integer();
+                if (!n || n->get() < 0 || n->get() > 100)
+                    error(pos(v), "daemon.measure_sample must be a percentage from 0 to 100");
+                else
+                    policy_.daemon.measure_sample = static_cast<unsigned>(n->get());
             } else {
                 error(pos(k), "unknown key " + in_quotes(name) +
-                                  " in [daemon] (expected \"mode\", \"verify_interval\", \"measure\" or "
-                                  "\"measure_window\")");
+                                  " in [daemon] (expected \"mode\", \"verify_interval\", \"measure\", "
+                                  "\"measure_window\" or \"measure_sample\")");
             }
         }
     }

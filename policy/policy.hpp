@@ -84,6 +84,9 @@ struct DaemonConfig {
     // windows of measure_window): off unless the policy turns it on.
     bool measure = false;
     std::chrono::milliseconds measure_window{60'000};
+    // The share of each 10 s the request tracepoints are on, in percent:
+    // what tracing every I/O costs a busy disk, bounded (bench/README.md).
+    unsigned measure_sample = 10;
 };
 
 struct Policy {

@@ -81,7 +81,8 @@ TEST_CASE("option scopes: an option of some commands is refused by every other, 
                                                            {"--config-root", "/"},
                                                            {"--from", "udev"},
                                                            {"--for", "2s"},
-                                                           {"--trace-buffer-kb", "64"}};
+                                                           {"--trace-buffer-kb", "64"},
+                                                           {"--sample", "10"}};
         for (const auto& c : commands()) {
             std::vector<std::string> args = {std::string(c.name), opt};
             if (values.count(opt)) args.push_back(values.at(opt));

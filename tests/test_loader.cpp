@@ -195,8 +195,11 @@ TEST_CASE("validation messages - exactly") {
          "p.toml:2:19: daemon.verify_interval must be a duration such as \"30s\", \"500ms\" or \"5m\""},
         {"[daemon]\nverify_interval = \"10ms\"\n", "p.toml:2:19: daemon.verify_interval must be between 100ms and 24h"},
         {"[daemon]\nverbose = true\n",
-         "p.toml:2:1: unknown key \"verbose\" in [daemon] (expected \"mode\", \"verify_interval\", \"measure\" or "
-         "\"measure_window\")"},
+         "p.toml:2:1: unknown key \"verbose\" in [daemon] (expected \"mode\", \"verify_interval\", \"measure\", "
+         "\"measure_window\" or \"measure_sample\")"},
+        {"[daemon]\nmeasure_sample = 101\n", "p.toml:2:18: daemon.measure_sample must be a percentage from 0 to 100"},
+        {"[daemon]\nmeasure_sample = \"10%\"\n",
+         "p.toml:2:18: daemon.measure_sample must be a percentage from 0 to 100"},
         {"[daemon]\nmeasure = \"yes\"\n", "p.toml:2:11: daemon.measure must be true or false"},
         {"[daemon]\nmeasure_window = 60\n",
          "p.toml:2:18: daemon.measure_window must be a duration such as \"60s\" or \"5m\""},
@@ -246,10 +249,12 @@ TEST_CASE("later files override daemon keys") {
     CHECK(r.policy.daemon.verify_interval == std::chrono::minutes(1));
     CHECK_FALSE(r.policy.daemon.measure);  // off unless asked for
     CHECK(r.policy.daemon.measure_window == std::chrono::seconds(60));
-    auto m = load_policy({{"m.toml", "[daemon]\nmeasure = true\nmeasure_window = \"5m\"\n"}});
+    CHECK(r.policy.daemon.measure_sample == 10);
+    auto m = load_policy({{"m.toml", "[daemon]\nmeasure = true\nmeasure_window = \"5m\"\nmeasure_sample = 100\n"}});
     REQUIRE(m.ok());
     CHECK(m.policy.daemon.measure);
     CHECK(m.policy.daemon.measure_window == std::chrono::minutes(5));
+    CHECK(m.policy.daemon.measure_sample == 100);
 }
 
 TEST_CASE("durations") {

@@ -197,6 +197,7 @@ constexpr OptionScope kOptionScopes[] = {
     {"--kernel-rules", "explain"},
     {"--for", "measure"},
     {"--trace-buffer-kb", "measure"},
+    {"--sample", "measure"},
 };
 
 }  // namespace

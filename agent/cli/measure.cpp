@@ -62,6 +62,7 @@ int run_measure(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::os
     measure::SessionOptions so;
     so.devices = o.devices;
     so.buffer_kb = o.trace_buffer_kb;
+    so.sample_percent = o.sample_percent;
     const StateDir state(o.state_dir);
     so.first_write_cache = [&state](const policy::DeviceFacts& f) { return state.first_write_cache(f); };
     measure::Session session(sysfs, so);
@@ -71,13 +72,15 @@ int run_measure(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::os
     const auto deadline = std::chrono::steady_clock::now() + o.measure_for;
     bool interrupted = false;
     for (;;) {
+        const auto now = std::chrono::steady_clock::now();
+        session.advance(now);  // sampling: the request tracepoints on or off
         const auto left =
-            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-        if (left.count() <= 0) break;
+            std::chrono::duration_cast<std::chrono::milliseconds>(std::min(deadline, session.next_switch()) - now);
+        if (now >= deadline) break;
         std::vector<pollfd> fds;
         for (int fd : session.fds()) fds.push_back({fd, POLLIN, 0});
         fds.push_back({stop.fd(), POLLIN, 0});
-        const int n = ::poll(fds.data(), fds.size(), static_cast<int>(std::min<long>(left.count(), 60'000)));
+        const int n = ::poll(fds.data(), fds.size(), static_cast<int>(std::clamp<long>(left.count() + 1, 0, 60'000)));
         if (n < 0 && errno != EINTR) break;
         if (fds.back().revents & POLLIN) {
             stop.consume();

@@ -113,6 +113,9 @@ Options of measure:
                             SIGINT ends it early with the figures so far
       --trace-buffer-kb N   the tracing buffer per CPU (default 256); a
                             window that loses events says so
+      --sample PERCENT      trace the requests (one or two events per I/O)
+                            that share of each 10 s (default 100); less
+                            bounds the cost on a busy disk
 
 Options of explain:
       --kernel-rules        instead of a device, list what blkpolicy expects
@@ -245,6 +248,16 @@ ParseResult parse_command_line(const std::vector<std::string>& args) {
                 return r;
             }
             o.trace_buffer_kb = static_cast<unsigned>(n);
+        } else if (!only_positional && is("--sample")) {
+            auto v = value("--sample");
+            if (!v) return r;
+            char* end = nullptr;
+            long n = std::strtol(v->c_str(), &end, 10);
+            if (v->empty() || *end || n < 0 || n > 100) {
+                r.error = "--sample must be a percentage from 0 to 100, not " + *v;
+                return r;
+            }
+            o.sample_percent = static_cast<unsigned>(n);
         } else if (!only_positional && is("--pid")) {
             auto v = value("--pid");
             if (!v) return r;

@@ -383,10 +383,18 @@ private:
             if (measuring_) log_->log(LOG_INFO, "measuring stopped (daemon.measure is off)");
             measure_sources_.clear();
             measure_timer_ = nullptr;
+            sample_timer_ = nullptr;
             measuring_.reset();
             measured_ = Measured{};
             at_risk_.clear();
             return;
+        }
+        if (measuring_ && d.measure_sample != measure_sample_) {
+            // A new sample: a new session (the instance is made again).
+            measure_sources_.clear();
+            measure_timer_ = nullptr;
+            sample_timer_ = nullptr;
+            measuring_.reset();
         }
         if (measuring_) {
             if (d.measure_window != measure_window_) {
@@ -402,6 +410,7 @@ private:
         measured_.window_seconds = static_cast<double>(measure_window_.count()) / 1000.0;
         measure::SessionOptions so;
         so.first_write_cache = [this](const policy::DeviceFacts& f) { return state_.first_write_cache(f); };
+        so.sample_percent = measure_sample_ = d.measure_sample;
         measuring_ = std::make_unique<measure::Session>(sysfs_, so);
         measuring_->start();
         sd_event_source* s = nullptr;
@@ -416,6 +425,7 @@ private:
             measure_sources_.emplace_back(s);
             measure_timer_ = s;
         }
+        schedule_sample();
         const auto& t = measuring_->tracing();
         log_->log(LOG_INFO,
                   "measuring in windows of " + measure::duration_text(measured_.window_seconds) + ": " +
@@ -424,6 +434,34 @@ private:
     }
 
     std::uint64_t window_usec() const { return static_cast<std::uint64_t>(measure_window_.count()) * 1000ULL; }
+
+    // Sampling: a timer for the next switch of the request tracepoints.
+    void schedule_sample() {
+        const auto next = measuring_->next_switch();
+        if (next == std::chrono::steady_clock::time_point::max()) return;
+        const auto usec = std::chrono::duration_cast<std::chrono::microseconds>(
+                              std::max(next - std::chrono::steady_clock::now(), std::chrono::steady_clock::duration{}))
+                              .count();
+        if (!sample_timer_) {
+            sd_event_source* s = nullptr;
+            if (sd_event_add_time_relative(event_.get(), &s, CLOCK_MONOTONIC, static_cast<std::uint64_t>(usec), 0,
+                                           &Daemon::on_sample, this) < 0)
+                return;
+            measure_sources_.emplace_back(s);
+            sample_timer_ = s;
+            return;
+        }
+        sd_event_source_set_time_relative(sample_timer_, static_cast<std::uint64_t>(usec));
+        sd_event_source_set_enabled(sample_timer_, SD_EVENT_ONESHOT);
+    }
+
+    static int on_sample(sd_event_source*, uint64_t, void* userdata) {
+        auto* d = static_cast<Daemon*>(userdata);
+        if (!d->measuring_) return 0;
+        d->measuring_->advance(std::chrono::steady_clock::now());
+        d->schedule_sample();
+        return 0;
+    }
 
     static int on_trace(sd_event_source*, int fd, uint32_t, void* userdata) {
         auto* d = static_cast<Daemon*>(userdata);
@@ -518,6 +556,7 @@ private:
     OutOfPolicyClock clock_;
     std::unique_ptr<measure::Session> measuring_;
     std::chrono::milliseconds measure_window_{60'000};
+    unsigned measure_sample_ = 10;
     Measured measured_;
     std::set<std::string> at_risk_;  // devices whose last window was at risk (alerted)
     std::string last_state_error_;
@@ -530,7 +569,8 @@ private:
     // The measuring window's sources, after the loop so that they go before
     // it; the session they read goes after them (declared above).
     std::vector<udev::Owned<sd_event_source, sd_event_source_unref>> measure_sources_;
-    sd_event_source* measure_timer_ = nullptr;  // borrows from measure_sources_
+    sd_event_source* measure_timer_ = nullptr;  // these two borrow from measure_sources_
+    sd_event_source* sample_timer_ = nullptr;
 };
 
 }  // namespace

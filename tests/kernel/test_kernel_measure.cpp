@@ -204,6 +204,34 @@ TEST_CASE("kernel measure: rq_affinity 2 completes every request on the CPU that
     CHECK(c["issued_on"][std::to_string(cpu)].get<long>() >= 2000);
 }
 
+TEST_CASE("kernel measure: --sample traces requests part of the time and says so; 0 never") {
+    Tracefs tracefs;
+    LoopDevice loop;
+    {
+        // Sampling periods are 10 s: on for the first 2.5 s of a 4 s window.
+        Measuring m({"--for", "4s", "--sample", "25", loop.name()});
+        const auto t0 = std::chrono::steady_clock::now();
+        while (std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(3400)) direct_reads(loop.name(), 50);
+        const auto doc = m.result();
+        const auto& d = device_in(doc, loop.name());
+        const double share = d["requests_traced"].get<double>();
+        CHECK(share > 0.5);
+        CHECK(share < 0.75);
+        CHECK(d["readahead"]["read_requests"].get<long>() > 0);
+        CHECK(d["readahead"]["read_requests"].get<long>() < d["stat"]["reads"].get<long>());
+        CHECK(d["completions"]["sentence"].get<std::string>().find("of the window (a sample)") != std::string::npos);
+    }
+    Measuring m({"--for", "2s", "--sample", "0", loop.name()});
+    direct_reads(loop.name(), 100);
+    const auto doc = m.result();
+    const auto& d = device_in(doc, loop.name());
+    CHECK(d["readahead"]["traced"] == false);
+    CHECK(d["readahead"]["read_requests"] == 0);
+    CHECK(d["stat"]["reads"] == 100);
+    CHECK(d["completions"]["note"] == "the request tracepoints were off all window (sample 0%)");
+    CHECK(d["wbt"]["traced"] == true);  // wbt and the counters are always on
+}
+
 TEST_CASE("kernel measure: a buffer that fills while nobody reads it makes a lossy window, said as undercounted") {
     Tracefs tracefs;
     LoopDevice loop;
