@@ -43,6 +43,27 @@ TEST_CASE("usage errors exit 2 with a pointer to --help") {
         CHECK(r.exit_code == 2);
         CHECK(r.err.find("Try 'blkpolicy --help'.") != std::string::npos);
     }
+    // measure's options, each with what it wants.
+    const std::vector<std::pair<std::vector<std::string>, std::string>> measure = {
+        {{"measure", "--for", "10"}, "--for wants a duration from 100ms to 24h such as 10s, 500ms or 5m, not \"10\""},
+        {{"measure", "--for", "50ms"},
+         "--for wants a duration from 100ms to 24h such as 10s, 500ms or 5m, not \"50ms\""},
+        {{"measure", "--for", "25h"}, "--for wants a duration from 100ms to 24h such as 10s, 500ms or 5m, not \"25h\""},
+        {{"measure", "--trace-buffer-kb", "3"}, "--trace-buffer-kb must be a number of KiB from 4 to 1048576, not 3"},
+        {{"measure", "--trace-buffer-kb", "99999999999999999999"},
+         "--trace-buffer-kb must be a number of KiB from 4 to 1048576, not 99999999999999999999"},
+        {{"measure", "--sample", "101"}, "--sample must be a percentage from 0 to 100, not 101"},
+        {{"measure", "--sample", "-1"}, "--sample must be a percentage from 0 to 100, not -1"},
+        {{"measure", "--sample", "10%"}, "--sample must be a percentage from 0 to 100, not 10%"},
+        {{"plan", "--for", "10s"}, "--for is for measure"},
+        {{"measure", "--mode", "observe"}, "--mode is for run"},
+    };
+    for (const auto& [args, message] : measure) {
+        auto r = run_blkpolicy(args);
+        CAPTURE(r.err);
+        CHECK(r.exit_code == 2);
+        CHECK(r.err.rfind("blkpolicy: " + message + "\n", 0) == 0);
+    }
 }
 
 TEST_CASE("check: every example and test policy is valid, alone and together") {

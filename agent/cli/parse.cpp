@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <cstdlib>
+#include <limits>
 #include <set>
 
 #include "agent/cli/commands.hpp"
@@ -146,6 +148,14 @@ constexpr StringOption kStringOptions[] = {
     {"--udev-db", &Options::udev_db_dir},       {"--config-root", &Options::config_root},
     {"--from", &Options::import_from},
 };
+// The whole of `text` as a decimal number from `lo` to `hi`, or nullopt.
+std::optional<long> number_in(const std::string& text, long lo, long hi) {
+    char* end = nullptr;
+    errno = 0;
+    const long n = std::strtol(text.c_str(), &end, 10);
+    if (text.empty() || *end || errno == ERANGE || n < lo || n > hi) return std::nullopt;
+    return n;
+}
 const StringOption* string_option(const std::string& arg) {
     for (const auto& o : kStringOptions) {
         const std::string name = o.name;
@@ -222,13 +232,12 @@ ParseResult parse_command_line(const std::vector<std::string>& args) {
         } else if (!only_positional && is("--receive-buffer")) {
             auto v = value("--receive-buffer");
             if (!v) return r;
-            char* end = nullptr;
-            long n = std::strtol(v->c_str(), &end, 10);
-            if (v->empty() || *end || n < 4096 || n > (1L << 30)) {
+            const auto n = number_in(*v, 4096, 1L << 30);
+            if (!n) {
                 r.error = "--receive-buffer must be a number of bytes from 4096 to 1073741824";
                 return r;
             }
-            o.receive_buffer = static_cast<int>(n);
+            o.receive_buffer = static_cast<int>(*n);
         } else if (!only_positional && is("--for")) {
             auto v = value("--for");
             if (!v) return r;
@@ -241,33 +250,30 @@ ParseResult parse_command_line(const std::vector<std::string>& args) {
         } else if (!only_positional && is("--trace-buffer-kb")) {
             auto v = value("--trace-buffer-kb");
             if (!v) return r;
-            char* end = nullptr;
-            long n = std::strtol(v->c_str(), &end, 10);
-            if (v->empty() || *end || n < 4 || n > 1048576) {
+            const auto n = number_in(*v, 4, 1048576);
+            if (!n) {
                 r.error = "--trace-buffer-kb must be a number of KiB from 4 to 1048576, not " + *v;
                 return r;
             }
-            o.trace_buffer_kb = static_cast<unsigned>(n);
+            o.trace_buffer_kb = static_cast<unsigned>(*n);
         } else if (!only_positional && is("--sample")) {
             auto v = value("--sample");
             if (!v) return r;
-            char* end = nullptr;
-            long n = std::strtol(v->c_str(), &end, 10);
-            if (v->empty() || *end || n < 0 || n > 100) {
+            const auto n = number_in(*v, 0, 100);
+            if (!n) {
                 r.error = "--sample must be a percentage from 0 to 100, not " + *v;
                 return r;
             }
-            o.sample_percent = static_cast<unsigned>(n);
+            o.sample_percent = static_cast<unsigned>(*n);
         } else if (!only_positional && is("--pid")) {
             auto v = value("--pid");
             if (!v) return r;
-            char* end = nullptr;
-            long n = std::strtol(v->c_str(), &end, 10);
-            if (v->empty() || *end || n <= 0) {
+            const auto n = number_in(*v, 1, std::numeric_limits<long>::max());
+            if (!n) {
                 r.error = "--pid must be a process id, not " + *v;
                 return r;
             }
-            o.pid = n;
+            o.pid = *n;
         } else if (!only_positional && a.size() > 1 && a[0] == '-') {
             r.error = "unknown option " + a;
             return r;
