@@ -165,3 +165,35 @@ TEST_CASE("a serial that is not UTF-8 is recorded and read back (nlohmann::json 
     CHECK(agent::freeze_facts(state, live, true, nullptr).rotational);
     CHECK_FALSE(nlohmann::json::parse(agent::identity_of(f), nullptr, false).is_discarded());
 }
+
+TEST_CASE("the record keeps write_cache as the device first had it, for measure's device cache") {
+    TempDir dir;
+    agent::StateDir state(dir.path());
+    const auto f = device(true);
+    REQUIRE(state.save(f, "write back").ok());
+    std::ifstream in(dir.path() / "facts/loop250.json");
+    const std::string written((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    // nlohmann's layout, the key sorted after "rotational".
+    const nlohmann::json want = {{"device", "loop250"},
+                                 {"identity", agent::identity_of(f)},
+                                 {"removable", false},
+                                 {"rotational", true},
+                                 {"write_cache", "write back"}};
+    CHECK(written == want.dump(2) + "\n");
+    // Read back as written (no parser), and through the parser in another layout.
+    CHECK(state.first_write_cache(f) == "write back");
+    auto frozen = state.load(f);
+    REQUIRE(frozen);
+    CHECK(frozen->rotational);
+    std::ofstream(dir.path() / "facts/loop250.json", std::ios::trunc) << want.dump();
+    CHECK(state.first_write_cache(f) == "write back");
+    // Another instance of the device: not its record.
+    CHECK(state.first_write_cache(device(true, "13")).empty());
+    // A record of an earlier release has none, and still freezes the facts.
+    REQUIRE(state.save(f).ok());
+    CHECK(state.first_write_cache(f).empty());
+    CHECK(agent::freeze_facts(state, device(false), false, nullptr).facts_frozen);
+    // A value that needs escaping goes through the parser's path, intact.
+    REQUIRE(state.save(f, "write \"back\"").ok());
+    CHECK(state.first_write_cache(f) == "write \"back\"");
+}

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -397,4 +398,47 @@ TEST_CASE("kernel measure: not root, the stat counters are measured and tracing 
     const auto why = doc["tracing"]["why_not"].get<std::string>();
     CHECK(why.find("tracing needs root") != std::string::npos);
     CHECK(device_in(doc, loop.name())["stat"].is_object());  // /sys/block/DEV/stat is readable by anyone
+}
+
+TEST_CASE("kernel measure: a loop device with direct I/O is judged by write_cache as apply first recorded it") {
+    Tracefs tracefs;
+    LoopDevice loop;
+    {
+        const int fd = ::open(("/dev/" + loop.name()).c_str(), O_RDWR | O_CLOEXEC);
+        REQUIRE(fd >= 0);
+        const int dio = ::ioctl(fd, 0x4C08 /* LOOP_SET_DIRECT_IO */, 1UL);
+        ::close(fd);
+        if (dio != 0) {
+            MESSAGE("the backing file's file system refuses direct I/O here: nothing to check");
+            return;
+        }
+    }
+    TempDir tmp("blkpolicy-measure-first");
+    const auto policy = (tmp.path() / "p.toml").string();
+    const auto state = (tmp.path() / "state").string();
+    std::ofstream(policy) << "[[rule]]\nname = \"t\"\n[rule.match]\nkernel = \"" << loop.name()
+                          << "\"\n[rule.set]\nnomerges = 0\n";
+    // apply records the facts at first sight, write_cache with them.
+    REQUIRE(run_blkpolicy({"apply", "--policy", policy, "--state-dir", state, loop.name()}).exit_code == 0);
+    std::ifstream rec(state + "/facts/" + loop.name() + ".json");
+    const auto record = json::parse(rec);
+    CHECK(record["write_cache"] == "write back");
+    loop.write_queue("write_cache", "write through");
+    Measuring m({"--for", "2s", "--state-dir", state, loop.name()});
+    synced_writes(loop.name(), 30);
+    int rc = -1;
+    const auto doc = m.result(&rc);
+    const auto& fl = device_in(doc, loop.name())["flushes"];
+    CHECK(fl["device_cache_source"] == "queue/write_cache when the device first appeared (\"write back\")");
+    CHECK(fl["at_risk"] == true);
+    CHECK(rc == 1);
+    // Without the record nothing says what the cache is: no finding, said so.
+    Measuring blind({"--for", "2s", "--state-dir", (tmp.path() / "none").string(), loop.name()});
+    synced_writes(loop.name(), 30);
+    const auto doc2 = blind.result(&rc);
+    const auto& fl2 = device_in(doc2, loop.name())["flushes"];
+    CHECK(fl2["device_cache"] == "unknown");
+    CHECK(fl2["at_risk"] == false);
+    CHECK(fl2["note"].get<std::string>().find("is not known") != std::string::npos);
+    CHECK(rc == 0);
 }
