@@ -20,7 +20,7 @@ if grep -q "were not used by the project" <<<"$build_err"; then
 fi
 work=
 trap '[[ -n "$work" ]] && rm -rf "$work"' EXIT   # also when interrupted
-for target in policy udev values writers; do
+for target in policy udev values writers trace; do
     work=$(mktemp -d /tmp/blkpolicy-fuzz.XXXXXX)
     cp -r "fuzz/corpus/$target/." "$work/"
     echo "== fuzz_$target for ${seconds}s"
