@@ -9,6 +9,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "policy/values.hpp"
 #include "util/files.hpp"
 #include "util/json_text.hpp"
 
@@ -223,10 +224,8 @@ policy::DeviceFacts freeze_facts(const StateDir& state, policy::DeviceFacts live
 }
 
 std::string read_write_cache(const udev::Sysfs& sysfs, const std::string& device) {
-    auto r = sysfs.read("block/" + device + "/queue/write_cache");
-    if (!r.ok()) return {};
-    while (!r.value.empty() && (r.value.back() == '\n' || r.value.back() == ' ')) r.value.pop_back();
-    return std::move(r.value);
+    const auto r = sysfs.read("block/" + device + "/queue/write_cache");
+    return r.ok() ? policy::trim(r.value) : std::string();
 }
 
 util::Status record_facts(const StateDir& state, const policy::DeviceFacts& live, const std::string& write_cache) {

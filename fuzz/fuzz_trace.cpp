@@ -51,8 +51,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     (void)parse_page(page, commit, records);
     Tally tally;
     for (const auto& r : records) {
-        if (r.data.data() < page.data() || r.data.data() + r.data.size() > page.data() + page.size())
-            __builtin_trap();
+        if (r.data.data() < page.data() || r.data.data() + r.data.size() > page.data() + page.size()) __builtin_trap();
         if (auto e = decoder().decode(r, static_cast<int>(r.ts % 4))) tally.add(*e);
     }
     tally.settle(~0ULL);

@@ -3,17 +3,11 @@
 
 #include <algorithm>
 
+#include "policy/values.hpp"
 #include "udev/discovery.hpp"
 #include "udev/probes.hpp"
 
 namespace blkpolicy::measure {
-
-namespace {
-std::string trimmed(std::string s) {
-    while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-    return s;
-}
-}  // namespace
 
 Session::Session(const udev::Sysfs& sysfs, SessionOptions options) : sysfs_(sysfs), options_(std::move(options)) {}
 
@@ -48,7 +42,7 @@ void Session::start() {
             t.buffer_kb = options_.buffer_kb;
             for (const auto& name : options_.devices) {
                 const auto dev = sysfs_.read("block/" + name + "/dev");
-                if (auto k = dev.ok() ? kernel_dev_from_text(trimmed(dev.value)) : std::nullopt)
+                if (auto k = dev.ok() ? kernel_dev_from_text(policy::trim(dev.value)) : std::nullopt)
                     t.devices.push_back(*k);
             }
             auto opened = TraceInstance::open(dir, t);
@@ -132,7 +126,7 @@ DeviceSettings Session::settings_of(const std::string& name) const {
     std::string dio;
     if (facts->stack == policy::Stack::loop) {
         const auto r = sysfs_.read("block/" + name + "/loop/dio");
-        if (r.ok()) dio = trimmed(r.value);
+        if (r.ok()) dio = policy::trim(r.value);
     }
     const std::string first = options_.first_write_cache ? options_.first_write_cache(*facts) : std::string();
     s.cache = device_cache(*facts, dio, first);
