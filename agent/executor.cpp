@@ -19,9 +19,9 @@ using policy::ActionKind;
 
 namespace {
 constexpr policy::Named<Outcome> kOutcomes[] = {
-    {Outcome::unchanged, "unchanged"}, {Outcome::applied, "applied"},     {Outcome::skipped, "skipped"},
-    {Outcome::failed, "failed"},       {Outcome::not_stuck, "not-stuck"}, {Outcome::refused, "refused"},
-    {Outcome::busy, "busy"},
+    {Outcome::unchanged, "unchanged"}, {Outcome::applied, "applied"},         {Outcome::skipped, "skipped"},
+    {Outcome::failed, "failed"},       {Outcome::not_stuck, "not-stuck"},     {Outcome::refused, "refused"},
+    {Outcome::busy, "busy"},           {Outcome::unavailable, "unavailable"},
 };
 static_assert(policy::in_enum_order(kOutcomes));
 }  // namespace
@@ -29,7 +29,8 @@ static_assert(policy::in_enum_order(kOutcomes));
 const char* to_string(Outcome o) { return policy::name_of(kOutcomes, o); }
 
 bool is_failure(Outcome o) {
-    return o == Outcome::failed || o == Outcome::not_stuck || o == Outcome::refused || o == Outcome::busy;
+    return o == Outcome::failed || o == Outcome::not_stuck || o == Outcome::refused || o == Outcome::busy ||
+           o == Outcome::unavailable;
 }
 
 const BusyRetry& default_busy_retry() {
@@ -158,8 +159,8 @@ private:
             r.detail = a.note;
             return r;
         }
-        if (a.kind == ActionKind::refuse) {
-            r.outcome = Outcome::refused;
+        if (a.kind == ActionKind::refuse || a.kind == ActionKind::unavailable) {
+            r.outcome = a.kind == ActionKind::refuse ? Outcome::refused : Outcome::unavailable;
             r.detail = a.note;
             return r;
         }

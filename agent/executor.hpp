@@ -14,16 +14,18 @@
 namespace blkpolicy::agent {
 
 enum class Outcome {
-    unchanged,  // already as desired; nothing written
-    applied,    // written and read back as expected
-    skipped,    // the device lacks the attribute (or vanished)
-    failed,     // the kernel refused the write
-    not_stuck,  // written without error, but reads back otherwise
-    refused,    // blkpolicy would not write it (unsafe or impossible here)
-    busy,       // the kernel kept refusing the write with EBUSY (another writer held the queue) within the bound
+    unchanged,    // already as desired; nothing written
+    applied,      // written and read back as expected
+    skipped,      // the device lacks the attribute (or vanished)
+    failed,       // the kernel refused the write
+    not_stuck,    // written without error, but reads back otherwise
+    refused,      // blkpolicy would not write it (unsafe or impossible here)
+    busy,         // the kernel kept refusing the write with EBUSY (another writer held the queue) within the bound
+    unavailable,  // this host cannot give the value (no such attribute, no such scheduler): not written
 };
 const char* to_string(Outcome o);
-// failed, not-stuck, refused and busy: the attribute is not as the policy says.
+// failed, not-stuck, refused, busy and unavailable: the attribute is not as
+// the policy says.
 bool is_failure(Outcome o);
 
 // Since 7.0 (and in the 6.18.y and 6.19.y stable series) a write of

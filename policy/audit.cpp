@@ -63,7 +63,7 @@ std::set<std::string> tops_of(const std::map<std::string, const AuditDevice*>& b
 bool manages_anything(const AuditDevice& d) {
     if (!d.plan) return false;
     for (const auto& a : d.plan->actions)
-        if (a.kind != ActionKind::skip) return true;
+        if (a.kind != ActionKind::skip && a.kind != ActionKind::unavailable) return true;
     return false;
 }
 
@@ -211,7 +211,7 @@ void stack_lower_only(const Subject& s, AuditState& st, Findings& out) {
 void writer_conflicts(const Subject& s, AuditState& st, Findings& out, bool udev) {
     if (!s.d.plan) return;
     for (const auto& a : s.d.plan->actions) {
-        if (a.kind == ActionKind::skip) continue;
+        if (a.kind == ActionKind::skip || a.kind == ActionKind::unavailable) continue;
         for (const auto& w : st.in.writers) {
             if ((w.kind == WriterKind::udev_rule) != udev) continue;
             if (w.attribute != a.attribute || !w.applies_to(s.name)) continue;

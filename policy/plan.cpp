@@ -13,10 +13,8 @@ namespace blkpolicy::policy {
 
 namespace {
 constexpr Named<ActionKind> kActionKinds[] = {
-    {ActionKind::write, "write"},
-    {ActionKind::unchanged, "unchanged"},
-    {ActionKind::skip, "skip"},
-    {ActionKind::refuse, "refuse"},
+    {ActionKind::write, "write"},   {ActionKind::unchanged, "unchanged"},     {ActionKind::skip, "skip"},
+    {ActionKind::refuse, "refuse"}, {ActionKind::unavailable, "unavailable"},
 };
 static_assert(in_enum_order(kActionKinds));
 }  // namespace
@@ -57,7 +55,7 @@ void resolve(Action& a, const AttributeSpec& spec, const Winner& w, const Device
         for (const auto& v : values)
             if (possible(v)) candidates.push_back(v);
         if (candidates.empty()) {
-            a.kind = ActionKind::skip;
+            a.kind = ActionKind::unavailable;
             a.note = "the kernel has none of " + a.desired + " (loaded: " + join(facts.schedulers, " ");
             if (ctx.loadable_schedulers)
                 a.note += ctx.loadable_schedulers->empty() ? "; no scheduler modules"
@@ -220,7 +218,11 @@ DevicePlan plan_device(const Policy& policy, const DeviceFacts& facts, const Val
             resolve(a, *spec, w, facts, current, ctx, final_rotational);
             a.kind = ActionKind::write;
         } else if (cur == current.end()) {
-            a.kind = ActionKind::skip;
+            // A queue attribute this kernel does not have is a value the
+            // host cannot give; one of the device's driver (device/timeout
+            // on a disk that is not SCSI) is not the device's kind.
+            a.kind = starts_with(spec->path, "queue/") ? ActionKind::unavailable : ActionKind::skip;
+            a.value = a.expected = w.setting->values.front();  // what the policy asks, as it says it
             a.note = "device has no " + spec->path;
             if (key == "async_depth") {
                 kernel_row("async-depth:iosched-tunable");
@@ -260,7 +262,7 @@ DevicePlan plan_device(const Policy& policy, const DeviceFacts& facts, const Val
             } else if (a.attribute == "iosched.async_depth" && final_scheduler == "mq-deadline" &&
                        current.count("async_depth")) {
                 kernel_row("async-depth:queue-attribute");
-                a.kind = ActionKind::skip;
+                a.kind = ActionKind::unavailable;
                 a.note = "moved: since 7.0 mq-deadline has no iosched/async_depth; set async_depth instead";
             } else if (a.current.empty() && !written.count(WriteCause::scheduler_switch)) {
                 a.kind = ActionKind::skip;

@@ -19,8 +19,15 @@ namespace blkpolicy::policy {
 enum class ActionKind {
     write,      // the value differs now, or an earlier write in this plan will disturb it
     unchanged,  // already as desired
-    skip,       // the device lacks the attribute, or offers none of the wanted schedulers
-    refuse,     // the policy asks for something unsafe or impossible on this device
+    // Not this device's kind: a bio-based queue has no scheduler or wbt, a
+    // disk that is not SCSI no device/timeout, one without discard no
+    // discard limit; tunables of a scheduler the device does not end with.
+    skip,
+    refuse,  // the policy asks for something unsafe or impossible on this device
+    // This host cannot give the value: the kernel or device lacks the
+    // attribute, or offers and can load none of the wanted schedulers. The
+    // policy is not met (apply and status exit 1; the daemon alerts once).
+    unavailable,
 };
 const char* to_string(ActionKind k);
 

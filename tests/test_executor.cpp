@@ -447,7 +447,7 @@ TEST_CASE("async_depth (7.0+): written after the scheduler switch and nr_request
     }
 }
 
-TEST_CASE("async_depth: skipped under none and on kernels without it, refused above nr_requests") {
+TEST_CASE("async_depth: skipped under none, unavailable on kernels without it, refused above nr_requests") {
     FakeSysfs t;
     t.add_loop("loop0", 0, "/img");
     t.add_loop("loop1", 1, "/img1");
@@ -459,7 +459,8 @@ TEST_CASE("async_depth: skipped under none and on kernels without it, refused ab
           "under scheduler none the kernel refuses async_depth (EINVAL): it follows nr_requests");
     auto old = by_attr(agent::execute(
         s, plan_for(s, "loop1", test::one_rule_policy("scheduler = \"mq-deadline\"\nasync_depth = 16\n"))));
-    CHECK(old["async_depth"].outcome == agent::Outcome::skipped);
+    CHECK(old["async_depth"].outcome == agent::Outcome::unavailable);
+    CHECK(agent::is_failure(old["async_depth"].outcome));  // the policy is not met: apply exits 1
     CHECK(old["async_depth"].detail ==
           "this kernel has no queue/async_depth (7.0 and later have it; before, mq-deadline has iosched.async_depth)");
     auto big = by_attr(agent::execute(
@@ -478,7 +479,7 @@ TEST_CASE("iosched.async_depth under mq-deadline: moved to async_depth where the
     KernelModelSysfs s(t.root());
     const auto p = test::one_rule_policy("scheduler = \"mq-deadline\"\niosched.async_depth = 16\n");
     auto moved = by_attr(agent::execute(s, plan_for(s, "loop0", p)));
-    CHECK(moved["iosched.async_depth"].outcome == agent::Outcome::skipped);
+    CHECK(moved["iosched.async_depth"].outcome == agent::Outcome::unavailable);
     CHECK(moved["iosched.async_depth"].detail ==
           "moved: since 7.0 mq-deadline has no iosched/async_depth; set async_depth instead");
     auto plan_old = plan_for(s, "loop1", p);

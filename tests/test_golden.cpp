@@ -3,6 +3,7 @@
 // tests/golden/*. Paths that differ per run are replaced by placeholders.
 #include <doctest/doctest.h>
 
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -137,6 +138,55 @@ TEST_CASE("status reports drift and exits 1 - device arguments limit it") {
     CHECK(doc["devices"][0]["attributes"].size() == 4);
     for (const auto& a : doc["devices"][0]["attributes"]) CHECK(a["state"] == "ok");
     CHECK(s.q("sda", "queue/read_ahead_kb") == "8192");  // not named, not touched
+}
+
+TEST_CASE("a value this host cannot give: apply and status exit 1 and say unavailable; the rest is applied") {
+    // The fleet is a kernel before 7.0: no queue/async_depth. A policy that
+    // asks for it is not met here, and neither command may say otherwise.
+    Scenario s;
+    const auto policy = (s.tree.root() / "unavailable.toml").string();
+    std::ofstream(policy) << "[[rule]]\nname = \"t\"\n[rule.match]\ndriver = \"virtio_blk\"\n"
+                             "[rule.set]\nasync_depth = 16\nread_ahead_kb = 64\n";
+    auto args = [&](const std::string& command, std::vector<std::string> extra) {
+        std::vector<std::string> a = {command,
+                                      "--policy",
+                                      policy,
+                                      "--sysfs-root",
+                                      s.tree.root().string(),
+                                      "--state-dir",
+                                      (s.tree.root() / "state").string()};
+        a.insert(a.end(), extra.begin(), extra.end());
+        return a;
+    };
+    auto applied = run_blkpolicy(args("apply", {"vda", "--json"}));
+    CHECK(applied.exit_code == 1);
+    auto doc = nlohmann::json::parse(applied.out);
+    CHECK(doc["summary"]["unavailable"] == 1);
+    CHECK(doc["summary"]["applied"] == 1);
+    for (const auto& r : doc["devices"][0]["results"]) {
+        if (r["attribute"] == "async_depth") {
+            CHECK(r["outcome"] == "unavailable");
+            CHECK(r["detail"].get<std::string>().find("this kernel has no queue/async_depth") == 0);
+        }
+    }
+    CHECK(s.q("vda", "queue/read_ahead_kb") == "64");
+
+    auto text = run_blkpolicy(args("apply", {"vda"}));
+    CHECK(text.exit_code == 1);
+    CHECK(text.out.find("async_depth") != std::string::npos);
+    CHECK(text.out.find("unavailable") != std::string::npos);
+    CHECK(text.out.find("0 applied, 1 unchanged, 0 skipped, 0 failed, 0 did not stick, 0 refused, 0 busy, "
+                        "1 unavailable here") != std::string::npos);
+
+    auto status = run_blkpolicy(args("status", {"vda"}));
+    CHECK(status.exit_code == 1);  // not every managed value is as the policy says
+    CHECK(status.out.find("1 in policy, 0 drifted, 0 skipped, 0 refused, 1 unavailable here") != std::string::npos);
+
+    // Without the unavailable value the same device is in policy: exit 0.
+    std::ofstream(policy) << "[[rule]]\nname = \"t\"\n[rule.match]\ndriver = \"virtio_blk\"\n"
+                             "[rule.set]\nread_ahead_kb = 64\n";
+    CHECK(run_blkpolicy(args("status", {"vda"})).exit_code == 0);
+    CHECK(run_blkpolicy(args("apply", {"vda"})).exit_code == 0);
 }
 
 TEST_CASE("status: the daemon's last pass as a local time and an age") {

@@ -169,14 +169,14 @@ TEST_CASE("scheduler preference list: a name not loaded yet is tried, one the ke
         auto p = plan_device(list, f, loop_values(), ctx);
         CHECK(action(p, "scheduler").value == "mq-deadline");
     }
-    SUBCASE("none of them possible: skipped, saying what the kernel has") {
+    SUBCASE("none of them possible: unavailable (the policy is not met), saying what the kernel has") {
         PlanContext ctx;
         ctx.loadable_schedulers = std::vector<std::string>{"mq-deadline"};
         ctx.refused_schedulers = {"bfq"};
         auto none = plan_device(
             blkpolicy::test::policy_from_toml("[[rule]]\nname = \"r\"\n[rule.set]\nscheduler = [\"bfq\", \"kyber\"]\n"),
             f, loop_values(), ctx);
-        CHECK(action(none, "scheduler").kind == ActionKind::skip);
+        CHECK(action(none, "scheduler").kind == ActionKind::unavailable);
         CHECK(action(none, "scheduler").note ==
               "the kernel has none of bfq, kyber (loaded: none mq-deadline; loadable: mq-deadline; refused: bfq)");
         ctx.loadable_schedulers = std::vector<std::string>{};
@@ -203,6 +203,21 @@ TEST_CASE("bio-based queues and missing attributes are skipped - never failures"
                                                "read_ahead_kb:write"});
     CHECK(action(p, "scheduler").note == "bio-based queue: no queue/scheduler");
     CHECK(action(p, "device.timeout").note == "device has no device/timeout");
+}
+
+TEST_CASE("a queue attribute this kernel lacks on a request-based queue is unavailable, not skipped") {
+    auto f = loop_facts();
+    auto v = loop_values();
+    v.erase("wbt_lat_usec");  // a kernel built without CONFIG_BLK_WBT
+    v.erase("async_depth");   // before 7.0
+    auto p = plan_device(blkpolicy::test::policy_from_toml("[[rule]]\nname = \"r\"\n[rule.set]\nwbt_lat_usec = "
+                                                           "2000\nasync_depth = 16\nread_ahead_kb = 64\n"),
+                         f, v, {});
+    CHECK(action(p, "wbt_lat_usec").kind == ActionKind::unavailable);
+    CHECK(action(p, "wbt_lat_usec").note == "device has no queue/wbt_lat_usec");
+    CHECK(action(p, "async_depth").kind == ActionKind::unavailable);
+    CHECK(action(p, "read_ahead_kb").kind == ActionKind::write);
+    CHECK(std::string(to_string(ActionKind::unavailable)) == "unavailable");
 }
 
 TEST_CASE("a device without queue/ is not tuned at all") {

@@ -8,6 +8,7 @@
 
 #include "agent/daemon/reconciler.hpp"
 #include "policy/loader.hpp"
+#include "policy/values.hpp"
 #include "support/fake_sysfs.hpp"
 #include "support/kernel_model.hpp"
 #include "support/policies.hpp"
@@ -188,6 +189,28 @@ TEST_CASE("daemon scenario: a scheduler the kernel refuses is not tried on every
     w.sysfs.writes.clear();
     w.rec.reconcile("loop0", Trigger::verify);
     CHECK(w.sysfs.writes.empty());
+}
+
+TEST_CASE("daemon scenario: a value this host cannot give is one failed alert, not one a pass, and resolves") {
+    World w;  // loop0 as a kernel before 7.0 makes it: no queue/async_depth
+    w.rec.set_policy(loops_policy("scheduler = \"mq-deadline\"\nasync_depth = 16\nread_ahead_kb = 256\n"));
+    w.rec.reconcile("loop0", Trigger::added);
+    auto said = w.log.take();
+    CHECK(std::count(said.begin(), said.end(), "failed loop0 async_depth 16 ") == 1);
+    CHECK(std::count(said.begin(), said.end(), "applied loop0 read_ahead_kb 256 256") == 1);
+    CHECK(w.rec.summary().failed == 1);
+    for (int i = 0; i < 3; ++i) w.rec.reconcile("loop0", Trigger::verify);
+    CHECK(w.log.take().empty());
+    CHECK(w.rec.summary().failed == 1);
+    // The attribute appears (the same device under a kernel that has it):
+    // applied at the next pass, and the failure said to be over.
+    w.tree.file(w.tree.devpath_of("loop0") + "/queue/async_depth", "64");
+    w.rec.reconcile("loop0", Trigger::verify);
+    const auto back = w.log.take();
+    INFO(policy::join(back, " / "));
+    CHECK(back == V{"resolved loop0 async_depth 16 16"});
+    CHECK(w.q("async_depth") == "16");
+    CHECK(w.rec.summary().failed == 0);
 }
 
 TEST_CASE("daemon scenario: a driver putting a value back during its setup is part of applying, not a warning") {

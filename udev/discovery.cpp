@@ -220,23 +220,65 @@ std::map<std::string, std::string> read_udev_properties(const std::string& db_di
     return out;
 }
 
-std::optional<std::vector<std::string>> loadable_schedulers(const std::string& modules_dir) {
-    // The elevator asks for "NAME-iosched" (block/elevator.c), and each
-    // scheduler module carries that alias: "alias bfq-iosched bfq".
-    std::ifstream in(modules_dir + "/modules.alias");
-    if (!in) return std::nullopt;
-    static constexpr std::string_view kSuffix = "-iosched";
-    std::vector<std::string> out;
-    std::string line;
-    while (std::getline(in, line)) {
-        std::istringstream words(line);
-        std::string keyword, alias;
-        if (!(words >> keyword >> alias) || keyword != "alias" || alias.size() <= kSuffix.size() ||
-            alias.compare(alias.size() - kSuffix.size(), kSuffix.size(), kSuffix) != 0)
-            continue;
-        auto name = alias.substr(0, alias.size() - kSuffix.size());
-        if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(std::move(name));
+namespace {
+
+// modprobe's name for a module file: no directory, no .ko[.xz|.zst|.gz],
+// and '-' the same as '_' (kyber-iosched.ko.xz is kyber_iosched).
+std::string module_name(std::string_view path) {
+    path = last_component(path);
+    if (auto ko = path.find(".ko"); ko != std::string_view::npos) path = path.substr(0, ko);
+    return std::string(path);
+}
+
+bool same_module_name(std::string_view a, std::string_view b) {
+    if (a.size() != b.size()) return false;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        const char x = a[i] == '-' ? '_' : a[i], y = b[i] == '-' ? '_' : b[i];
+        if (x != y) return false;
     }
+    return true;
+}
+
+}  // namespace
+
+std::optional<std::vector<std::string>> loadable_schedulers(const std::string& modules_dir) {
+    // The elevator asks for "NAME-iosched" (request_module in
+    // block/elevator.c). modprobe finds that as an alias ("alias bfq-iosched
+    // bfq": bfq.ko declares one), or as a module's own name with '-' and '_'
+    // alike (Debian's kyber-iosched.ko declares none), in modules.dep; a
+    // module built in (modules.builtin) satisfies it at once.
+    static constexpr std::string_view kSuffix = "-iosched";
+    auto scheduler_of = [](std::string_view name) -> std::optional<std::string> {
+        if (name.size() <= kSuffix.size() || !same_module_name(name.substr(name.size() - kSuffix.size()), kSuffix))
+            return std::nullopt;
+        return std::string(name.substr(0, name.size() - kSuffix.size()));
+    };
+    std::vector<std::string> out;
+    auto add = [&](std::optional<std::string> name) {
+        if (name && std::find(out.begin(), out.end(), *name) == out.end()) out.push_back(std::move(*name));
+    };
+    bool readable = false;
+    std::string line;
+    if (std::ifstream in(modules_dir + "/modules.alias"); in) {
+        readable = true;
+        while (std::getline(in, line)) {
+            std::istringstream words(line);
+            std::string keyword, alias;
+            if (words >> keyword >> alias && keyword == "alias") add(scheduler_of(alias));
+        }
+    }
+    // modules.dep: "kernel/block/kyber-iosched.ko.xz:" then its dependencies;
+    // modules.builtin: one path a line.
+    for (const char* file : {"/modules.dep", "/modules.builtin"}) {
+        std::ifstream in(modules_dir + file);
+        if (!in) continue;
+        readable = true;
+        while (std::getline(in, line)) {
+            const auto path = std::string_view(line).substr(0, line.find(':'));
+            if (!path.empty()) add(scheduler_of(module_name(path)));
+        }
+    }
+    if (!readable) return std::nullopt;
     std::sort(out.begin(), out.end());
     return out;
 }

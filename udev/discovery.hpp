@@ -34,8 +34,10 @@ std::optional<policy::DeviceFacts> read_facts(const Sysfs& sysfs, const std::str
 std::map<std::string, std::string> read_udev_properties(const std::string& db_dir, const std::string& devnum);
 
 // I/O schedulers the kernel in MODULES_DIR (/lib/modules/RELEASE) can load
-// as modules, from modules.alias; nullopt when it cannot be read (the
-// daemon's unit hides the modules directory).
+// when one is named, found as modprobe finds them: an alias NAME-iosched in
+// modules.alias, or a module of that name in modules.dep or
+// modules.builtin; nullopt when none of them can be read (the daemon's unit
+// hides the modules directory).
 std::optional<std::vector<std::string>> loadable_schedulers(const std::string& modules_dir);
 
 // Inputs of the kernel's own defaults (explain):

@@ -207,13 +207,17 @@ bool Reconciler::reconcile(const std::string& device, Trigger trigger) {
         r.rule = rule_text(a.rule);
         const std::string what = a.attribute + " of " + device;
 
-        if (a.kind == ActionKind::refuse) {
+        // Refused, or not to be had on this host: said once (a failed
+        // alert, the attribute failing in the metrics) until the plan changes.
+        if (a.kind == ActionKind::refuse || a.kind == ActionKind::unavailable) {
             if (r.status != AttrStatus::failed) {
                 ++r.failures;
                 alert(AlertKind::failed, device, a, r, a.current,
-                      "refusing to set " + what + " to " + a.expected + ": " + a.note);
+                      (a.kind == ActionKind::refuse ? "refusing to set " : "cannot set ") + what + " to " +
+                          (a.expected.empty() ? a.desired : a.expected) + ": " + a.note);
             }
             r.status = AttrStatus::failed;
+            r.actual = a.current;
             continue;
         }
         // What the attribute read just before blkpolicy would write it: after

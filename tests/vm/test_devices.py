@@ -378,12 +378,21 @@ def _q(g, name, attr):
     return g.sh(f"cat /sys/block/{name}/queue/{attr}").strip()
 
 
-def _apply(g, name, policy_text):
+def _apply(g, name, policy_text, want_rc=0):
+    """apply's results by attribute; its exit status must be WANT_RC (1:
+    the policy is not met, a value unavailable here)."""
     g.write_file("/root/trap.toml", policy_text)
     rc, out, err = g.run(f"blkpolicy apply --json --policy /root/trap.toml --state-dir /run/bp-trap {name}",
                          check=False)
-    expect(rc == 0, f"apply on {name}: exit {rc}\n{out}{err}")
+    expect(rc == want_rc, f"apply on {name}: exit {rc}, not {want_rc}\n{out}{err}")
     return {r["attribute"]: r for r in json.loads(out)["devices"][0]["results"]}
+
+
+def _status_unavailable(g, d):
+    """status of the last _apply's policy: one value this kernel cannot give,
+    so the policy is not met (exit 1), and said so."""
+    rc, out, _ = g.run(f"blkpolicy status --policy /root/trap.toml --state-dir /run/bp-trap {d}", check=False)
+    expect(rc == 1 and " 1 unavailable here" in out, f"status with a value unavailable here: exit {rc}\n{out}")
 
 
 def traps(ctx):
@@ -392,6 +401,29 @@ def traps(ctx):
     then beaten by `blkpolicy apply`."""
     g, s, R = ctx.guest, ctx.suite, ctx.results
     g.sh("mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug")
+
+    with R.step(s, "a scheduler known by its module's name alone (kyber-iosched.ko): apply loads it on a fresh boot"):
+        # First of all that writes a scheduler on this boot: nothing has
+        # loaded kyber, and Debian's kyber has no modules.alias line.
+        expect(g.run("test -e /sys/module/kyber_iosched", check=False)[0] != 0,
+               "kyber is loaded already: this boot cannot show how apply finds it")
+        release = g.sh("uname -r").strip()
+        aliased = g.run(f"grep -q ' kyber-iosched ' /lib/modules/{release}/modules.alias", check=False)[0] == 0
+        module = g.sh(f"grep -o '[^/]*kyber[^/:]*\\.ko[^:]*:' /lib/modules/{release}/modules.dep || true").strip()
+        R.figure(s, "kyber in modules.alias / modules.dep", f"{'yes' if aliased else 'no'} / {module or '-'}")
+        d = _hot_add(g, "bp-trap-kyber", rotation_rate="1")
+        policy = "[[rule]]\nname = \"t\"\n[rule.set]\nscheduler = \"kyber\"\nnr_requests = 64\n"
+        if g.run(f"test -e /sys/block/{d}/queue/async_depth", check=False)[0] == 0:
+            policy += "async_depth = 24\n"  # the policy as a user tried it on 7.3.4
+        g.write_file("/root/kyber.toml", policy)
+        plan = json.loads(g.sh(f"blkpolicy plan --json --policy /root/kyber.toml {d}"))
+        expect("kyber" in (plan.get("loadable_schedulers") or []),
+               f"plan's loadable schedulers: {plan.get('loadable_schedulers')}")
+        res = _apply(g, d, policy)
+        expect_eq((res["scheduler"]["outcome"], read_queue(g, d, ["scheduler"])["scheduler"], _q(g, d, "nr_requests")),
+                  ("applied", "kyber", "64"), "scheduler and nr_requests after apply")
+        if "async_depth" in res:
+            expect_eq((res["async_depth"]["outcome"], _q(g, d, "async_depth")), ("applied", "24"), "async_depth")
 
     with R.step(s, "trap: a queue-limits write and read_ahead_kb, as the kernel model says for this kernel"):
         d = _hot_add(g, "bp-trap-ra", rotation_rate="7200")
@@ -511,8 +543,9 @@ def async_depth(ctx):
             expect(g.run(f"test -e {q}/async_depth", check=False)[0] != 0, "queue/async_depth on a kernel before 7.0")
             g.sh(f"echo mq-deadline > {q}/scheduler; test -e {q}/iosched/async_depth")
             res = _apply(g, d, "[[rule]]\nname = \"t\"\n[rule.set]\nscheduler = \"mq-deadline\"\n"
-                               "async_depth = 16\niosched.async_depth = 16\n")
-            expect_eq(res["async_depth"]["outcome"], "skipped", "async_depth on a kernel without it")
+                               "async_depth = 16\niosched.async_depth = 16\n", want_rc=1)
+            expect_eq(res["async_depth"]["outcome"], "unavailable", "async_depth on a kernel without it")
+            _status_unavailable(g, d)
             expect("no queue/async_depth" in res["async_depth"]["detail"], res["async_depth"]["detail"])
             expect_eq((res["iosched.async_depth"]["outcome"], _q(g, d, "iosched/async_depth")), ("applied", "16"),
                       "mq-deadline's own async_depth")
@@ -548,8 +581,9 @@ def async_depth(ctx):
         expect_eq((res["scheduler"]["outcome"], res["async_depth"]["outcome"], _q(g, d, "async_depth")),
                   ("applied", "applied", "16"), "async_depth after apply switched to kyber (the switch reset it)")
         res = _apply(g, d, "[[rule]]\nname = \"t\"\n[rule.set]\nscheduler = \"mq-deadline\"\n"
-                           "iosched.async_depth = 16\n")
-        expect_eq(res["iosched.async_depth"]["outcome"], "skipped", "iosched.async_depth on 7.0+")
+                           "iosched.async_depth = 16\n", want_rc=1)
+        expect_eq(res["iosched.async_depth"]["outcome"], "unavailable", "iosched.async_depth on 7.0+")
+        _status_unavailable(g, d)
         expect("moved" in res["iosched.async_depth"]["detail"], res["iosched.async_depth"]["detail"])
         res = _apply(g, d, "[[rule]]\nname = \"t\"\n[rule.set]\nscheduler = \"none\"\nasync_depth = 16\n")
         expect_eq(res["async_depth"]["outcome"], "skipped", "async_depth under none")

@@ -59,7 +59,7 @@ private:
     void add_json_summary(json& doc) const override {
         json summary = json::object();
         for (auto o : {Outcome::unchanged, Outcome::applied, Outcome::skipped, Outcome::failed, Outcome::not_stuck,
-                       Outcome::refused, Outcome::busy})
+                       Outcome::refused, Outcome::busy, Outcome::unavailable})
             summary[to_string(o)] = n(o);
         doc["summary"] = summary;
         const auto& b = default_busy_retry();
@@ -72,7 +72,8 @@ private:
     void print_footer() const override {
         out_ << n(Outcome::applied) << " applied, " << n(Outcome::unchanged) << " unchanged, " << n(Outcome::skipped)
              << " skipped, " << n(Outcome::failed) << " failed, " << n(Outcome::not_stuck) << " did not stick, "
-             << n(Outcome::refused) << " refused, " << n(Outcome::busy) << " busy\n";
+             << n(Outcome::refused) << " refused, " << n(Outcome::busy) << " busy, " << n(Outcome::unavailable)
+             << " unavailable here\n";
         if (busy_writes_ > 0) {
             const auto& b = default_busy_retry();
             out_ << busy_writes_

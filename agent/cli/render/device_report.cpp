@@ -15,6 +15,7 @@ constexpr policy::Named<Standing> kStandings[] = {
     {Standing::drift, "drift"},
     {Standing::skipped, "skipped"},
     {Standing::refused, "refused"},
+    {Standing::unavailable, "unavailable"},
 };
 static_assert(policy::in_enum_order(kStandings));
 }  // namespace
@@ -24,6 +25,7 @@ const char* to_string(Standing s) { return policy::name_of(kStandings, s); }
 Standing standing_of(const policy::Action& a) {
     if (a.kind == policy::ActionKind::skip) return Standing::skipped;
     if (a.kind == policy::ActionKind::refuse) return Standing::refused;
+    if (a.kind == policy::ActionKind::unavailable) return Standing::unavailable;
     // iosched tunables of a scheduler not active yet have no current value.
     return a.current == a.expected ? Standing::ok : Standing::drift;
 }

@@ -61,7 +61,7 @@ std::unique_ptr<DeviceReport> apply_report(bool as_json, std::ostream& out);
 std::unique_ptr<DeviceReport> status_report(bool as_json, std::ostream& out, nlohmann::json daemon);
 
 // Per attribute in status: where the device stands against the policy.
-enum class Standing { ok, drift, skipped, refused };
+enum class Standing { ok, drift, skipped, refused, unavailable };
 const char* to_string(Standing s);
 Standing standing_of(const policy::Action& a);
 

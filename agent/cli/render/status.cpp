@@ -17,7 +17,11 @@ class StatusReport final : public DeviceReport {
 public:
     StatusReport(bool as_json, std::ostream& out, json daemon)
         : DeviceReport(as_json, out), daemon_(std::move(daemon)) {}
-    bool found_something() const override { return n(Standing::drift) > 0; }
+    // Exit 1 unless every managed value is as the policy says: drifted, or
+    // one this host cannot give (unavailable) or blkpolicy would not write.
+    bool found_something() const override {
+        return n(Standing::drift) + n(Standing::refused) + n(Standing::unavailable) > 0;
+    }
 
 private:
     void add_json(json& d, const DeviceView& v, const DeviceResult*) const override {
@@ -54,7 +58,8 @@ private:
     void add_json_summary(json& doc) const override { doc["daemon"] = daemon_; }
     void print_footer() const override {
         out_ << n(Standing::ok) << " in policy, " << n(Standing::drift) << " drifted, " << n(Standing::skipped)
-             << " skipped, " << n(Standing::refused) << " refused\n";
+             << " skipped, " << n(Standing::refused) << " refused, " << n(Standing::unavailable)
+             << " unavailable here\n";
         if (!daemon_.is_object()) return;
         out_ << "daemon: pid " << daemon_["pid"] << ", " << daemon_["mode"].get<std::string>() << " mode, "
              << daemon_["devices_managed"] << " device(s) managed, " << daemon_["drifted"] << " drifted, "
