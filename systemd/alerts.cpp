@@ -3,9 +3,7 @@
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
-#include <sys/uio.h>
 #include <syslog.h>
-#include <systemd/sd-journal.h>
 
 #include <iterator>
 
@@ -69,19 +67,18 @@ std::vector<std::string> journal_fields(const Alert& a) {
 
 namespace {
 
-int send(const std::vector<std::string>& fields) {
-    std::vector<iovec> iov;
-    iov.reserve(fields.size());
-    for (const auto& f : fields) iov.push_back({const_cast<char*>(f.data()), f.size()});
-    return sd_journal_sendv(iov.data(), static_cast<int>(iov.size()));
-}
-
 class JournalLog : public EventLog {
 public:
-    void alert(const Alert& a) override { send(journal_fields(a)); }
+    explicit JournalLog(JournalSocket socket) : queue_(std::move(socket)) {}
+    void alert(const Alert& a) override { queue_.submit(journal_fields(a)); }
     void log(int prio, const std::string& message) override {
-        send({"MESSAGE=" + message, "PRIORITY=" + std::to_string(prio), "SYSLOG_IDENTIFIER=blkpolicy"});
+        queue_.submit({"MESSAGE=" + message, "PRIORITY=" + std::to_string(prio), "SYSLOG_IDENTIFIER=blkpolicy"});
     }
+    void retry() override { queue_.retry(); }
+    JournalDelivery delivery() const override { return queue_.delivery(); }
+
+private:
+    JournalQueue queue_;
 };
 
 spdlog::level::level_enum level_of(int prio) {
@@ -113,7 +110,9 @@ private:
 
 }  // namespace
 
-std::unique_ptr<EventLog> make_journal_log() { return std::make_unique<JournalLog>(); }
+std::unique_ptr<EventLog> make_journal_log(JournalSocket socket) {
+    return std::make_unique<JournalLog>(std::move(socket));
+}
 std::unique_ptr<EventLog> make_console_log() { return std::make_unique<ConsoleLog>(); }
 
 }  // namespace blkpolicy::systemd

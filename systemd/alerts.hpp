@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "systemd/journal.hpp"
+
 namespace blkpolicy::systemd {
 
 enum class AlertKind { applied, drift, reverted, failed, conflict, resolved, at_risk };
@@ -44,11 +46,16 @@ public:
     virtual void alert(const Alert& a) = 0;
     // Operational lines (start, reload, rescans): priority as syslog.
     virtual void log(int priority, const std::string& message) = 0;
+    // Sends what the journal could not take before (the daemon calls it at
+    // every pass), and what became of such entries.
+    virtual void retry() {}
+    virtual JournalDelivery delivery() const { return {}; }
 };
 
 // journald: every field of an Alert as BLKPOLICY_* fields plus MESSAGE_ID,
-// PRIORITY and SYSLOG_IDENTIFIER=blkpolicy.
-std::unique_ptr<EventLog> make_journal_log();
+// PRIORITY and SYSLOG_IDENTIFIER=blkpolicy; never waits for journald
+// (systemd/journal.hpp).
+std::unique_ptr<EventLog> make_journal_log(JournalSocket socket = JournalSocket());
 // A terminal: spdlog lines on stderr.
 std::unique_ptr<EventLog> make_console_log();
 

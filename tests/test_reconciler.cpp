@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <filesystem>
+#include <fstream>
 
 #include "agent/daemon/reconciler.hpp"
 #include "policy/loader.hpp"
@@ -211,6 +213,32 @@ TEST_CASE("daemon scenario: a value this host cannot give is one failed alert, n
     CHECK(back == V{"resolved loop0 async_depth 16 16"});
     CHECK(w.q("async_depth") == "16");
     CHECK(w.rec.summary().failed == 0);
+}
+
+TEST_CASE("daemon scenario: facts that cannot be recorded (a full /run) are said once, enforced all the same") {
+    World w;
+    std::filesystem::create_directories(w.tree.root() / "state");
+    std::ofstream(w.tree.root() / "state/facts") << "";  // a file where the directory goes: every save fails
+    w.rec.set_policy(loops_policy("read_ahead_kb = 256\n"));
+    w.rec.reconcile("loop0", Trigger::added);
+    for (int i = 0; i < 3; ++i) {
+        w.poke("read_ahead_kb", "4096");
+        w.rec.reconcile("loop0", Trigger::verify);
+        CHECK(w.q("read_ahead_kb") == "256");  // still enforced
+    }
+    auto said = [&](const std::string& what) {
+        return std::count_if(w.log.lines.begin(), w.log.lines.end(),
+                             [&](const std::string& l) { return l.find(what) != std::string::npos; });
+    };
+    CHECK(said("tried again at every pass") == 1);
+    CHECK(said("recorded the facts of loop0") == 0);
+    std::filesystem::remove(w.tree.root() / "state/facts");
+    w.rec.reconcile("loop0", Trigger::verify);
+    CHECK(said("recorded the facts of loop0") == 1);
+    CHECK(std::filesystem::exists(w.tree.root() / "state/facts/loop0.json"));
+    w.rec.reconcile("loop0", Trigger::verify);
+    CHECK(said("tried again at every pass") == 1);
+    CHECK(said("recorded the facts of loop0") == 1);
 }
 
 TEST_CASE("daemon scenario: a driver putting a value back during its setup is part of applying, not a warning") {

@@ -290,6 +290,7 @@ private:
 
     void after_pass() {
         last_pass_unix_ = now_unix();
+        log_->retry();  // what journald could not take before, if it can now
         // Only a changed STATUS= is sent: the manager needs no repeats, and a
         // notify socket nobody drains would block the loop sooner.
         if (auto status = status_line(); status != last_status_) {
@@ -327,10 +328,10 @@ private:
             std::chrono::steady_clock::duration& out;
             ~Took() { out = std::chrono::steady_clock::now() - start; }
         } took{last_report_, last_write_took_};
-        const auto text =
-            daemon_json(reconciler_, static_cast<long>(::getpid()), now, reload_, measuring_ ? &measured_ : nullptr)
-                .dump(2) +
-            "\n";
+        const auto text = daemon_json(reconciler_, static_cast<long>(::getpid()), now, reload_,
+                                      measuring_ ? &measured_ : nullptr, log_->delivery())
+                              .dump(2) +
+                          "\n";
         auto st = util::write_atomically(opts_.state_dir + "/daemon.json", text);
         if (!st.ok()) {
             // Removed under us (or never made): make it again and retry once.
@@ -339,7 +340,10 @@ private:
             st = util::write_atomically(opts_.state_dir + "/daemon.json", text);
         }
         // Each failure is logged once, not at every pass.
-        if (!st.ok() && st.message() != last_state_error_) log_->log(LOG_WARNING, st.message());
+        if (!st.ok() && st.message() != last_state_error_)
+            log_->log(LOG_WARNING, st.message() + "; enforcing goes on, the last complete daemon.json stays");
+        if (st.ok() && !last_state_error_.empty())
+            log_->log(LOG_INFO, "wrote daemon.json again (it could not be written: " + last_state_error_ + ")");
         last_state_error_ = st.message();
         if (!opts_.metrics_file.empty()) {
             clock_.update(reconciler_, now);
@@ -354,8 +358,13 @@ private:
             m.audit_unix = audit_unix_;
             m.clock = &clock_;
             m.measured = measuring_ ? &measured_ : nullptr;
+            m.journal = log_->delivery();
             auto mst = util::write_atomically(opts_.metrics_file, metrics_text(reconciler_, m));
-            if (!mst.ok() && mst.message() != last_metrics_error_) log_->log(LOG_WARNING, mst.message());
+            if (!mst.ok() && mst.message() != last_metrics_error_)
+                log_->log(LOG_WARNING, mst.message() + "; enforcing goes on, the last complete metrics file stays");
+            if (mst.ok() && !last_metrics_error_.empty())
+                log_->log(LOG_INFO, "wrote " + opts_.metrics_file +
+                                        " again (it could not be written: " + last_metrics_error_ + ")");
             last_metrics_error_ = mst.message();
         }
     }

@@ -59,7 +59,7 @@ void Measured::add(double ended, std::vector<measure::DeviceFigures> figures, co
 }
 
 json daemon_json(const Reconciler& r, long pid, double last_pass_unix, const ReloadOutcome& reload,
-                 const Measured* measured) {
+                 const Measured* measured, const systemd::JournalDelivery& journal) {
     const auto s = r.summary();
     json devices = json::array();
     for (const auto& [name, d] : r.devices()) {
@@ -84,7 +84,8 @@ json daemon_json(const Reconciler& r, long pid, double last_pass_unix, const Rel
             {"busy", s.busy},
             {"devices", devices},
             {"reload", {{"generation", reload.generation}, {"ok", reload.ok}, {"errors", reload.errors}}},
-            {"measured", measured_json(measured)}};
+            {"measured", measured_json(measured)},
+            {"journal", {{"queued", journal.queued}, {"sent_late", journal.sent_late}, {"lost", journal.lost}}}};
 }
 
 std::string escape_label_value(std::string_view v) {
@@ -297,7 +298,8 @@ std::string metrics_text(const Reconciler& r, const MetricsInput& in) {
         "blkpolicy_attribute_out_of_policy_seconds", "gauge",
         "How long the attribute has read otherwise than the policy says, as of the last pass; 0 in policy.");
     Family failing("blkpolicy_attribute_failing", "gauge",
-                   "1 when the daemon could not set the attribute (refused, failed, or busy at two passes).");
+                   "1 when the daemon could not set the attribute (refused, unavailable on this host, failed, or busy "
+                   "at two passes).");
     Family value("blkpolicy_attribute_value", "gauge", "The attribute's value as last read (numeric attributes).");
     Family desired("blkpolicy_attribute_desired", "gauge", "The value the policy asks for (numeric attributes).");
     Family text("blkpolicy_attribute_text_info", "gauge",
@@ -343,6 +345,18 @@ std::string metrics_text(const Reconciler& r, const MetricsInput& in) {
     out += Family("blkpolicy_audit_last_run_timestamp_seconds", "gauge",
                   "When the findings were last refreshed (Unix time; 0: not yet).")
                .sample({}, number(static_cast<std::uint64_t>(in.audit_unix)))
+               .text();
+    out += Family("blkpolicy_journal_queued_entries", "gauge",
+                  "Journal entries (alerts, log lines) kept because journald could not take them; sent when it can.")
+               .sample({}, number(static_cast<std::uint64_t>(in.journal.queued)))
+               .text();
+    out += Family("blkpolicy_journal_sent_late_total", "counter",
+                  "Journal entries kept while journald could not take them and sent afterwards.")
+               .sample({}, number(in.journal.sent_late))
+               .text();
+    out += Family("blkpolicy_journal_lost_total", "counter",
+                  "Journal entries dropped: journald took none for so long that the queue was full.")
+               .sample({}, number(in.journal.lost))
                .text();
     if (in.measured) out += measured_metrics(*in.measured);
     return out;

@@ -17,6 +17,7 @@
 #include "agent/daemon/reconciler.hpp"
 #include "measure/figures.hpp"
 #include "policy/audit.hpp"
+#include "systemd/journal.hpp"
 
 namespace blkpolicy::agent {
 
@@ -51,8 +52,9 @@ struct Measured {
 };
 
 // `measured`: null when the daemon does not measure.
+// `journal`: what the journal could not take at once.
 nlohmann::json daemon_json(const Reconciler& r, long pid, double last_pass_unix, const ReloadOutcome& reload,
-                           const Measured* measured = nullptr);
+                           const Measured* measured = nullptr, const systemd::JournalDelivery& journal = {});
 
 // Since when each managed attribute has been out of policy (drifted, failed
 // or busy), as of the reports written so far: the reconciler owns no clock,
@@ -84,6 +86,7 @@ struct MetricsInput {
     double audit_unix = 0;
     const OutOfPolicyClock* clock = nullptr;
     const Measured* measured = nullptr;  // daemon.measure on
+    systemd::JournalDelivery journal;    // entries journald could not take at once
 };
 std::string metrics_text(const Reconciler& r, const MetricsInput& in);
 

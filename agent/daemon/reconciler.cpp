@@ -188,7 +188,13 @@ bool Reconciler::reconcile(const std::string& device, Trigger trigger) {
     if (!facts.facts_frozen) {
         // Not frozen, so these are the live facts, read before the writes:
         // what the device said of itself, which later matches keep using.
-        if (auto st = record_facts(state_, facts, first_write_cache); !st.ok()) log_.log(LOG_WARNING, st.message());
+        // Tried at every pass until it works; said once, and once more when it does.
+        const auto st = record_facts(state_, facts, first_write_cache);
+        if (!st.ok() && st.message() != rec.record_error)
+            log_.log(LOG_WARNING, st.message() + "; tried again at every pass");
+        if (st.ok() && !rec.record_error.empty())
+            log_.log(LOG_INFO, "recorded the facts of " + device + " (they could not be: " + rec.record_error + ")");
+        rec.record_error = st.message();
     }
 
     for (const auto& planned : plan.actions) {

@@ -55,6 +55,9 @@ struct DeviceLabels {
 struct DeviceRecord {
     std::string identity;
     DeviceLabels labels;
+    // Why its facts could not be recorded (a full /run), said once; empty
+    // when they were.
+    std::string record_error;
     std::map<std::string, AttrRecord> attrs;
     // Verify passes since the device's add uevent. Drivers finish their
     // setup after the add uevent (sd revalidates, NVMe scans its
