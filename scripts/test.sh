@@ -13,8 +13,9 @@
 # Debian 12 and 13 in clean chroots, installed and run in guests under qemu
 # with systemd as PID 1, on three kernels (Debian 12's, Debian 13's, and
 # Debian 13's trixie-backports 7.x). Images and chroots are cached in
-# /var/cache/blkpolicy-vm. Where guests cannot run (not root, no qemu) they
-# say why and count as skipped, never as passed.
+# /var/cache/blkpolicy-vm, and made in the background while the host tests
+# run. Where guests cannot run (not root, no qemu) they say why and count as
+# skipped, never as passed.
 #
 # SANITIZE=0 skips the sanitizer pass; FUZZ_SECONDS=0 skips fuzzing; VM=0
 # skips the guest tests; VM_SUITES="trixie-bpo" runs one suite only.
@@ -26,8 +27,11 @@ scripts/install-deps.sh --tests
 # runs (a container, a machine without systemd as PID 1), start one for the
 # run and stop that one, by its pid, afterwards.
 journald_pid=
+prepare_pid=
 cleanup() {
     if [[ -n "$journald_pid" ]]; then kill "$journald_pid" 2>/dev/null || true; fi
+    # The background guest preparation, with its mmdebstrap and dpkg children.
+    if [[ -n "$prepare_pid" ]]; then kill -- "-$prepare_pid" 2>/dev/null || true; fi
 }
 trap cleanup EXIT
 if [[ $(id -u) -eq 0 ]] && ! systemd-cat -t blkpolicy-test true 2>/dev/null; then
@@ -35,6 +39,20 @@ if [[ $(id -u) -eq 0 ]] && ! systemd-cat -t blkpolicy-test true 2>/dev/null; the
     journald_pid=$!
     for _ in $(seq 50); do systemd-cat -t blkpolicy-test true 2>/dev/null && break; sleep 0.1; done
     echo "== started systemd-journald (pid $journald_pid) for the daemon tests"
+fi
+
+suites=()
+for s in ${VM_SUITES:-}; do suites+=(--suite "$s"); done
+# The guests' images, build chroots and packages take minutes to make and
+# wait on the archive much of that time: they are made in the background,
+# at the lowest CPU and I/O priority, while the host tests run. The guest
+# run below takes them from the cache (and makes whatever this did not).
+if [[ "${VM:-1}" != 0 && $(id -u) -eq 0 ]]; then
+    mkdir -p build
+    echo "== guest images, chroots and packages: made in the background beside the host tests (build/vm-prepare.log)"
+    setsid nice -n 19 ionice -c 3 /usr/bin/python3 tests/vm/run.py --prepare-only "${suites[@]}" \
+        >build/vm-prepare.log 2>&1 </dev/null &
+    prepare_pid=$!
 fi
 
 echo "== build (warnings are errors)"
@@ -58,9 +76,14 @@ if [[ "${FUZZ_SECONDS:-30}" != 0 ]]; then
 fi
 
 if [[ "${VM:-1}" != 0 ]]; then
+    if [[ -n "$prepare_pid" ]]; then
+        prc=0
+        wait "$prepare_pid" || prc=$?
+        prepare_pid=
+        echo "== the background preparation ended (exit $prc; the guest run makes anything missing):"
+        tail -n 5 build/vm-prepare.log
+    fi
     echo "== guest tests: Debian 12, 13 and 13 with the 7.x kernel under qemu, systemd as PID 1 (tests/vm/run.py)"
-    suites=()
-    for s in ${VM_SUITES:-}; do suites+=(--suite "$s"); done
     rc=0
     /usr/bin/python3 tests/vm/run.py "${suites[@]}" || rc=$?
     if [[ $rc -eq 77 ]]; then

@@ -119,9 +119,9 @@ bool JournalQueue::drain() {
     const auto lasted = std::chrono::steady_clock::now() - down_since_;
     const std::string message =
         "the journal took no entries for " + seconds_text(lasted) + " (" + std::strerror(down_error_) +
-        (down_error_ == EAGAIN ? ": journald's queue was full" : "") + "): " + std::to_string(outage_late_) +
-        " entries were kept and sent late (BLKPOLICY_QUEUED_USEC says when each was made), " +
-        std::to_string(outage_lost_) + " lost";
+        (down_error_ == EAGAIN ? ": journald's queue was full" : "") +
+        "); entries kept and sent late: " + std::to_string(outage_late_) +
+        " (BLKPOLICY_QUEUED_USEC says when each was made), lost: " + std::to_string(outage_lost_);
     const int r =
         socket_.send({"MESSAGE=" + message, "PRIORITY=" + std::to_string(outage_lost_ ? LOG_WARNING : LOG_NOTICE),
                       "SYSLOG_IDENTIFIER=blkpolicy", "BLKPOLICY_JOURNAL_SENT_LATE=" + std::to_string(outage_late_),

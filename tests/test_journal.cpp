@@ -69,7 +69,7 @@ TEST_CASE("the native protocol: plain fields as lines, a value with a newline wi
     CHECK(two == std::string("MESSAGE\n\x07\0\0\0\0\0\0\0one\ntwo\n", 24));
 }
 
-TEST_CASE("journal entries: a receiver that stops reading never makes the sender wait; kept ones go in order") {
+TEST_CASE("journal entries: a receiver that stops reading never makes the sender wait, and kept ones go in order") {
     test::FakeSysfs scratch;
     Receiver journald((scratch.root() / "socket").string());
     systemd::JournalQueue q{systemd::JournalSocket(journald.path)};

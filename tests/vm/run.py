@@ -26,6 +26,7 @@ import images  # noqa: E402
 import machine  # noqa: E402
 import package  # noqa: E402
 import test_devices  # noqa: E402
+import test_faults  # noqa: E402
 import test_measure  # noqa: E402
 import test_service  # noqa: E402
 import test_writers  # noqa: E402
@@ -33,15 +34,16 @@ from guest import Guest  # noqa: E402
 from harness import Results  # noqa: E402
 
 # In this order: devices reboots the guest the service group leaves behind.
-GROUPS = {"service": test_service.run, "devices": test_devices.run, "writers": test_writers.run,
-          "measure": test_measure.run}
+GROUPS = {"service": test_service.run, "faults": test_faults.run, "devices": test_devices.run,
+          "writers": test_writers.run, "measure": test_measure.run}
 # What each guest runs unless --only says otherwise: the package's life
 # cycle under systemd on Debian 12 and 13; the devices and the kernel's own
 # behaviour on all three kernels. The backports guest installs the same
 # trixie package as Debian 13, so its service group would prove nothing new.
 # What a value does (measure) on the newest kernel, the one the field
 # reports' kernels lead to.
-DEFAULT_GROUPS = {"bookworm": ["service", "devices"], "trixie": ["service", "devices", "writers"],
+# Faults the host throws at the daemon (the fault matrix) on Debian 13.
+DEFAULT_GROUPS = {"bookworm": ["service", "devices"], "trixie": ["service", "faults", "devices", "writers"],
                   "trixie-bpo": ["devices", "measure"]}
 # The newest kernel here: every kernel row that holds on it must name it.
 STRICT_ROWS = {"trixie-bpo"}
@@ -51,7 +53,9 @@ STRICT_ROWS = {"trixie-bpo"}
 # rule's writes with EBUSY; udev rules against their import across two
 # reboots on Debian 12, whose udev is the oldest.
 DEVICE_CHECKS = {"bookworm": {"udev-equivalence"}, "trixie": set(), "trixie-bpo": {"burst"}}
-RUNS = "/var/tmp/blkpolicy-vm-runs"
+# Where each run keeps its disks and logs; an earlier run's is removed at
+# start (BLKPOLICY_VM_RUNS: another place, for a run beside another).
+RUNS = os.environ.get("BLKPOLICY_VM_RUNS", "/var/tmp/blkpolicy-vm-runs")
 
 
 def preflight():
@@ -86,6 +90,9 @@ def main():
     ap.add_argument("--keep", action="store_true", help="keep the run directory")
     ap.add_argument("--all-checks", action="store_true",
                     help="run the long device checks (burst, udev equivalence) on every suite")
+    ap.add_argument("--prepare-only", action="store_true",
+                    help="build (or find cached) the images, chroots and packages, boot nothing "
+                         "(scripts/test.sh runs this beside the host tests)")
     args = ap.parse_args()
     suites = args.suite or list(images.SUITES)
 
@@ -93,6 +100,12 @@ def main():
     if reason:
         print(f"SKIPPED: guest tests: {reason}")
         return 77
+
+    if args.prepare_only:
+        t0 = time.monotonic()
+        prepare(suites)
+        print(f"images, chroots and packages ready in {time.monotonic() - t0:.0f} s")
+        return 0
 
     os.makedirs(RUNS, exist_ok=True)
     for old in os.listdir(RUNS):  # what an earlier (failed, kept) run left

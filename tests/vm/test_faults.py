@@ -1,0 +1,357 @@
+# SPDX-License-Identifier: MIT
+"""Faults the host throws at the daemon, in a Debian guest with systemd as
+PID 1, the package, enforce mode and the real disks (issue: the fault
+matrix; tests/vm/README.md has the table). Each fault is injected while
+the daemon is busy (a value moved behind its back), and each row says what
+held, how long recovery took, and what the journal and metrics said.
+
+Rows here: journald frozen with its socket full, journald restarted, /run
+full, the metrics directory full, the daemon frozen past its watchdog, the
+policy file missing, a FIFO or a symlink into /proc at reload, and missing
+at start.
+"""
+
+import json
+import re
+import time
+
+import machine
+from harness import expect, expect_eq
+from machine import cursor, since as entries_since, unit_prop
+
+UNIT = "blkpolicy.service"
+POLICY_PATH = "/etc/blkpolicy/policy.toml"
+METRICS_DIR = "/var/lib/bp-metrics"
+METRICS = f"{METRICS_DIR}/blkpolicy.prom"
+# A pass every 2 s and a watchdog of 6 s: a daemon that stops for longer
+# than that is killed by systemd, so "still the same process" proves it
+# never stopped.
+POLICY = machine.POLICY.replace('verify_interval = "5s"', 'verify_interval = "2s"', 1)
+DROPIN = ("[Service]\nWatchdogSec=6s\nExecStart=\n"
+          f"ExecStart=/usr/sbin/blkpolicy run --metrics-file {METRICS}\nReadWritePaths={METRICS_DIR}\n")
+
+
+def _main_pid(g):
+    return int(unit_prop(g, UNIT, "MainPID"))
+
+
+def _metric(g, name):
+    out = g.sh(f"grep -E '^{name} ' {METRICS} || true").split()
+    return float(out[1]) if len(out) >= 2 else None
+
+
+def _daemon_json(g):
+    return json.loads(g.sh("cat /run/blkpolicy/daemon.json"))
+
+
+def _lines(g, since, pattern):
+    """blkpolicy's journal lines after SINCE whose MESSAGE matches PATTERN."""
+    return [e for e in entries_since(g, since, SYSLOG_IDENTIFIER="blkpolicy")
+            if re.search(pattern, e.get("MESSAGE", ""))]
+
+
+def _drift(g, disk, value="4096"):
+    """Moves read_ahead_kb of DISK behind the daemon's back; returns when the
+    daemon has put the policy's value back, and how long that took."""
+    want = g.sh(f"cat /sys/block/{disk}/queue/read_ahead_kb").strip()
+    t0 = time.monotonic()
+    g.sh(f"echo {value} > /sys/block/{disk}/queue/read_ahead_kb")
+    g.wait_for(f"test $(cat /sys/block/{disk}/queue/read_ahead_kb) = {want}", timeout=20,
+               what=f"the daemon to restore read_ahead_kb of {disk}")
+    return time.monotonic() - t0
+
+
+def setup(ctx):
+    g, s, R = ctx.guest, ctx.suite, ctx.results
+    with R.step(s, "faults: the package, enforce mode every 2 s, watchdog 6 s, metrics on a 1 MiB tmpfs", fatal=True):
+        g.write_file("/etc/apt/sources.list.d/blkpolicy-test.list", "deb [trusted=yes] file:/mnt/share/repo ./\n")
+        g.sh("apt-get update -q >/dev/null && "
+             "DEBIAN_FRONTEND=noninteractive apt-get install -y -q blkpolicy >/dev/null 2>&1", timeout=300)
+        # A persistent journal, as most hosts keep it: a full /run must not
+        # take the journal's own storage with it.
+        g.sh("mkdir -p /var/log/journal && systemd-tmpfiles --create --prefix /var/log/journal && "
+             "journalctl --flush")
+        g.sh(f"mkdir -p {METRICS_DIR} && mountpoint -q {METRICS_DIR} || "
+             f"mount -t tmpfs -o size=1m,mode=0755 bp-metrics {METRICS_DIR}")
+        g.write_file(POLICY_PATH, POLICY)
+        g.write_file("/etc/systemd/system/blkpolicy.service.d/faults.conf", DROPIN)
+        g.sh(f"systemctl daemon-reload && systemctl enable --now {UNIT} 2>&1")
+        g.wait_for(f"systemctl is-active -q {UNIT} && test -s {METRICS}", timeout=60, what="the daemon and metrics")
+        machine.wait_all_disks(g)
+        time.sleep(2)  # the daemon's first passes
+        bad = machine.mismatches(g)
+        expect(not bad, "\n".join(bad))
+        ctx.disk = machine.disks_by_serial(g)["bp-virtio1"]
+
+
+# Freezes journald, fills its native socket's queue (net.unix.max_dgram_qlen
+# datagrams: a blocking sender such as sd_journal_send() now waits, as
+# blkpolicy did), moves a value, and records
+# what the daemon did, all inside the guest: with journald frozen other
+# services block too, the guest agent among them, so the host asks nothing
+# until the script has thawed journald (at most FREEZE_BOUND seconds after
+# freezing it, whatever happens).
+FREEZE_BOUND = 45
+FREEZE_SCRIPT = r"""
+out=/run/bp-freeze; rm -rf $out; mkdir -p $out
+disk=$1; metrics=$2; bound=$3
+jpid=$(systemctl show -P MainPID systemd-journald)
+systemctl show -P MainPID blkpolicy > $out/pid_before
+systemctl show -P WatchdogTimestampMonotonic blkpolicy > $out/wd_before
+want=$(cat /sys/block/$disk/queue/read_ahead_kb)
+kill -STOP $jpid
+start=$(date +%s)
+thaw() { kill -CONT $jpid; date +%s%N > $out/thawed; }
+( sleep $bound; kill -CONT $jpid ) &
+guard=$!
+# Datagrams until a fresh socket's first one is refused (EAGAIN): then
+# journald's queue, not a sender's buffer, is full. perl is essential.
+perl -MSocket -e '
+    my $a = pack_sockaddr_un("/run/systemd/journal/socket");
+    my ($n, @keep) = (0);
+    for my $k (1 .. 2000) {
+        socket(my $s, AF_UNIX, SOCK_DGRAM, 0) or die "socket: $!";
+        my $sent = 0;
+        while (defined send($s, "MESSAGE=bp-fill $n\n", MSG_DONTWAIT, $a)) { $n++; $sent++; }
+        push @keep, $s;
+        if ($sent == 0) { print "$n\n"; exit 0; }
+    }
+    print "not full after $n\n"; exit 1;' > $out/filled
+t0=$(date +%s%N)
+echo 4096 > /sys/block/$disk/queue/read_ahead_kb
+while [ "$(cat /sys/block/$disk/queue/read_ahead_kb)" != "$want" ] && [ $(( $(date +%s) - start )) -lt 35 ]; do
+    sleep 0.1
+done
+echo $(( ($(date +%s%N) - t0) / 1000000 )) > $out/restored_ms
+cat /sys/block/$disk/queue/read_ahead_kb > $out/value
+sleep 8
+systemctl show -P MainPID blkpolicy > $out/pid_after
+systemctl show -P WatchdogTimestampMonotonic blkpolicy > $out/wd_after
+grep -E '^blkpolicy_journal_queued_entries ' $metrics > $out/queued || true
+cp /run/blkpolicy/daemon.json $out/daemon.json
+thaw
+kill $guard 2>/dev/null
+echo $want > $out/done
+"""
+
+
+def journald_frozen(ctx):
+    g, s, R = ctx.guest, ctx.suite, ctx.results
+    disk = ctx.disk
+    with R.step(s, "fault: journald frozen with its socket full: enforcing and the watchdog go on, "
+                   "the alerts are kept and sent when it thaws"):
+        since = cursor(g)
+        g.write_file("/root/bp-freeze.sh", FREEZE_SCRIPT)
+        g.sh(f"setsid sh /root/bp-freeze.sh {disk} {METRICS} {FREEZE_BOUND} >/run/bp-freeze.log 2>&1 </dev/null &")
+        time.sleep(FREEZE_BOUND + 5)  # nothing asked of the guest while journald may be frozen
+        g.wait_for("test -e /run/bp-freeze/done", timeout=60, what="the freeze script to end")
+        got = {f: g.sh(f"cat /run/bp-freeze/{f} 2>/dev/null || true").strip()
+               for f in ("pid_before", "pid_after", "wd_before", "wd_after", "filled", "restored_ms", "value", "done",
+                         "queued")}
+        expect(got["filled"].isdigit(), f"journald's queue was not filled: {got['filled']!r}")
+        R.figure(s, "journald frozen: datagrams its queue took before refusing more", got["filled"],
+                 f"(net.unix.max_dgram_qlen {g.sh('cat /proc/sys/net/unix/max_dgram_qlen').strip()})")
+        expect_eq(got["value"], got["done"], "read_ahead_kb restored while journald was frozen")
+        R.figure(s, "journald frozen: drift restored in", got["restored_ms"], "ms")
+        expect_eq(got["pid_after"], got["pid_before"], "MainPID while journald was frozen (8 s past the watchdog)")
+        expect(got["wd_after"] != got["wd_before"],
+               f"no watchdog ping while journald was frozen ({got['wd_before']} -> {got['wd_after']})")
+        kept = json.loads(g.sh("cat /run/bp-freeze/daemon.json"))["journal"]["queued"]
+        expect(kept >= 1, f"daemon.json: journal.queued {kept} while journald was frozen")
+        expect(re.match(r"blkpolicy_journal_queued_entries [1-9]", got["queued"]), f"metrics: {got['queued']!r}")
+        R.figure(s, "journald frozen: entries the daemon kept", kept)
+        thawed_ns = int(g.sh("cat /run/bp-freeze/thawed").strip())
+        report = None
+        deadline = time.monotonic() + 60
+        while report is None and time.monotonic() < deadline:
+            found = _lines(g, since, r"^the journal took no entries for ")
+            report = found[0] if found else None
+            if report is None:
+                time.sleep(1)
+        expect(report is not None, "no entry saying the journal took no entries")
+        R.figure(s, "journald thawed: the outage reported after",
+                 round((int(report["__REALTIME_TIMESTAMP"]) * 1000 - thawed_ns) / 1e9, 1), "s")
+        R.figure(s, "journald frozen: the daemon's report", report.get("MESSAGE"))
+        expect_eq(report.get("BLKPOLICY_JOURNAL_LOST"), "0", "entries lost")
+        drift = [e for e in entries_since(g, since, SYSLOG_IDENTIFIER="blkpolicy", BLKPOLICY_EVENT="drift")
+                 if e.get("BLKPOLICY_DEVICE") == disk]
+        expect(len(drift) == 1, f"drift alerts of {disk}: {len(drift)}")
+        expect("BLKPOLICY_QUEUED_USEC" in drift[0], "the drift alert was not marked as kept")
+        late = (int(drift[0]["__REALTIME_TIMESTAMP"]) - int(drift[0]["BLKPOLICY_QUEUED_USEC"])) / 1e6
+        R.figure(s, "journald frozen: the drift alert reached the journal late by", round(late, 1), "s")
+        g.wait_for(f"grep -Eq '^blkpolicy_journal_queued_entries 0$' {METRICS}", timeout=10,
+                   what="the metrics to show nothing kept")
+        expect(_metric(g, "blkpolicy_journal_sent_late_total") >= 1, "sent_late_total")
+        expect_eq(_metric(g, "blkpolicy_journal_lost_total"), 0.0, "lost_total")
+
+
+def journald_restarted(ctx):
+    g, s, R = ctx.guest, ctx.suite, ctx.results
+    disk = ctx.disk
+    with R.step(s, "fault: journald restarted during a drift: the alert is in the journal, nothing kept or lost"):
+        pid = _main_pid(g)
+        since = cursor(g)
+        g.sh(f"echo 4096 > /sys/block/{disk}/queue/read_ahead_kb; systemctl restart systemd-journald")
+        g.wait_for(f"test $(cat /sys/block/{disk}/queue/read_ahead_kb) != 4096", timeout=20, what="the value back")
+        found = []
+        deadline = time.monotonic() + 30
+        while not found and time.monotonic() < deadline:
+            found = [e for e in entries_since(g, since, SYSLOG_IDENTIFIER="blkpolicy", BLKPOLICY_EVENT="drift")
+                     if e.get("BLKPOLICY_DEVICE") == disk]
+            time.sleep(0 if found else 1)
+        expect(found, "the drift alert is not in the journal after journald's restart")
+        expect_eq(_main_pid(g), pid, "MainPID")
+        expect_eq(_metric(g, "blkpolicy_journal_lost_total"), 0.0, "lost_total")
+
+
+def run_full(ctx):
+    g, s, R = ctx.guest, ctx.suite, ctx.results
+    disk = ctx.disk
+    with R.step(s, "fault: /run full: enforcing goes on, said once, daemon.json never truncated, recovered"):
+        pid = _main_pid(g)
+        before = _daemon_json(g)
+        since = cursor(g)
+        try:
+            g.sh("fallocate -l $(df --output=avail -B1 /run | tail -1) /run/bp-full || true; "
+                 "dd if=/dev/zero of=/run/bp-full2 bs=4k 2>/dev/null || true")
+            R.figure(s, "/run full: space left", g.sh("df --output=avail -B1 /run | tail -1").strip(), "bytes")
+            restored = _drift(g, disk)
+            R.figure(s, "/run full: drift restored in", round(restored, 1), "s")
+            time.sleep(6)  # three passes
+            said = _lines(g, since, r"daemon\.json.*No space left on device")
+            expect_eq(len(said), 1, "warnings about daemon.json while /run is full")
+            expect("enforcing goes on" in said[0]["MESSAGE"], said[0]["MESSAGE"])
+            kept = _daemon_json(g)  # the last complete one, parsed whole
+            expect_eq(kept["pid"], before["pid"], "daemon.json's pid")
+            leftovers = g.sh("ls -a /run/blkpolicy | grep -E '\\.tmp$' || true").strip()
+            expect(not leftovers, f"temporary files left in /run/blkpolicy: {leftovers}")
+        finally:
+            freed = time.monotonic()
+            g.sh("rm -f /run/bp-full /run/bp-full2")
+        g.wait_for(f"journalctl --no-pager -o cat -t blkpolicy --after-cursor='{since}' | "
+                   "grep -q 'wrote daemon.json again'", timeout=20, what="the daemon to say daemon.json is written")
+        R.figure(s, "/run full: daemon.json written again after space returned", round(time.monotonic() - freed, 1),
+                 "s")
+        expect(_daemon_json(g)["last_pass"] > before["last_pass"], "daemon.json's last_pass after recovery")
+        expect_eq(_main_pid(g), pid, "MainPID")
+
+
+def metrics_full(ctx):
+    g, s, R = ctx.guest, ctx.suite, ctx.results
+    disk = ctx.disk
+    with R.step(s, "fault: the metrics directory full: the last complete file stays, said once, recovered"):
+        pid = _main_pid(g)
+        since = cursor(g)
+        try:
+            g.sh(f"dd if=/dev/zero of={METRICS_DIR}/fill bs=4k 2>/dev/null || true")
+            _drift(g, disk)
+            time.sleep(6)
+            said = _lines(g, since, re.escape(METRICS) + r".*No space left on device")
+            expect_eq(len(said), 1, "warnings about the metrics file while its directory is full")
+            rc, out, err = g.run(f"promtool check metrics < {METRICS}", check=False)
+            expect(rc == 0, f"the metrics file kept is not whole: promtool exit {rc}\n{out}{err}")
+            leftovers = g.sh(f"ls -a {METRICS_DIR} | grep -E '\\.tmp$' || true").strip()
+            expect(not leftovers, f"temporary files left: {leftovers}")
+        finally:
+            freed = time.monotonic()
+            g.sh(f"rm -f {METRICS_DIR}/fill")
+        g.wait_for(f"journalctl --no-pager -o cat -t blkpolicy --after-cursor='{since}' | "
+                   f"grep -q 'wrote {METRICS} again'", timeout=20, what="the daemon to say the metrics are written")
+        R.figure(s, "metrics directory full: the file written again after space returned",
+                 round(time.monotonic() - freed, 1), "s")
+        expect_eq(_main_pid(g), pid, "MainPID")
+
+
+def daemon_frozen(ctx):
+    g, s, R = ctx.guest, ctx.suite, ctx.results
+    with R.step(s, "fault: the daemon frozen past its watchdog: killed and restarted, facts intact, no alert storm"):
+        pid = _main_pid(g)
+        facts = g.sh("cd /run/blkpolicy/facts && sha256sum * | sort")
+        since = cursor(g)
+        t0 = time.monotonic()
+        g.sh(f"kill -STOP {pid}")
+        g.wait_for(f"p=$(systemctl show -P MainPID {UNIT}); test \"$p\" != {pid} && test \"$p\" != 0 && "
+                   f"systemctl is-active -q {UNIT}", timeout=60, what="systemd to restart the frozen daemon")
+        R.figure(s, "daemon frozen: active again under a new pid after", round(time.monotonic() - t0, 1), "s")
+        said = "\n".join(e.get("MESSAGE", "") for e in entries_since(g, since)
+                         if UNIT in (e.get("UNIT"), e.get("_SYSTEMD_UNIT")))
+        expect("Watchdog timeout" in said or "watchdog" in said, f"no watchdog in the unit's journal:\n{said}")
+        expect_eq(g.sh("cd /run/blkpolicy/facts && sha256sum * | sort"), facts, "frozen facts after the restart")
+        time.sleep(4)  # two passes of the new daemon
+        alerts = [e for e in entries_since(g, since, SYSLOG_IDENTIFIER="blkpolicy")
+                  if "BLKPOLICY_EVENT" in e and int(e.get("PRIORITY", 6)) <= 4]
+        expect(not alerts, "alerts after restarting onto an unchanged system:\n" +
+               "\n".join(e.get("MESSAGE", "") for e in alerts))
+        bad = machine.mismatches(g)
+        expect(not bad, "\n".join(bad))
+
+
+def policy_files(ctx):
+    g, s, R = ctx.guest, ctx.suite, ctx.results
+    disk = ctx.disk
+    bad_files = [
+        ("missing", f"mv {POLICY_PATH} {POLICY_PATH}.away", r"no policy|not there|No such file"),
+        ("a FIFO", f"mv {POLICY_PATH} {POLICY_PATH}.away && mkfifo -m 0644 {POLICY_PATH}", r"not a regular file"),
+        ("a symlink to /proc/self/environ", f"mv {POLICY_PATH} {POLICY_PATH}.away && ln -s /proc/self/environ "
+         f"{POLICY_PATH}", re.escape(POLICY_PATH) + r":\d+:\d+: "),
+    ]
+    for what, make, said_re in bad_files:
+        with R.step(s, f"fault: the policy file {what} at reload: a clear error, no hang, the old policy kept"):
+            pid = _main_pid(g)
+            since = cursor(g)
+            g.sh(make)
+            try:
+                t0 = time.monotonic()
+                rc, out, err = g.run(f"systemctl reload {UNIT}", check=False, timeout=60)
+                took = time.monotonic() - t0
+                expect(rc != 0, f"systemctl reload exited 0 with the policy file {what}")
+                R.figure(s, f"policy file {what}: reload refused in", round(took, 1), "s")
+                deadline = time.monotonic() + 15  # journald stores what it was sent a moment later
+                while True:
+                    said = "\n".join(e.get("MESSAGE", "") for e in entries_since(g, since, _SYSTEMD_UNIT=UNIT))
+                    if re.search(said_re, said) or time.monotonic() > deadline:
+                        break
+                    time.sleep(1)
+                expect(re.search(said_re, said), f"no clear error ({said_re}) in:\n{said}")
+                expect_eq(_main_pid(g), pid, "MainPID after the refused reload")
+                _drift(g, disk)  # the old policy is still enforced
+            finally:
+                g.sh(f"rm -f {POLICY_PATH} && mv {POLICY_PATH}.away {POLICY_PATH}")
+
+    with R.step(s, "fault: the policy missing at start: the unit fails once (exit 3), no restart loop"):
+        since = cursor(g)
+        g.sh(f"mv {POLICY_PATH} {POLICY_PATH}.away")
+        try:
+            rc, _, _ = g.run(f"systemctl restart {UNIT}", check=False, timeout=60)
+            expect(rc != 0, "systemctl restart succeeded without a policy")
+            time.sleep(12)  # two RestartSec= periods
+            expect_eq(unit_prop(g, UNIT, "ActiveState"), "failed", "ActiveState 12 s later")
+            expect_eq(unit_prop(g, UNIT, "ExecMainStatus"), "3", "exit status")
+            said = "\n".join(e.get("MESSAGE", "") for e in entries_since(g, since)
+                             if UNIT in (e.get("UNIT"), e.get("_SYSTEMD_UNIT")))
+            expect("Scheduled restart job" not in said, f"systemd restarted it:\n{said}")
+        finally:
+            g.sh(f"mv {POLICY_PATH}.away {POLICY_PATH} && systemctl reset-failed {UNIT}; systemctl start {UNIT}")
+            g.wait_for(f"systemctl is-active -q {UNIT}", timeout=60, what="the unit back")
+
+
+def teardown(ctx):
+    g, s, R = ctx.guest, ctx.suite, ctx.results
+    with R.step(s, "faults: the package purged, the metrics tmpfs unmounted"):
+        g.sh(f"systemctl disable --now {UNIT} 2>&1; rm -rf /etc/systemd/system/blkpolicy.service.d; "
+             "systemctl daemon-reload")
+        g.sh(f"umount {METRICS_DIR} 2>/dev/null || true")
+        g.sh("DEBIAN_FRONTEND=noninteractive apt-get purge -y -q blkpolicy >/dev/null 2>&1", timeout=300)
+
+
+def run(ctx):
+    setup(ctx)
+    try:
+        journald_frozen(ctx)
+        journald_restarted(ctx)
+        run_full(ctx)
+        metrics_full(ctx)
+        daemon_frozen(ctx)
+        policy_files(ctx)
+    finally:
+        teardown(ctx)
