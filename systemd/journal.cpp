@@ -70,7 +70,7 @@ JournalQueue::JournalQueue(JournalSocket socket, std::size_t capacity)
     : socket_(std::move(socket)), capacity_(capacity) {}
 
 void JournalQueue::submit(std::vector<std::string> fields) {
-    if (!kept_.empty() || down_) drain();
+    retry();
     if (kept_.empty()) {
         const int r = socket_.send(fields);
         if (r == 0) return;
@@ -90,7 +90,8 @@ void JournalQueue::submit(std::vector<std::string> fields) {
         ++outage_lost_;
         return;
     }
-    kept_.push_back({std::move(fields), realtime_usec()});
+    fields.push_back("BLKPOLICY_QUEUED_USEC=" + std::to_string(realtime_usec()));
+    kept_.push_back(std::move(fields));
     delivery_.queued = kept_.size();
 }
 
@@ -98,16 +99,14 @@ void JournalQueue::retry() {
     if (!kept_.empty() || down_) drain();
 }
 
-bool JournalQueue::drain() {
+void JournalQueue::drain() {
     while (!kept_.empty()) {
-        auto fields = kept_.front().fields;
-        fields.push_back("BLKPOLICY_QUEUED_USEC=" + std::to_string(kept_.front().made_usec));
-        const int r = socket_.send(fields);
+        const int r = socket_.send(kept_.front());
         if (r == -EMSGSIZE) {
             ++delivery_.lost;
             ++outage_lost_;
         } else if (r != 0) {
-            return false;
+            return;
         } else {
             ++delivery_.sent_late;
             ++outage_late_;
@@ -115,7 +114,7 @@ bool JournalQueue::drain() {
         kept_.pop_front();
         delivery_.queued = kept_.size();
     }
-    if (!down_) return true;
+    if (!down_) return;
     const auto lasted = std::chrono::steady_clock::now() - down_since_;
     const std::string message =
         "the journal took no entries for " + seconds_text(lasted) + " (" + std::strerror(down_error_) +
@@ -128,9 +127,7 @@ bool JournalQueue::drain() {
                       "BLKPOLICY_JOURNAL_LOST=" + std::to_string(outage_lost_),
                       "BLKPOLICY_JOURNAL_OUTAGE_USEC=" +
                           std::to_string(std::chrono::duration_cast<std::chrono::microseconds>(lasted).count())});
-    if (r != 0) return false;  // down again: said at the next retry
-    down_ = false;
-    return true;
+    if (r == 0) down_ = false;  // else down again: said at the next retry
 }
 
 }  // namespace blkpolicy::systemd

@@ -62,15 +62,12 @@ public:
     const JournalDelivery& delivery() const { return delivery_; }
 
 private:
-    struct Kept {
-        std::vector<std::string> fields;
-        std::uint64_t made_usec;  // CLOCK_REALTIME
-    };
-    bool drain();
+    void drain();
 
     JournalSocket socket_;
     std::size_t capacity_;
-    std::deque<Kept> kept_;
+    // Each with BLKPOLICY_QUEUED_USEC, when it was made (CLOCK_REALTIME).
+    std::deque<std::vector<std::string>> kept_;
     JournalDelivery delivery_;
     // The outage being counted: since when (monotonic), the first error,
     // and what became of its entries.
