@@ -340,11 +340,8 @@ private:
             st = util::write_atomically(opts_.state_dir + "/daemon.json", text);
         }
         // Each failure is logged once, not at every pass.
-        if (!st.ok() && st.message() != last_state_error_)
-            log_->log(LOG_WARNING, st.message() + "; enforcing goes on, the last complete daemon.json stays");
-        if (st.ok() && !last_state_error_.empty())
-            log_->log(LOG_INFO, "wrote daemon.json again (it could not be written: " + last_state_error_ + ")");
-        last_state_error_ = st.message();
+        say_save_once(*log_, st, last_state_error_, "; enforcing goes on, the last complete daemon.json stays",
+                      "wrote daemon.json again (it could not be written: ");
         if (!opts_.metrics_file.empty()) {
             clock_.update(reconciler_, now);
             MetricsInput m;
@@ -359,13 +356,9 @@ private:
             m.clock = &clock_;
             m.measured = measuring_ ? &measured_ : nullptr;
             m.journal = log_->delivery();
-            auto mst = util::write_atomically(opts_.metrics_file, metrics_text(reconciler_, m));
-            if (!mst.ok() && mst.message() != last_metrics_error_)
-                log_->log(LOG_WARNING, mst.message() + "; enforcing goes on, the last complete metrics file stays");
-            if (mst.ok() && !last_metrics_error_.empty())
-                log_->log(LOG_INFO, "wrote " + opts_.metrics_file +
-                                        " again (it could not be written: " + last_metrics_error_ + ")");
-            last_metrics_error_ = mst.message();
+            say_save_once(*log_, util::write_atomically(opts_.metrics_file, metrics_text(reconciler_, m)),
+                          last_metrics_error_, "; enforcing goes on, the last complete metrics file stays",
+                          "wrote " + opts_.metrics_file + " again (it could not be written: ");
         }
     }
 

@@ -63,6 +63,13 @@ namespace {
 std::string rule_text(const policy::RuleRef& r) { return r.name + " (" + r.pos.file_line() + ")"; }
 }  // namespace
 
+void say_save_once(systemd::EventLog& log, const util::Status& st, std::string& last, const std::string& going_on,
+                   const std::string& recovered) {
+    if (!st.ok() && st.message() != last) log.log(LOG_WARNING, st.message() + going_on);
+    if (st.ok() && !last.empty()) log.log(LOG_INFO, recovered + last + ")");
+    last = st.message();
+}
+
 AlertKind Reconciler::classify(const std::string& device, const Action& a, const AttrRecord& r,
                                const policy::Values& values, Trigger trigger,
                                const policy::WriterAssignment*& writer) const {
@@ -189,12 +196,8 @@ bool Reconciler::reconcile(const std::string& device, Trigger trigger) {
         // Not frozen, so these are the live facts, read before the writes:
         // what the device said of itself, which later matches keep using.
         // Tried at every pass until it works; said once, and once more when it does.
-        const auto st = record_facts(state_, facts, first_write_cache);
-        if (!st.ok() && st.message() != rec.record_error)
-            log_.log(LOG_WARNING, st.message() + "; tried again at every pass");
-        if (st.ok() && !rec.record_error.empty())
-            log_.log(LOG_INFO, "recorded the facts of " + device + " (they could not be: " + rec.record_error + ")");
-        rec.record_error = st.message();
+        say_save_once(log_, record_facts(state_, facts, first_write_cache), rec.record_error,
+                      "; tried again at every pass", "recorded the facts of " + device + " (they could not be: ");
     }
 
     for (const auto& planned : plan.actions) {

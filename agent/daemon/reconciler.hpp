@@ -76,6 +76,13 @@ struct Summary {
     std::size_t busy = 0;     // attributes another writer kept from being written at the last pass
 };
 
+// A save tried at every pass (daemon.json, the metrics file, a device's
+// facts) that fails is said once, as a warning with `going_on` after the
+// reason, and its end once more, as "`recovered`REASON)"; `last` keeps the
+// failure being said (empty while saves work).
+void say_save_once(systemd::EventLog& log, const util::Status& st, std::string& last, const std::string& going_on,
+                   const std::string& recovered);
+
 class Reconciler {
 public:
     Reconciler(udev::Sysfs& sysfs, const StateDir& state, systemd::EventLog& log, policy::KernelVersion kernel);
