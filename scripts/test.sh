@@ -45,7 +45,8 @@ suites=()
 for s in ${VM_SUITES:-}; do suites+=(--suite "$s"); done
 # The guests' images, build chroots and packages take minutes to make and
 # wait on the archive much of that time: they are made in the background,
-# at the lowest CPU and I/O priority, while the host tests run. The guest
+# at the lowest CPU priority (and I/O priority, where the disk's scheduler
+# honours one), while the host tests run. The guest
 # run below takes them from the cache (and makes whatever this did not).
 if [[ "${VM:-1}" != 0 && $(id -u) -eq 0 ]]; then
     mkdir -p build

@@ -227,3 +227,41 @@ def cursor(guest):
 
 def unit_prop(guest, unit, prop):
     return guest.sh(f"systemctl show -P {prop} {unit}").strip()
+
+
+# --- the service, as systemd and the journal see it ------------------------
+
+SERVICE = "blkpolicy.service"
+
+
+def main_pid(guest, unit=SERVICE):
+    return int(unit_prop(guest, unit, "MainPID"))
+
+
+def wait_active(guest, unit=SERVICE, timeout=60):
+    guest.wait_for(f"systemctl is-active -q {unit}", timeout=timeout, what=f"{unit} to be active")
+
+
+def wait_restarted(guest, old_pid, what, unit=SERVICE, timeout=40):
+    """Until the unit is active again under another main process."""
+    guest.wait_for(f"p=$(systemctl show -P MainPID {unit}); test \"$p\" != {old_pid} && test \"$p\" != 0 && "
+                   f"systemctl is-active -q {unit}", timeout=timeout, what=what)
+
+
+def facts_digest(guest):
+    """The daemon's frozen facts, file by file."""
+    return guest.sh("cd /run/blkpolicy/facts && sha256sum * | sort")
+
+
+def blkpolicy_alerts(guest, cursor_, min_priority=None):
+    """blkpolicy's alerts after CURSOR_ (at MIN_PRIORITY or more urgent)."""
+    entries = [e for e in since(guest, cursor_, SYSLOG_IDENTIFIER="blkpolicy") if "BLKPOLICY_EVENT" in e]
+    if min_priority is not None:
+        entries = [e for e in entries if int(e.get("PRIORITY", 6)) <= min_priority]
+    return entries
+
+
+def unit_messages(guest, cursor_, unit=SERVICE):
+    """What systemd and the service said about the unit after CURSOR_."""
+    return "\n".join(e.get("MESSAGE", "") for e in since(guest, cursor_)
+                     if unit in (e.get("UNIT"), e.get("_SYSTEMD_UNIT")))

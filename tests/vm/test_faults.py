@@ -17,7 +17,7 @@ import time
 
 import machine
 from harness import expect, expect_eq
-from machine import cursor, since as entries_since, unit_prop
+from machine import cursor, since as entries_since, unit_prop, wait_journal
 
 UNIT = "blkpolicy.service"
 POLICY_PATH = "/etc/blkpolicy/policy.toml"
@@ -31,10 +31,6 @@ DROPIN = ("[Service]\nWatchdogSec=6s\nExecStart=\n"
           f"ExecStart=/usr/sbin/blkpolicy run --metrics-file {METRICS}\nReadWritePaths={METRICS_DIR}\n")
 
 
-def _main_pid(g):
-    return int(unit_prop(g, UNIT, "MainPID"))
-
-
 def _metric(g, name):
     out = g.sh(f"grep -E '^{name} ' {METRICS} || true").split()
     return float(out[1]) if len(out) >= 2 else None
@@ -44,10 +40,22 @@ def _daemon_json(g):
     return json.loads(g.sh("cat /run/blkpolicy/daemon.json"))
 
 
-def _lines(g, since, pattern):
-    """blkpolicy's journal lines after SINCE whose MESSAGE matches PATTERN."""
-    return [e for e in entries_since(g, since, SYSLOG_IDENTIFIER="blkpolicy")
+def _lines(g, since, pattern, **fields):
+    """Journal entries after SINCE with FIELDS (default: blkpolicy's) whose
+    MESSAGE matches PATTERN."""
+    return [e for e in entries_since(g, since, **(fields or {"SYSLOG_IDENTIFIER": "blkpolicy"}))
             if re.search(pattern, e.get("MESSAGE", ""))]
+
+
+def _wait_line(g, since, pattern, timeout, **fields):
+    """The first such entry, waiting up to TIMEOUT s (journald stores what it
+    is sent a moment later); None when none came."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = _lines(g, since, pattern, **fields)
+        if found or time.monotonic() > deadline:
+            return found[0] if found else None
+        time.sleep(1)
 
 
 def _drift(g, disk, value="4096"):
@@ -167,20 +175,13 @@ def journald_frozen(ctx):
         expect(re.match(r"blkpolicy_journal_queued_entries [1-9]", got["queued"]), f"metrics: {got['queued']!r}")
         R.figure(s, "journald frozen: entries the daemon kept", kept)
         thawed_ns = int(g.sh("cat /run/bp-freeze/thawed").strip())
-        report = None
-        deadline = time.monotonic() + 60
-        while report is None and time.monotonic() < deadline:
-            found = _lines(g, since, r"^the journal took no entries for ")
-            report = found[0] if found else None
-            if report is None:
-                time.sleep(1)
+        report = _wait_line(g, since, r"^the journal took no entries for ", 60)
         expect(report is not None, "no entry saying the journal took no entries")
         R.figure(s, "journald thawed: the outage reported after",
                  round((int(report["__REALTIME_TIMESTAMP"]) * 1000 - thawed_ns) / 1e9, 1), "s")
         R.figure(s, "journald frozen: the daemon's report", report.get("MESSAGE"))
         expect_eq(report.get("BLKPOLICY_JOURNAL_LOST"), "0", "entries lost")
-        drift = [e for e in entries_since(g, since, SYSLOG_IDENTIFIER="blkpolicy", BLKPOLICY_EVENT="drift")
-                 if e.get("BLKPOLICY_DEVICE") == disk]
+        drift = entries_since(g, since, SYSLOG_IDENTIFIER="blkpolicy", BLKPOLICY_EVENT="drift", BLKPOLICY_DEVICE=disk)
         expect(len(drift) == 1, f"drift alerts of {disk}: {len(drift)}")
         expect("BLKPOLICY_QUEUED_USEC" in drift[0], "the drift alert was not marked as kept")
         late = (int(drift[0]["__REALTIME_TIMESTAMP"]) - int(drift[0]["BLKPOLICY_QUEUED_USEC"])) / 1e6
@@ -195,97 +196,91 @@ def journald_restarted(ctx):
     g, s, R = ctx.guest, ctx.suite, ctx.results
     disk = ctx.disk
     with R.step(s, "fault: journald restarted during a drift: the alert is in the journal, nothing kept or lost"):
-        pid = _main_pid(g)
+        pid = machine.main_pid(g)
         since = cursor(g)
         g.sh(f"echo 4096 > /sys/block/{disk}/queue/read_ahead_kb; systemctl restart systemd-journald")
         g.wait_for(f"test $(cat /sys/block/{disk}/queue/read_ahead_kb) != 4096", timeout=20, what="the value back")
-        found = []
-        deadline = time.monotonic() + 30
-        while not found and time.monotonic() < deadline:
-            found = [e for e in entries_since(g, since, SYSLOG_IDENTIFIER="blkpolicy", BLKPOLICY_EVENT="drift")
-                     if e.get("BLKPOLICY_DEVICE") == disk]
-            time.sleep(0 if found else 1)
-        expect(found, "the drift alert is not in the journal after journald's restart")
-        expect_eq(_main_pid(g), pid, "MainPID")
+        wait_journal(g, since, 30, "the drift alert after journald's restart", SYSLOG_IDENTIFIER="blkpolicy",
+                     BLKPOLICY_EVENT="drift", BLKPOLICY_DEVICE=disk)
+        expect_eq(machine.main_pid(g), pid, "MainPID")
         expect_eq(_metric(g, "blkpolicy_journal_lost_total"), 0.0, "lost_total")
+
+
+def _full_then_freed(ctx, name, fill, free, warned, tmp_dir, again, check_kept):
+    """Fills a file system under the daemon (FILL), moves a value, and holds
+    it full for three passes: the value is restored, the failed save WARNED
+    about once, CHECK_KEPT() finds the last complete file whole, no
+    temporary file is left in TMP_DIR. Then FREE: the daemon says AGAIN.
+    Returns the seconds the drift took to be restored."""
+    g, s, R = ctx.guest, ctx.suite, ctx.results
+    pid = machine.main_pid(g)
+    since = cursor(g)
+    try:
+        g.sh(fill)
+        restored = _drift(g, ctx.disk)
+        time.sleep(6)  # three passes
+        said = _lines(g, since, warned)
+        expect_eq(len(said), 1, f"warnings while {name} is full")
+        expect("enforcing goes on" in said[0]["MESSAGE"], said[0]["MESSAGE"])
+        check_kept()
+        leftovers = g.sh(f"ls -a {tmp_dir} | grep -E '\\.tmp$' || true").strip()
+        expect(not leftovers, f"temporary files left in {tmp_dir}: {leftovers}")
+    finally:
+        freed = time.monotonic()
+        g.sh(free)
+    expect(_wait_line(g, since, re.escape(again), 20), f"the daemon did not say: {again}")
+    R.figure(s, f"{name} full: written again after space returned", round(time.monotonic() - freed, 1), "s")
+    expect_eq(machine.main_pid(g), pid, "MainPID")
+    return restored
 
 
 def run_full(ctx):
     g, s, R = ctx.guest, ctx.suite, ctx.results
-    disk = ctx.disk
     with R.step(s, "fault: /run full: enforcing goes on, said once, daemon.json never truncated, recovered"):
-        pid = _main_pid(g)
         before = _daemon_json(g)
-        since = cursor(g)
-        try:
-            g.sh("fallocate -l $(df --output=avail -B1 /run | tail -1) /run/bp-full || true; "
-                 "dd if=/dev/zero of=/run/bp-full2 bs=4k 2>/dev/null || true")
+
+        def kept():  # the last complete one, parsed whole
             R.figure(s, "/run full: space left", g.sh("df --output=avail -B1 /run | tail -1").strip(), "bytes")
-            restored = _drift(g, disk)
-            R.figure(s, "/run full: drift restored in", round(restored, 1), "s")
-            time.sleep(6)  # three passes
-            said = _lines(g, since, r"daemon\.json.*No space left on device")
-            expect_eq(len(said), 1, "warnings about daemon.json while /run is full")
-            expect("enforcing goes on" in said[0]["MESSAGE"], said[0]["MESSAGE"])
-            kept = _daemon_json(g)  # the last complete one, parsed whole
-            expect_eq(kept["pid"], before["pid"], "daemon.json's pid")
-            leftovers = g.sh("ls -a /run/blkpolicy | grep -E '\\.tmp$' || true").strip()
-            expect(not leftovers, f"temporary files left in /run/blkpolicy: {leftovers}")
-        finally:
-            freed = time.monotonic()
-            g.sh("rm -f /run/bp-full /run/bp-full2")
-        g.wait_for(f"journalctl --no-pager -o cat -t blkpolicy --after-cursor='{since}' | "
-                   "grep -q 'wrote daemon.json again'", timeout=20, what="the daemon to say daemon.json is written")
-        R.figure(s, "/run full: daemon.json written again after space returned", round(time.monotonic() - freed, 1),
-                 "s")
+            expect_eq(_daemon_json(g)["pid"], before["pid"], "daemon.json's pid")
+
+        restored = _full_then_freed(
+            ctx, "/run",
+            "fallocate -l $(df --output=avail -B1 /run | tail -1) /run/bp-full || true; "
+            "dd if=/dev/zero of=/run/bp-full2 bs=4k 2>/dev/null || true",
+            "rm -f /run/bp-full /run/bp-full2", r"daemon\.json.*No space left on device", "/run/blkpolicy",
+            "wrote daemon.json again", kept)
+        R.figure(s, "/run full: drift restored in", round(restored, 1), "s")
         expect(_daemon_json(g)["last_pass"] > before["last_pass"], "daemon.json's last_pass after recovery")
-        expect_eq(_main_pid(g), pid, "MainPID")
 
 
 def metrics_full(ctx):
     g, s, R = ctx.guest, ctx.suite, ctx.results
-    disk = ctx.disk
     with R.step(s, "fault: the metrics directory full: the last complete file stays, said once, recovered"):
-        pid = _main_pid(g)
-        since = cursor(g)
-        try:
-            g.sh(f"dd if=/dev/zero of={METRICS_DIR}/fill bs=4k 2>/dev/null || true")
-            _drift(g, disk)
-            time.sleep(6)
-            said = _lines(g, since, re.escape(METRICS) + r".*No space left on device")
-            expect_eq(len(said), 1, "warnings about the metrics file while its directory is full")
+
+        def kept():
             rc, out, err = g.run(f"promtool check metrics < {METRICS}", check=False)
             expect(rc == 0, f"the metrics file kept is not whole: promtool exit {rc}\n{out}{err}")
-            leftovers = g.sh(f"ls -a {METRICS_DIR} | grep -E '\\.tmp$' || true").strip()
-            expect(not leftovers, f"temporary files left: {leftovers}")
-        finally:
-            freed = time.monotonic()
-            g.sh(f"rm -f {METRICS_DIR}/fill")
-        g.wait_for(f"journalctl --no-pager -o cat -t blkpolicy --after-cursor='{since}' | "
-                   f"grep -q 'wrote {METRICS} again'", timeout=20, what="the daemon to say the metrics are written")
-        R.figure(s, "metrics directory full: the file written again after space returned",
-                 round(time.monotonic() - freed, 1), "s")
-        expect_eq(_main_pid(g), pid, "MainPID")
+
+        _full_then_freed(ctx, "the metrics directory",
+                         f"dd if=/dev/zero of={METRICS_DIR}/fill bs=4k 2>/dev/null || true", f"rm -f {METRICS_DIR}/fill",
+                         re.escape(METRICS) + r".*No space left on device", METRICS_DIR, f"wrote {METRICS} again", kept)
 
 
 def daemon_frozen(ctx):
     g, s, R = ctx.guest, ctx.suite, ctx.results
     with R.step(s, "fault: the daemon frozen past its watchdog: killed and restarted, facts intact, no alert storm"):
-        pid = _main_pid(g)
-        facts = g.sh("cd /run/blkpolicy/facts && sha256sum * | sort")
+        pid = machine.main_pid(g)
+        facts = machine.facts_digest(g)
         since = cursor(g)
         t0 = time.monotonic()
         g.sh(f"kill -STOP {pid}")
-        g.wait_for(f"p=$(systemctl show -P MainPID {UNIT}); test \"$p\" != {pid} && test \"$p\" != 0 && "
-                   f"systemctl is-active -q {UNIT}", timeout=60, what="systemd to restart the frozen daemon")
+        machine.wait_restarted(g, pid, "systemd to restart the frozen daemon", timeout=60)
         R.figure(s, "daemon frozen: active again under a new pid after", round(time.monotonic() - t0, 1), "s")
-        said = "\n".join(e.get("MESSAGE", "") for e in entries_since(g, since)
-                         if UNIT in (e.get("UNIT"), e.get("_SYSTEMD_UNIT")))
+        said = machine.unit_messages(g, since)
         expect("Watchdog timeout" in said or "watchdog" in said, f"no watchdog in the unit's journal:\n{said}")
-        expect_eq(g.sh("cd /run/blkpolicy/facts && sha256sum * | sort"), facts, "frozen facts after the restart")
+        expect_eq(machine.facts_digest(g), facts, "frozen facts after the restart")
         time.sleep(4)  # two passes of the new daemon
-        alerts = [e for e in entries_since(g, since, SYSLOG_IDENTIFIER="blkpolicy")
-                  if "BLKPOLICY_EVENT" in e and int(e.get("PRIORITY", 6)) <= 4]
+        alerts = machine.blkpolicy_alerts(g, since, min_priority=4)
         expect(not alerts, "alerts after restarting onto an unchanged system:\n" +
                "\n".join(e.get("MESSAGE", "") for e in alerts))
         bad = machine.mismatches(g)
@@ -319,7 +314,7 @@ def reload_storm(ctx):
     disk = ctx.disk
     with R.step(s, "fault: 100 SIGHUPs, each a new policy, during 1,000 change uevents: the last policy wins, "
                    "no descriptor leaked, RSS flat"):
-        pid = _main_pid(g)
+        pid = machine.main_pid(g)
         fds0, rss0 = _fds_rss(g, pid)
         gen0 = _daemon_json(g)["reload"]["generation"]
         expect(POLICY.count("read_ahead_kb = 256\n") == 1, "the storm's policy template")
@@ -332,17 +327,17 @@ def reload_storm(ctx):
             final = str(256 + 4 * 100)
             g.wait_for(f"test $(cat /sys/block/{disk}/queue/read_ahead_kb) = {final}", timeout=30,
                        what=f"the last policy's read_ahead_kb {final}")
-            R.figure(s, "reload storm: the last policy's value in place after", round(time.monotonic() - t0, 1), "s",
-                     )
+            R.figure(s, "reload storm: the last policy's value in place after", round(time.monotonic() - t0, 1), "s")
             time.sleep(4)  # two passes
             expect_eq(g.sh(f"cat /sys/block/{disk}/queue/read_ahead_kb").strip(), final, "read_ahead_kb after")
-            expect_eq(_main_pid(g), pid, "MainPID")
+            expect_eq(machine.main_pid(g), pid, "MainPID")
             doc = _daemon_json(g)
             expect(doc["reload"]["ok"], f"the last reload: {doc['reload']}")
             R.figure(s, "reload storm: reloads the daemon made for 100 SIGHUPs", doc["reload"]["generation"] - gen0,
                      "(signals sent while one is pending count once)")
             fds1, rss1 = _fds_rss(g, pid)
-            R.figure(s, "reload storm: descriptors / RSS before and after", f"{fds0} / {rss0} KiB -> {fds1} / {rss1} KiB")
+            R.figure(s, "reload storm: descriptors / RSS before and after",
+                     f"{fds0} / {rss0} KiB -> {fds1} / {rss1} KiB")
             expect_eq(fds1, fds0, "open descriptors after the storm")
             expect(rss1 <= rss0 + 1024, f"RSS grew from {rss0} to {rss1} KiB")
         finally:
@@ -361,7 +356,7 @@ def policy_files(ctx):
     ]
     for what, make, said_re in bad_files:
         with R.step(s, f"fault: the policy file {what} at reload: a clear error, no hang, the old policy kept"):
-            pid = _main_pid(g)
+            pid = machine.main_pid(g)
             since = cursor(g)
             g.sh(make)
             try:
@@ -370,14 +365,9 @@ def policy_files(ctx):
                 took = time.monotonic() - t0
                 expect(rc != 0, f"systemctl reload exited 0 with the policy file {what}")
                 R.figure(s, f"policy file {what}: reload refused in", round(took, 1), "s")
-                deadline = time.monotonic() + 15  # journald stores what it was sent a moment later
-                while True:
-                    said = "\n".join(e.get("MESSAGE", "") for e in entries_since(g, since, _SYSTEMD_UNIT=UNIT))
-                    if re.search(said_re, said) or time.monotonic() > deadline:
-                        break
-                    time.sleep(1)
-                expect(re.search(said_re, said), f"no clear error ({said_re}) in:\n{said}")
-                expect_eq(_main_pid(g), pid, "MainPID after the refused reload")
+                said = _wait_line(g, since, said_re, 15, _SYSTEMD_UNIT=UNIT)
+                expect(said, f"no clear error ({said_re}) in:\n{machine.unit_messages(g, since)}")
+                expect_eq(machine.main_pid(g), pid, "MainPID after the refused reload")
                 _drift(g, disk)  # the old policy is still enforced
             finally:
                 g.sh(f"rm -f {POLICY_PATH} && mv {POLICY_PATH}.away {POLICY_PATH}")
@@ -391,12 +381,11 @@ def policy_files(ctx):
             time.sleep(12)  # two RestartSec= periods
             expect_eq(unit_prop(g, UNIT, "ActiveState"), "failed", "ActiveState 12 s later")
             expect_eq(unit_prop(g, UNIT, "ExecMainStatus"), "3", "exit status")
-            said = "\n".join(e.get("MESSAGE", "") for e in entries_since(g, since)
-                             if UNIT in (e.get("UNIT"), e.get("_SYSTEMD_UNIT")))
+            said = machine.unit_messages(g, since)
             expect("Scheduled restart job" not in said, f"systemd restarted it:\n{said}")
         finally:
             g.sh(f"mv {POLICY_PATH}.away {POLICY_PATH} && systemctl reset-failed {UNIT}; systemctl start {UNIT}")
-            g.wait_for(f"systemctl is-active -q {UNIT}", timeout=60, what="the unit back")
+            machine.wait_active(g)
 
 
 def teardown(ctx):

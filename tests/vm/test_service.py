@@ -33,37 +33,6 @@ CHANGED_EXPECTED = {k: dict(v, read_ahead_kb="384") if k in ("bproot", "bp-virti
                     for k, v in machine.EXPECTED.items()}
 
 
-def _main_pid(g):
-    return int(unit_prop(g, UNIT, "MainPID"))
-
-
-def _wait_active(g, timeout=60):
-    g.wait_for(f"systemctl is-active -q {UNIT}", timeout=timeout, what=f"{UNIT} to be active")
-
-
-def _wait_restarted(g, old_pid, what):
-    """Until the unit is active again under another main process."""
-    g.wait_for(f"p=$(systemctl show -P MainPID {UNIT}); test \"$p\" != {old_pid} && test \"$p\" != 0 && "
-               f"systemctl is-active -q {UNIT}", timeout=40, what=what)
-
-
-def _facts_digest(g):
-    return g.sh("cd /run/blkpolicy/facts && sha256sum * | sort")
-
-
-def _blkpolicy_alerts(g, since, min_priority=None):
-    entries = [e for e in entries_since(g, since, SYSLOG_IDENTIFIER="blkpolicy") if "BLKPOLICY_EVENT" in e]
-    if min_priority is not None:
-        entries = [e for e in entries if int(e.get("PRIORITY", 6)) <= min_priority]
-    return entries
-
-
-def _unit_messages(g, since):
-    """What systemd and the service said about the unit after SINCE."""
-    return "\n".join(e.get("MESSAGE", "") for e in entries_since(g, since)
-                     if UNIT in (e.get("UNIT"), e.get("_SYSTEMD_UNIT")))
-
-
 def _short(entries):
     return [f"{e.get('BLKPOLICY_EVENT')} {e.get('BLKPOLICY_DEVICE')} {e.get('BLKPOLICY_ATTRIBUTE')}: {e.get('MESSAGE')}"
             for e in entries]
@@ -130,7 +99,7 @@ def boot_checks(ctx):
 
     with R.step(s, "service active after boot: READY=1 and STATUS=", fatal=True):
         g.run("systemctl is-system-running --wait", check=False, timeout=180)
-        _wait_active(g)
+        machine.wait_active(g)
         status = unit_prop(g, UNIT, "StatusText")
         expect(re.match(r"\d+ device\(s\) managed, 0 drifted, 0 failed \(enforce\)", status), f"StatusText {status!r}")
         R.figure(s, "StatusText", status)
@@ -210,14 +179,14 @@ def reload_restart_watchdog(ctx):
     vdb = names["bp-virtio1"]
 
     with R.step(s, "systemctl reload with a broken policy fails visibly and keeps the old one"):
-        pid = _main_pid(g)
+        pid = machine.main_pid(g)
         since = cursor(g)
         g.write_file(POLICY_PATH, BROKEN_POLICY)
         rc, out, err = g.run(f"systemctl reload {UNIT}", check=False)
         expect(rc != 0, "systemctl reload exited 0 with a broken policy")
         logged = "\n".join(e.get("MESSAGE", "") for e in entries_since(g, since, _SYSTEMD_UNIT=UNIT))
         expect(re.search(r"/etc/blkpolicy/policy.toml:\d+:\d+: ", logged), f"no file:line:col in:\n{logged}")
-        expect_eq(_main_pid(g), pid, "MainPID after a failed reload")
+        expect_eq(machine.main_pid(g), pid, "MainPID after a failed reload")
         expect_eq(g.sh(f"systemctl is-active {UNIT}").strip(), "active", "state after a failed reload")
         # The old policy is still enforced.
         g.sh(f"echo 4096 > /sys/block/{vdb}/queue/read_ahead_kb")
@@ -231,21 +200,21 @@ def reload_restart_watchdog(ctx):
                   "read_ahead_kb right after the reload returned")
 
     with R.step(s, "systemctl restart"):
-        pid = _main_pid(g)
+        pid = machine.main_pid(g)
         g.sh(f"systemctl restart {UNIT}")
-        expect(_main_pid(g) not in (0, pid), "MainPID unchanged after restart")
+        expect(machine.main_pid(g) not in (0, pid), "MainPID unchanged after restart")
         expect_eq(unit_prop(g, UNIT, "StatusText").split(",")[1].strip(), "0 drifted", "StatusText after restart")
 
     with R.step(s, "kill -9: systemd restarts it, frozen facts intact, no alert storm"):
-        pid = _main_pid(g)
+        pid = machine.main_pid(g)
         restarts = int(unit_prop(g, UNIT, "NRestarts"))
-        facts = _facts_digest(g)
+        facts = machine.facts_digest(g)
         since = cursor(g)
         g.sh(f"kill -9 {pid}")
-        _wait_restarted(g, pid, "systemd to restart the killed daemon")
+        machine.wait_restarted(g, pid, "systemd to restart the killed daemon")
         expect_eq(int(unit_prop(g, UNIT, "NRestarts")), restarts + 1, "NRestarts")
-        expect_eq(_facts_digest(g), facts, "frozen facts after the restart")
-        alerts = _blkpolicy_alerts(g, since)
+        expect_eq(machine.facts_digest(g), facts, "frozen facts after the restart")
+        alerts = machine.blkpolicy_alerts(g, since)
         expect(not alerts, "alerts after a restart onto an unchanged system:\n" + "\n".join(_short(alerts)))
         bad = machine.mismatches(g, CHANGED_EXPECTED)
         expect(not bad, "values after the restart:\n" + "\n".join(bad))
@@ -259,28 +228,28 @@ def reload_restart_watchdog(ctx):
         state = unit_prop(g, UNIT, "ActiveState")
         expect_eq(state, "failed", "ActiveState 12 s later")
         expect_eq(unit_prop(g, UNIT, "ExecMainStatus"), "3", "exit status")
-        said = _unit_messages(g, since)
+        said = machine.unit_messages(g, since)
         expect("Scheduled restart job" not in said, f"systemd restarted it:\n{said}")
         expect(re.search(r"/etc/blkpolicy/policy.toml:\d+:\d+: ", said), f"no file:line:col in:\n{said}")
         g.write_file(POLICY_PATH, CHANGED_POLICY)
         g.sh(f"systemctl reset-failed {UNIT}; systemctl start {UNIT}")
-        _wait_active(g)
+        machine.wait_active(g)
 
     with R.step(s, "watchdog: pinged while the loop runs, and a stopped daemon is killed and restarted"):
         expect_eq(unit_prop(g, UNIT, "WatchdogUSec"), "2min", "WatchdogUSec as shipped")
         g.write_file("/run/systemd/system/blkpolicy.service.d/watchdog.conf", "[Service]\nWatchdogSec=6s\n")
         try:
             g.sh(f"systemctl daemon-reload && systemctl restart {UNIT}")
-            pid = _main_pid(g)
+            pid = machine.main_pid(g)
             t1 = unit_prop(g, UNIT, "WatchdogTimestampMonotonic")
             time.sleep(10)
             t2 = unit_prop(g, UNIT, "WatchdogTimestampMonotonic")
             expect(t2 != t1, f"no watchdog ping in 10 s (WatchdogTimestampMonotonic {t1} -> {t2})")
-            expect_eq(_main_pid(g), pid, "MainPID while pinging")
+            expect_eq(machine.main_pid(g), pid, "MainPID while pinging")
             since = cursor(g)
             g.sh(f"kill -STOP {pid}")
-            _wait_restarted(g, pid, "the watchdog to restart a stopped daemon")
-            said = _unit_messages(g, since)
+            machine.wait_restarted(g, pid, "the watchdog to restart a stopped daemon")
+            said = machine.unit_messages(g, since)
             expect("Failed with result 'watchdog'" in said, f"no watchdog timeout in the unit's journal:\n{said}")
         finally:
             g.sh(f"rm -rf /run/systemd/system/blkpolicy.service.d && systemctl daemon-reload && "
@@ -335,16 +304,16 @@ def package_life(ctx):
     upgrade_deb = "/mnt/share/" + ctx.upgrade_deb_name
 
     with R.step(s, "upgrade restarts the daemon, keeps state and the edited conffile"):
-        pid = _main_pid(g)
-        facts = _facts_digest(g)
+        pid = machine.main_pid(g)
+        facts = machine.facts_digest(g)
         since = cursor(g)
         out = g.sh(f"DEBIAN_FRONTEND=noninteractive apt-get install -y -q {upgrade_deb} 2>&1", timeout=300)
         expect(g.sh("dpkg-query -W -f '${Version}' blkpolicy").endswith("+vmtest1"), f"not upgraded:\n{out}")
-        _wait_active(g)
-        expect(_main_pid(g) != pid, "the daemon was not restarted by the upgrade")
-        expect_eq(_facts_digest(g), facts, "frozen facts after the upgrade")
+        machine.wait_active(g)
+        expect(machine.main_pid(g) != pid, "the daemon was not restarted by the upgrade")
+        expect_eq(machine.facts_digest(g), facts, "frozen facts after the upgrade")
         expect_eq(g.read_file(POLICY_PATH), CHANGED_POLICY, "the admin's policy after the upgrade")
-        alerts = _blkpolicy_alerts(g, since)
+        alerts = machine.blkpolicy_alerts(g, since)
         expect(not alerts, "alerts after the upgrade:\n" + "\n".join(_short(alerts)))
         expect_eq(g.sh(f"systemctl is-enabled {UNIT}").strip(), "enabled", "still enabled")
 
