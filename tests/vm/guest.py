@@ -142,6 +142,16 @@ class Disk:
         return ["-device", self.device + "," + ",".join(f"{k}={v}" for k, v in props.items())]
 
 
+def _cpu_seconds(pid):
+    """User and system time of a running process (0 once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
 class Guest:
     """A booted guest. Use as a context manager: qemu is stopped, politely
     first, whatever happens in between."""
@@ -161,6 +171,7 @@ class Guest:
         self.qmp = None
         self.boot_count = 0
         self.boot_retries = 0
+        self.cpu_seconds = 0.0  # qemu's user and system time, all boots
         os.makedirs(run_dir, exist_ok=True)
         self.overlay = os.path.join(run_dir, "root.qcow2")
 
@@ -262,6 +273,7 @@ class Guest:
         it (its own process group) when it does not stop in time."""
         if self.proc is None:
             return
+        self.cpu_seconds += _cpu_seconds(self.proc.pid)
         try:
             if self.proc.poll() is None and self.agent and self.agent.sock:
                 try:
