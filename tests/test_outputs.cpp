@@ -21,6 +21,7 @@ bool has(const std::string& text, const std::string& line) { return text.find(li
 agent::MetricsInput input(double now, const agent::OutOfPolicyClock* clock = nullptr) {
     agent::MetricsInput m;
     m.last_pass_unix = now;
+    m.monotonic_now = now;  // the tests' two clocks agree, but for the clock-jump case
     m.verify_interval_seconds = 30;
     m.version = "1.2.3";
     m.policy_loaded_unix = 1699999000;
@@ -41,6 +42,26 @@ TEST_CASE("metrics text after a pass: the kept families") {
     CHECK(has(text, "blkpolicy_attribute_in_policy{device=\"loop0\",attribute=\"read_ahead_kb\"} 1\n"));
     CHECK(has(text, "blkpolicy_drifts_total{device=\"loop0\",attribute=\"read_ahead_kb\"} 1\n"));
     CHECK(has(text, "# TYPE blkpolicy_failures_total counter\n"));
+    // Not listening to udevd (yet): the metrics say so.
+    CHECK(has(text, "blkpolicy_uevents_received_total{source=\"udev\"} 0\n"));
+    CHECK(has(text, "blkpolicy_udev_listening 0\n"));
+}
+
+TEST_CASE("metrics and daemon.json: uevents by source, and whether the daemon listens to udevd") {
+    World w;
+    w.rec.set_policy(loops_policy("read_ahead_kb = 128\n"));
+    auto m = input(1700000000.0);
+    m.uevents = {12, 7, true};
+    const auto text = agent::metrics_text(w.rec, m);
+    CHECK(has(text, "# TYPE blkpolicy_uevents_received_total counter\n"));
+    CHECK(has(text, "blkpolicy_uevents_received_total{source=\"kernel\"} 12\n"));
+    CHECK(has(text, "blkpolicy_uevents_received_total{source=\"udev\"} 7\n"));
+    CHECK(has(text, "blkpolicy_udev_listening 1\n"));
+    const auto j = agent::daemon_json(w.rec, 42, 1700000000.0, {}, nullptr, {}, m.uevents);
+    CHECK(j["uevents"]["kernel"] == 12);
+    CHECK(j["uevents"]["udev"] == 7);
+    CHECK(j["uevents"]["udev_listening"] == true);
+    CHECK(agent::daemon_json(w.rec, 42, 1700000000.0, {})["uevents"]["udev_listening"] == false);
 }
 
 TEST_CASE("metrics: build, interval, policy state, identity, values and desired values, text attributes") {
@@ -80,6 +101,14 @@ TEST_CASE("metrics: build, interval, policy state, identity, values and desired 
     CHECK(has(text, "blkpolicy_audit_findings{severity=\"critical\"} 0\n"));
     CHECK(has(text, "blkpolicy_audit_last_run_timestamp_seconds 0\n"));
 
+    SUBCASE("the wall clock set back an hour: the duration counts on, from the monotonic clock") {
+        auto later = input(1700000045.0 - 3600.0, &clock);  // last_pass as the wall clock says now
+        later.monotonic_now = 1700000050.0;                 // 50 s since the attribute left policy
+        const auto after = agent::metrics_text(w.rec, later);
+        CHECK(
+            has(after, "blkpolicy_attribute_out_of_policy_seconds{device=\"loop0\",attribute=\"read_ahead_kb\"} 50\n"));
+        CHECK(has(after, "blkpolicy_last_verify_timestamp_seconds 1699996445\n"));
+    }
     SUBCASE("back in policy: the clock forgets, the seconds go to 0") {
         w.rec.set_mode(policy::Mode::enforce);
         w.rec.reconcile("loop0", Trigger::verify);
@@ -141,7 +170,7 @@ TEST_CASE("metrics: label values escaped as the text format wants; every family 
         CAPTURE(name);
         CHECK(n == 1);
     }
-    CHECK(helps.size() == 23);  // every family of blkpolicy(8) METRICS
+    CHECK(helps.size() == 25);  // every family of blkpolicy(8) METRICS
 }
 
 TEST_CASE("metrics: every family is in blkpolicy(8) METRICS and in docs/prometheus.md") {
@@ -186,7 +215,7 @@ TEST_CASE("metrics: every family is in blkpolicy(8) METRICS and in docs/promethe
         CHECK(man.find("*" + name + "*") != std::string::npos);
         CHECK(doc.find("`" + name + "`") != std::string::npos);
     }
-    CHECK(families == 38);  // 20, and 15 while measuring
+    CHECK(families == 40);  // 25, and 15 while measuring
     // And every alert of the rules file has its runbook section.
     for (const char* alert : {"BlkpolicyAttributeDrift", "BlkpolicyApplyFailing", "BlkpolicyNotVerifying",
                               "BlkpolicyPolicyReloadFailed", "BlkpolicyCriticalFinding"}) {

@@ -36,11 +36,15 @@ namespace blkpolicy::agent {
 
 namespace {
 
-double now_unix() {
+double clock_seconds(clockid_t id) {
     timespec ts{};
-    clock_gettime(CLOCK_REALTIME, &ts);
+    clock_gettime(id, &ts);
     return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
 }
+// Timestamps (daemon.json's last_pass, the metrics' *_timestamp_seconds).
+double now_unix() { return clock_seconds(CLOCK_REALTIME); }
+// Durations: unmoved by a wall clock set forward or back.
+double monotonic_seconds() { return clock_seconds(CLOCK_MONOTONIC); }
 
 // Bound on devices with queued events (each entry is a name and a trigger).
 constexpr std::size_t kMaxPending = 65536;
@@ -126,18 +130,14 @@ private:
 
         try {
             kernel_monitor_ = std::make_unique<udev::Monitor>(udev::EventSource::kernel, opts_.receive_buffer);
-            if (udev::udevd_running())
-                udev_monitor_ = std::make_unique<udev::Monitor>(udev::EventSource::udev, opts_.receive_buffer);
         } catch (const std::exception& e) {
             log_->log(LOG_ERR, e.what());
             return -EIO;
         }
         watches_[0] = {this, kernel_monitor_.get()};
-        watches_[1] = {this, udev_monitor_.get()};
-        for (auto& w : watches_) {
-            if (!w.monitor) continue;
-            if ((r = sd_event_add_io(event, nullptr, w.monitor->fd(), EPOLLIN, &Daemon::on_uevent, &w)) < 0) return r;
-        }
+        if ((r = sd_event_add_io(event, nullptr, kernel_monitor_->fd(), EPOLLIN, &Daemon::on_uevent, &watches_[0])) < 0)
+            return r;
+        if ((r = listen_to_udevd()) < 0) return r;
         if (!udev_monitor_) log_->log(LOG_INFO, "udevd is not running: reacting to kernel uevents only");
 
         // Sources with a handle are owned here (sources_); the handles below
@@ -160,6 +160,31 @@ private:
         return 0;
     }
 
+    // udev events (sent once udevd ran its rules) when udevd runs: asked at
+    // start and, while it is not running, again at every verify pass, so a
+    // udevd started after the daemon (an upgrade restarting both, a boot
+    // ordering) is heard from then on, not never.
+    int listen_to_udevd() {
+        if (udev_monitor_ || !udev::udevd_running()) return 0;
+        try {
+            udev_monitor_ = std::make_unique<udev::Monitor>(udev::EventSource::udev, opts_.receive_buffer);
+        } catch (const std::exception& e) {
+            log_->log(LOG_WARNING, std::string("cannot listen to udevd: ") + e.what() +
+                                       "; reacting to kernel uevents only, trying again at the next pass");
+            return 0;
+        }
+        watches_[1] = {this, udev_monitor_.get()};
+        const int r =
+            sd_event_add_io(event_.get(), nullptr, udev_monitor_->fd(), EPOLLIN, &Daemon::on_uevent, &watches_[1]);
+        if (r < 0) {
+            udev_monitor_.reset();
+            watches_[1] = {};
+            return r;
+        }
+        uevents_.udev_listening = true;
+        return 0;
+    }
+
     std::uint64_t interval_usec() const { return static_cast<std::uint64_t>(interval_.count()) * 1000ULL; }
 
     // --- handlers: short, they only note what to do ---
@@ -168,6 +193,9 @@ private:
         auto* w = static_cast<Watch*>(userdata);
         bool overflow = false;
         auto events = w->monitor->drain(overflow);
+        auto& count =
+            w->monitor->source() == udev::EventSource::udev ? w->daemon->uevents_.udev : w->daemon->uevents_.kernel;
+        count += events.size();
         w->daemon->note_events(events, overflow);
         return 0;
     }
@@ -179,6 +207,8 @@ private:
 
     static int on_timer(sd_event_source* s, uint64_t, void* userdata) {
         auto* d = static_cast<Daemon*>(userdata);
+        if (!d->udev_monitor_ && d->listen_to_udevd() == 0 && d->udev_monitor_)
+            d->log_->log(LOG_INFO, "udevd is running now: reacting to its events as well as the kernel's");
         d->full_pass(Trigger::verify);
         d->refresh_audit();
         sd_event_source_set_time_relative(s, d->interval_usec());
@@ -329,7 +359,7 @@ private:
             ~Took() { out = std::chrono::steady_clock::now() - start; }
         } took{last_report_, last_write_took_};
         const auto text = daemon_json(reconciler_, static_cast<long>(::getpid()), now, reload_,
-                                      measuring_ ? &measured_ : nullptr, log_->delivery())
+                                      measuring_ ? &measured_ : nullptr, log_->delivery(), uevents_)
                               .dump(2) +
                           "\n";
         auto st = util::write_atomically(opts_.state_dir + "/daemon.json", text);
@@ -343,9 +373,11 @@ private:
         say_save_once(*log_, st, last_state_error_, "; enforcing goes on, the last complete daemon.json stays",
                       "wrote daemon.json again (it could not be written: ");
         if (!opts_.metrics_file.empty()) {
-            clock_.update(reconciler_, now);
+            const double mono = monotonic_seconds();
+            clock_.update(reconciler_, mono);
             MetricsInput m;
             m.last_pass_unix = now;
+            m.monotonic_now = mono;
             m.verify_interval_seconds = static_cast<double>(interval_.count()) / 1000.0;
             m.version = BLKPOLICY_VERSION;
             m.policy_loaded_unix = policy_loaded_unix_;
@@ -356,6 +388,7 @@ private:
             m.clock = &clock_;
             m.measured = measuring_ ? &measured_ : nullptr;
             m.journal = log_->delivery();
+            m.uevents = uevents_;
             say_save_once(*log_, util::write_atomically(opts_.metrics_file, metrics_text(reconciler_, m)),
                           last_metrics_error_, "; enforcing goes on, the last complete metrics file stays",
                           "wrote " + opts_.metrics_file + " again (it could not be written: ");
@@ -550,6 +583,7 @@ private:
     Watch watches_[2];
     PendingEvents pending_{kMaxPending};
     ReloadOutcome reload_;
+    UeventCounts uevents_;
     std::vector<policy::WriterAssignment> writers_;  // udev rules and the other writers
     double policy_loaded_unix_ = 0;
     bool audit_due_ = true;

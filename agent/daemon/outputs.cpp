@@ -59,7 +59,7 @@ void Measured::add(double ended, std::vector<measure::DeviceFigures> figures, co
 }
 
 json daemon_json(const Reconciler& r, long pid, double last_pass_unix, const ReloadOutcome& reload,
-                 const Measured* measured, const systemd::JournalDelivery& journal) {
+                 const Measured* measured, const systemd::JournalDelivery& journal, const UeventCounts& uevents) {
     const auto s = r.summary();
     json devices = json::array();
     for (const auto& [name, d] : r.devices()) {
@@ -75,17 +75,19 @@ json daemon_json(const Reconciler& r, long pid, double last_pass_unix, const Rel
                              {"failures", rec.failures}});
         devices.push_back({{"device", name}, {"attributes", attrs}});
     }
-    return {{"pid", pid},
-            {"mode", policy::to_string(r.mode())},
-            {"last_pass", last_pass_unix},
-            {"devices_managed", s.devices},
-            {"drifted", s.drifted},
-            {"failed", s.failed},
-            {"busy", s.busy},
-            {"devices", devices},
-            {"reload", {{"generation", reload.generation}, {"ok", reload.ok}, {"errors", reload.errors}}},
-            {"measured", measured_json(measured)},
-            {"journal", {{"queued", journal.queued}, {"sent_late", journal.sent_late}, {"lost", journal.lost}}}};
+    return {
+        {"pid", pid},
+        {"mode", policy::to_string(r.mode())},
+        {"last_pass", last_pass_unix},
+        {"devices_managed", s.devices},
+        {"drifted", s.drifted},
+        {"failed", s.failed},
+        {"busy", s.busy},
+        {"devices", devices},
+        {"reload", {{"generation", reload.generation}, {"ok", reload.ok}, {"errors", reload.errors}}},
+        {"measured", measured_json(measured)},
+        {"journal", {{"queued", journal.queued}, {"sent_late", journal.sent_late}, {"lost", journal.lost}}},
+        {"uevents", {{"kernel", uevents.kernel}, {"udev", uevents.udev}, {"udev_listening", uevents.udev_listening}}}};
 }
 
 std::string escape_label_value(std::string_view v) {
@@ -104,21 +106,21 @@ std::string escape_label_value(std::string_view v) {
     return out;
 }
 
-void OutOfPolicyClock::update(const Reconciler& r, double now_unix) {
+void OutOfPolicyClock::update(const Reconciler& r, double now_monotonic) {
     std::map<std::pair<std::string, std::string>, double> next;
     for (const auto& [name, d] : r.devices())
         for (const auto& [attr, rec] : d.attrs) {
             if (rec.status == AttrStatus::ok) continue;
             auto key = std::make_pair(name, attr);
             auto it = since_.find(key);
-            next.emplace(key, it == since_.end() ? now_unix : it->second);
+            next.emplace(key, it == since_.end() ? now_monotonic : it->second);
         }
     since_ = std::move(next);
 }
 
-double OutOfPolicyClock::seconds(const std::string& device, const std::string& attribute, double now_unix) const {
+double OutOfPolicyClock::seconds(const std::string& device, const std::string& attribute, double now_monotonic) const {
     auto it = since_.find({device, attribute});
-    return it == since_.end() ? 0.0 : std::max(0.0, now_unix - it->second);
+    return it == since_.end() ? 0.0 : std::max(0.0, now_monotonic - it->second);
 }
 
 namespace {
@@ -315,7 +317,7 @@ std::string metrics_text(const Reconciler& r, const MetricsInput& in) {
         for (const auto& [attr, rec] : d.attrs) {
             const std::initializer_list<std::string_view> labels = {"device", name, "attribute", attr};
             in_policy.sample(labels, rec.status == AttrStatus::ok ? "1" : "0");
-            out_secs.sample(labels, number(in.clock ? in.clock->seconds(name, attr, now) : 0.0));
+            out_secs.sample(labels, number(in.clock ? in.clock->seconds(name, attr, in.monotonic_now) : 0.0));
             failing.sample(labels, rec.status == AttrStatus::failed ? "1" : "0");
             if (is_text_attribute(attr)) {
                 text.sample({"device", name, "attribute", attr, "value", rec.actual, "desired", rec.expected}, "1");
@@ -357,6 +359,18 @@ std::string metrics_text(const Reconciler& r, const MetricsInput& in) {
     out += Family("blkpolicy_journal_lost_total", "counter",
                   "Journal entries dropped: journald took none for so long that the queue was full.")
                .sample({}, number(in.journal.lost))
+               .text();
+    // A daemon that stopped hearing udevd (or never did) shows it here: the
+    // udev count stands still while the kernel's grows.
+    out += Family("blkpolicy_uevents_received_total", "counter",
+                  "Block uevents received since the daemon started, by source: the kernel's, and udevd's once "
+                  "it ran its rules (counted only while the daemon listens to udevd).")
+               .sample({"source", "kernel"}, number(in.uevents.kernel))
+               .sample({"source", "udev"}, number(in.uevents.udev))
+               .text();
+    out += Family("blkpolicy_udev_listening", "gauge",
+                  "1 when the daemon listens to udevd's events; 0 while udevd has not been found running.")
+               .sample({}, in.uevents.udev_listening ? "1" : "0")
                .text();
     if (in.measured) out += measured_metrics(*in.measured);
     return out;

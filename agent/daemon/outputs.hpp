@@ -51,19 +51,30 @@ struct Measured {
     void add(double ended, std::vector<measure::DeviceFigures> figures, const measure::Tracing& t);
 };
 
+// The uevents received since the daemon started, by source, and whether it
+// listens to udevd (it does from the first pass that finds udevd running).
+struct UeventCounts {
+    std::uint64_t kernel = 0;
+    std::uint64_t udev = 0;
+    bool udev_listening = false;
+};
+
 // `measured`: null when the daemon does not measure.
 // `journal`: what the journal could not take at once.
 nlohmann::json daemon_json(const Reconciler& r, long pid, double last_pass_unix, const ReloadOutcome& reload,
-                           const Measured* measured = nullptr, const systemd::JournalDelivery& journal = {});
+                           const Measured* measured = nullptr, const systemd::JournalDelivery& journal = {},
+                           const UeventCounts& uevents = {});
 
 // Since when each managed attribute has been out of policy (drifted, failed
 // or busy), as of the reports written so far: the reconciler owns no clock,
-// the daemon stamps each report with its pass time.
+// the daemon stamps each report with its pass time. Monotonic seconds
+// (CLOCK_MONOTONIC): a wall clock set forward or back by an hour changes no
+// duration.
 class OutOfPolicyClock {
 public:
-    void update(const Reconciler& r, double now_unix);
-    // Seconds out of policy as of `now_unix`; 0 when in policy.
-    double seconds(const std::string& device, const std::string& attribute, double now_unix) const;
+    void update(const Reconciler& r, double now_monotonic);
+    // Seconds out of policy as of `now_monotonic`; 0 when in policy.
+    double seconds(const std::string& device, const std::string& attribute, double now_monotonic) const;
 
 private:
     std::map<std::pair<std::string, std::string>, double> since_;
@@ -73,6 +84,7 @@ private:
 // METRICS lists every family; the format is kept stable like --json).
 struct MetricsInput {
     double last_pass_unix = 0;
+    double monotonic_now = 0;  // the same moment on CLOCK_MONOTONIC, for durations
     double verify_interval_seconds = 0;
     std::string version;
     // The policy: when it was (last) loaded, whether the last reload took,
@@ -87,6 +99,7 @@ struct MetricsInput {
     const OutOfPolicyClock* clock = nullptr;
     const Measured* measured = nullptr;  // daemon.measure on
     systemd::JournalDelivery journal;    // entries journald could not take at once
+    UeventCounts uevents;
 };
 std::string metrics_text(const Reconciler& r, const MetricsInput& in);
 

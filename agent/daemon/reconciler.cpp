@@ -191,6 +191,15 @@ bool Reconciler::reconcile(const std::string& device, Trigger trigger) {
             context_.refused_schedulers.insert(r.refused.begin(), r.refused.end());
             results[r.attribute] = std::move(r);
         }
+        // Pulled while its queue was being written (a volume detached, a
+        // SCSI host reset): what failed, failed because the device is gone,
+        // not because of the policy. Information, not a failed alert; its
+        // remove uevent follows.
+        if (!sysfs_.exists("block/" + device)) {
+            log_.log(LOG_INFO, device + " went away while its queue was being written; forgetting it");
+            forget(device);
+            return false;
+        }
     }
     if (!facts.facts_frozen) {
         // Not frozen, so these are the live facts, read before the writes:

@@ -55,6 +55,7 @@ int KernelModelSysfs::write(const std::string& rel, std::string_view value) {
     const auto second = rel.find('/', first + 1);
     const std::string dev = rel.substr(first + 1, second - first - 1);
     const std::string attr = rel.substr(second + 1);
+    if (auto hook = before_write.find(attr); hook != before_write.end()) hook->second();
     int err = 0;
     if (auto b = busy.find(attr); b != busy.end() && b->second > 0) {
         --b->second;  // another writer still holds the queue

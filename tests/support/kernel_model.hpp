@@ -9,6 +9,7 @@
 // the same behaviours on loop devices.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -39,6 +40,9 @@ public:
     std::map<std::string, int> read_fail;  // reads fail with this errno
     std::set<std::string> short_read;      // reads return only the first half
     std::set<std::string> vanish;          // the file disappears when first opened
+    // Run just before a write of that attribute reaches the tree (a device
+    // pulled in the middle of a plan).
+    std::map<std::string, std::function<void()>> before_write;
     // I/O schedulers "built as modules": writing such a name that the
     // device does not list yet loads it (it is listed from then on).
     std::set<std::string> loadable_schedulers;

@@ -302,27 +302,45 @@ class Guest:
 
     # --- hotplug (QMP) ---
 
-    def hotplug(self, node, device, size=256 << 20, **props):
+    def hotplug(self, node, device, size=256 << 20, throttled=False, **props):
         """Adds a disk NODE (also its serial) on DEVICE (scsi-hd with a bus,
         or virtio-blk-pci / nvme on a free pcie-root-port), backed by
-        qemu's null-co driver: reads return zeroes, writes go nowhere."""
-        self.qmp.call("blockdev-add", driver="null-co", **{"node-name": node, "size": size, "read-zeroes": True})
+        qemu's null-co driver: reads return zeroes, writes go nowhere.
+        THROTTLED puts a throttle filter (group tg-NODE, no limits yet)
+        between the disk and its backing: throttle() then holds its I/O."""
+        backing = node + "-null" if throttled else node
+        self.qmp.call("blockdev-add", driver="null-co", **{"node-name": backing, "size": size, "read-zeroes": True})
+        if throttled:
+            self.qmp.call("object-add", **{"qom-type": "throttle-group", "id": "tg-" + node})
+            self.qmp.call("blockdev-add", driver="throttle", file=backing,
+                          **{"node-name": node, "throttle-group": "tg-" + node})
         args = {"driver": device, "id": "dev-" + node, "drive": node, "serial": node}
         args.update(props)
         self.qmp.call("device_add", **args)
 
-    def unplug(self, node, timeout=30):
-        """Removes what hotplug added; waits until qemu let go of the drive."""
-        self.qmp.call("device_del", id="dev-" + node)
+    def throttle(self, node, limits):
+        """Sets limits (ThrottleLimits keys) of a throttled disk's group:
+        {"bps-write": 512} holds a 64 KiB write for two minutes; a key set
+        to 0 lifts it (keys not given keep their value)."""
+        self.qmp.call("qom-set", path="tg-" + node, property="limits", value=limits)
+
+    def unplug(self, node, timeout=30, throttled=False, deleted=False):
+        """Removes what hotplug added (DELETED: its device_del was sent
+        already); waits until qemu let go of the drive."""
+        if not deleted:
+            self.qmp.call("device_del", id="dev-" + node)
         deadline = time.monotonic() + timeout
-        while True:
+        nodes = [node, node + "-null"] if throttled else [node]
+        while nodes:
             try:
-                self.qmp.call("blockdev-del", **{"node-name": node})
-                return
+                self.qmp.call("blockdev-del", **{"node-name": nodes[0]})
+                nodes.pop(0)
             except GuestError:
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.2)
+        if throttled:
+            self.qmp.call("object-del", id="tg-" + node)
 
     # --- commands ---
 

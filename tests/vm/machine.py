@@ -137,6 +137,24 @@ def disks_by_serial(guest):
     return out
 
 
+def hot_add(g, node, device="scsi-hd", settle=True, **props):
+    """Hot-adds a disk (qemu's null-co backend) and returns its name once
+    the kernel shows it with its serial (and, with SETTLE, udev is done
+    with it)."""
+    if device == "scsi-hd":
+        props.setdefault("bus", "scsi0.0")
+    g.hotplug(node, device, **props)
+    # The serial as the kernel shows it: SCSI's unit serial page, NVMe's
+    # and virtio's serial attribute (udev need not run).
+    find = (f"for d in /sys/block/*; do for f in $d/device/vpd_pg80 $d/device/serial $d/serial; do "
+            f"test -r $f && tr -d '\\000' < $f 2>/dev/null | grep -qE '(^|[^a-z0-9-]){node}( |$)' "
+            f"&& {{ echo ${{d##*/}}; break 2; }}; done; done")
+    name = g.wait_for(f"n=$({find}); test -n \"$n\" && echo $n", timeout=60, what=f"hot-added disk {node}").strip()
+    if settle:
+        g.sh("udevadm settle")
+    return name
+
+
 def wait_all_disks(g, timeout=120):
     """Until every disk of the machine is there and udev is done with it:
     SCSI and NVMe disks come from modules that probe late in the boot."""

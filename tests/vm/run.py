@@ -42,9 +42,11 @@ GROUPS = {"service": test_service.run, "faults": test_faults.run, "devices": tes
 # trixie package as Debian 13, so its service group would prove nothing new.
 # What a value does (measure) on the newest kernel, the one the field
 # reports' kernels lead to.
-# Faults the host throws at the daemon (the fault matrix) on Debian 13.
-DEFAULT_GROUPS = {"bookworm": ["service", "devices"], "trixie": ["service", "faults", "devices", "writers"],
-                  "trixie-bpo": ["devices", "measure"]}
+# Faults the host throws at the daemon (the fault matrix): every row on
+# Debian 13, the rows the kernel or udev decides on the other two.
+DEFAULT_GROUPS = {"bookworm": ["service", "faults", "devices"],
+                  "trixie": ["service", "faults", "devices", "writers"],
+                  "trixie-bpo": ["faults", "devices", "measure"]}
 # The newest kernel here: every kernel row that holds on it must name it.
 STRICT_ROWS = {"trixie-bpo"}
 # The devices group's two long checks (about three minutes each), each on
@@ -52,6 +54,9 @@ STRICT_ROWS = {"trixie-bpo"}
 # the 64-disk burst against a udev rule on 7.x, where the kernel answers the
 # rule's writes with EBUSY; udev rules against their import across two
 # reboots on Debian 12, whose udev is the oldest.
+# Every fault row on Debian 13; on the other kernels the rows whose outcome
+# the kernel or udev decides (udevd restarted, a disk pulled mid-write).
+FAULTS_EVERY_ROW = {"trixie"}
 DEVICE_CHECKS = {"bookworm": {"udev-equivalence"}, "trixie": set(), "trixie-bpo": {"burst"}}
 # Guests side by side: a guest under TCG waits on its own sleeps and the
 # tests' polling much of its time (tests/vm/README.md has the CPU time of
@@ -106,6 +111,7 @@ def run_suite(suite, built, args, run_dir, results):
             ctx = types.SimpleNamespace(guest=g, suite=suite, results=results, pkg=pkg,
                                         upgrade_deb_name=os.path.basename(upgrade),
                                         strict_rows=suite in STRICT_ROWS, groups_before=[],
+                                        all_fault_rows=suite in FAULTS_EVERY_ROW,
                                         device_checks=set(test_devices.ALL_CHECKS) if args.all_checks
                                         else DEVICE_CHECKS[suite])
             for name in [g for g in GROUPS if g in groups]:

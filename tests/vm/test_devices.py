@@ -353,22 +353,6 @@ def field_case(ctx):
 
 # --- traps on fresh hot-added disks ---------------------------------------
 
-def _hot_add(g, node, device="scsi-hd", **props):
-    """Hot-adds a disk (qemu's null-co backend) and returns its name once
-    udev knows it by its serial."""
-    if device == "scsi-hd":
-        props.setdefault("bus", "scsi0.0")
-    g.hotplug(node, device, **props)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        out = g.sh(f"ls /dev/disk/by-id/ | grep -E '(^|_|-){node}$' | head -1").strip()
-        if out:
-            g.sh("udevadm settle")
-            return g.sh(f"basename $(readlink -f /dev/disk/by-id/{out})").strip()
-        time.sleep(0.5)
-    raise CheckFailed(f"hot-added disk {node} did not appear")
-
-
 def _explain_attr(g, name, attr):
     out = json.loads(g.sh(f"blkpolicy explain --json --no-policy {name}"))
     return {a["attribute"]: a for a in out["devices"][0]["attributes"]}[attr]
@@ -411,7 +395,7 @@ def traps(ctx):
         aliased = g.run(f"grep -q ' kyber-iosched ' /lib/modules/{release}/modules.alias", check=False)[0] == 0
         module = g.sh(f"grep -o '[^/]*kyber[^/:]*\\.ko[^:]*:' /lib/modules/{release}/modules.dep || true").strip()
         R.figure(s, "kyber in modules.alias / modules.dep", f"{'yes' if aliased else 'no'} / {module or '-'}")
-        d = _hot_add(g, "bp-trap-kyber", rotation_rate="1")
+        d = machine.hot_add(g, "bp-trap-kyber", rotation_rate="1")
         policy = "[[rule]]\nname = \"t\"\n[rule.set]\nscheduler = \"kyber\"\nnr_requests = 64\n"
         if g.run(f"test -e /sys/block/{d}/queue/async_depth", check=False)[0] == 0:
             policy += "async_depth = 24\n"  # the policy as a user tried it on 7.3.4
@@ -426,7 +410,7 @@ def traps(ctx):
             expect_eq((res["async_depth"]["outcome"], _q(g, d, "async_depth")), ("applied", "24"), "async_depth")
 
     with R.step(s, "trap: a queue-limits write and read_ahead_kb, as the kernel model says for this kernel"):
-        d = _hot_add(g, "bp-trap-ra", rotation_rate="7200")
+        d = machine.hot_add(g, "bp-trap-ra", rotation_rate="7200")
         explained = _explain_attr(g, d, "read_ahead_kb")
         rule = explained["kernel_rule"]
         computed = int(explained["kernel_default"])  # what a commit computes here (2 x max_sectors_kb on 6.17+)
@@ -446,7 +430,7 @@ def traps(ctx):
         expect_eq(res["read_ahead_kb"]["outcome"] in ("applied", "unchanged"), True, "apply outcome")
 
     with R.step(s, "trap: a scheduler switch resets nr_requests; apply keeps both"):
-        d = _hot_add(g, "bp-trap-nr", rotation_rate="7200")
+        d = machine.hot_add(g, "bp-trap-nr", rotation_rate="7200")
         g.sh(f"echo mq-deadline > /sys/block/{d}/queue/scheduler; echo 32 > /sys/block/{d}/queue/nr_requests; "
              f"echo kyber > /sys/block/{d}/queue/scheduler")
         after = _q(g, d, "nr_requests")
@@ -456,7 +440,7 @@ def traps(ctx):
         expect_eq((read_queue(g, d, ["scheduler"])["scheduler"], _q(g, d, "nr_requests")), ("bfq", "32"), "after apply")
 
     with R.step(s, "trap: bfq turns default wbt off (as the kernel model says sysfs shows it); apply turns it on"):
-        d = _hot_add(g, "bp-trap-wbt", rotation_rate="7200")
+        d = machine.hot_add(g, "bp-trap-wbt", rotation_rate="7200")
         rule = _explain_attr(g, d, "wbt_lat_usec")["kernel_rule"]
         expect_eq((_q(g, d, "wbt_lat_usec"), wbt_enabled(g, d)), ("75000", "1"), "fresh rotational disk")
         g.sh(f"echo bfq > /sys/block/{d}/queue/scheduler")
@@ -466,7 +450,7 @@ def traps(ctx):
         expect_eq(shown, "0" if rule == "bfq-off-wbt-reads:0" else "75000", f"sysfs after bfq (model {rule})")
         # The retained latency written alone, on a disk of its own: a no-op
         # up to 6.18, wbt on again on 7.3 (the rows say which here).
-        d3 = _hot_add(g, "bp-trap-wbt3", rotation_rate="7200")
+        d3 = machine.hot_add(g, "bp-trap-wbt3", rotation_rate="7200")
         g.sh(f"echo bfq > /sys/block/{d3}/queue/scheduler; echo 75000 > /sys/block/{d3}/queue/wbt_lat_usec")
         store = [r for r in _rows(g) if r.startswith("wbt-store:")]
         state = wbt_enabled(g, d3)
@@ -483,13 +467,13 @@ def traps(ctx):
         _apply(g, d, "[[rule]]\nname = \"t\"\n[rule.set]\nscheduler = \"bfq\"\nwbt_lat_usec = 75000\n")
         expect_eq((_q(g, d, "wbt_lat_usec"), wbt_enabled(g, d)), ("75000", "2"), "after apply")
         # And on a disk blkpolicy switches itself, without debugfs mounted.
-        d2 = _hot_add(g, "bp-trap-wbt2", rotation_rate="7200")
+        d2 = machine.hot_add(g, "bp-trap-wbt2", rotation_rate="7200")
         g.sh("umount /sys/kernel/debug")
         _apply(g, d2, "[[rule]]\nname = \"t\"\n[rule.set]\nscheduler = \"bfq\"\nwbt_lat_usec = 75000\n")
         expect_eq(wbt_enabled(g, d2), "2", "wbt after apply switched to bfq (debugfs read afterwards)")
 
     with R.step(s, "trap: read_ahead_kb rounds to whole pages; a switch recreates iosched/ with its defaults"):
-        d = _hot_add(g, "bp-trap-io", rotation_rate="7200")
+        d = machine.hot_add(g, "bp-trap-io", rotation_rate="7200")
         g.sh(f"echo 6 > /sys/block/{d}/queue/read_ahead_kb")
         expect_eq(_q(g, d, "read_ahead_kb"), "4", "read_ahead_kb after writing 6 (4 KiB pages)")
         g.sh(f"echo mq-deadline > /sys/block/{d}/queue/scheduler")
@@ -506,7 +490,7 @@ def traps(ctx):
     async_depth(ctx)
 
     with R.step(s, "trap: write_cache takes any prefix, rq_affinity takes 3 and ignores it; check refuses both"):
-        d = _hot_add(g, "bp-trap-wc", rotation_rate="7200")
+        d = machine.hot_add(g, "bp-trap-wc", rotation_rate="7200")
         rc, _, _ = g.run(f"echo 'write backwards' > /sys/block/{d}/queue/write_cache", check=False)
         wc = _q(g, d, "write_cache")
         R.figure(s, "'write backwards' written to write_cache", f"exit {rc}, reads {wc!r}")
@@ -536,7 +520,7 @@ def async_depth(ctx):
     mq-deadline's iosched/async_depth where it does not."""
     g, s, R = ctx.guest, ctx.suite, ctx.results
     with R.step(s, "async_depth: the kernel's own behaviour as its rows say, and apply right after a switch"):
-        d = _hot_add(g, "bp-trap-ad", rotation_rate="7200")
+        d = machine.hot_add(g, "bp-trap-ad", rotation_rate="7200")
         rows = _rows(g)
         q = f"/sys/block/{d}/queue"
         if "async-depth:iosched-tunable" in rows:
@@ -634,8 +618,8 @@ def contention(ctx):
     passes still end with every value applied."""
     g, s, R = ctx.guest, ctx.suite, ctx.results
     with R.step(s, "contention: a writer on another disk of the SCSI host; apply and the daemon still apply"):
-        a = _hot_add(g, "bp-busy-a", rotation_rate="7200")
-        b = _hot_add(g, "bp-busy-b", rotation_rate="7200")
+        a = machine.hot_add(g, "bp-busy-a", rotation_rate="7200")
+        b = machine.hot_add(g, "bp-busy-b", rotation_rate="7200")
         rows = _rows(g)
         extra = "async_depth = 16\n" if "async-depth:queue-attribute" in rows else ""
         try:
@@ -804,7 +788,7 @@ def hotplug(ctx):
         added = ctx.hot
         try:
             for label, device, props in HOT_CLASSES:
-                added[label] = _hot_add(g, f"bp-hot-{device.split('-')[0]}", device, **props)
+                added[label] = machine.hot_add(g, f"bp-hot-{device.split('-')[0]}", device, **props)
             _wait_values(g, added.values())
         finally:
             log, seen = _stop_monitor(g)
@@ -839,7 +823,7 @@ def hotplug(ctx):
         added = {}
         try:
             for label, device, props in HOT_CLASSES:
-                added[label] = _hot_add(g, f"bp-hotu-{device.split('-')[0]}", device, **props)
+                added[label] = machine.hot_add(g, f"bp-hotu-{device.split('-')[0]}", device, **props)
             _wait_values(g, added.values())
             log, seen = _stop_monitor(g)
             times = _uevent_times(log)
