@@ -295,27 +295,38 @@ TEST_CASE("fault injection: the daemon keeps going through failing reads and wri
 }
 
 TEST_CASE("fault injection: a device pulled while its queue is being written is information, not a failure") {
-    World w;
-    w.rec.set_policy(loops_policy("read_ahead_kb = 128\nscheduler = \"mq-deadline\"\nnr_requests = 64\n"));
-    // The scheduler switch went through; the disk is gone before nr_requests.
-    w.sysfs.before_write["queue/nr_requests"] = [&] {
-        std::filesystem::remove_all(w.tree.root() / w.tree.devpath_of("loop0"));
-        std::filesystem::remove(w.tree.root() / "block/loop0");
-    };
-    CHECK_FALSE(w.rec.reconcile("loop0", Trigger::added));
-    CHECK(w.log.take().empty());  // no failed alert
-    CHECK(std::count(w.log.lines.begin(), w.log.lines.end(),
-                     "loop0 went away while its queue was being written; forgetting it") == 1);
-    CHECK(w.rec.devices().empty());
-    CHECK(w.rec.summary().failed == 0);
-    CHECK_FALSE(std::filesystem::exists(w.tree.root() / "state/facts/loop0.json"));
+    // The whole disk gone, or (as 7.x removes them) its queue directory
+    // first, the disk's own a moment later.
+    for (const bool whole : {true, false}) {
+        CAPTURE(whole);
+        World w;
+        w.rec.set_policy(loops_policy("read_ahead_kb = 128\nscheduler = \"mq-deadline\"\nnr_requests = 64\n"));
+        // The scheduler switch went through; the disk is going before nr_requests.
+        w.sysfs.before_write["queue/nr_requests"] = [&] {
+            const auto dir = w.tree.root() / w.tree.devpath_of("loop0");
+            if (whole) {
+                std::filesystem::remove_all(dir);
+                std::filesystem::remove(w.tree.root() / "block/loop0");
+            } else {
+                std::filesystem::remove_all(dir / "queue");
+            }
+        };
+        CHECK_FALSE(w.rec.reconcile("loop0", Trigger::added));
+        CHECK(w.log.take().empty());  // no failed alert
+        CHECK(std::count(w.log.lines.begin(), w.log.lines.end(),
+                         "loop0 went away while its queue was being written; forgetting it") == 1);
+        CHECK(w.rec.devices().empty());
+        CHECK(w.rec.summary().failed == 0);
+        CHECK_FALSE(std::filesystem::exists(w.tree.root() / "state/facts/loop0.json"));
+        if (!whole) continue;
 
-    // The same disk back under the same name: a new device, applied whole.
-    w.sysfs.before_write.clear();
-    w.tree.add_loop("loop0", 0, "/img");
-    CHECK(w.rec.reconcile("loop0", Trigger::added));
-    CHECK(w.log.take() == V{"applied loop0 scheduler mq-deadline mq-deadline", "applied loop0 nr_requests 64 64",
-                            "applied loop0 read_ahead_kb 128 128"});
+        // The same disk back under the same name: a new device, applied whole.
+        w.sysfs.before_write.clear();
+        w.tree.add_loop("loop0", 0, "/img");
+        CHECK(w.rec.reconcile("loop0", Trigger::added));
+        CHECK(w.log.take() == V{"applied loop0 scheduler mq-deadline mq-deadline", "applied loop0 nr_requests 64 64",
+                                "applied loop0 read_ahead_kb 128 128"});
+    }
 }
 
 TEST_CASE("the daemon reads only the facts its policy matches on, and records facts after writing") {

@@ -194,8 +194,9 @@ bool Reconciler::reconcile(const std::string& device, Trigger trigger) {
         // Pulled while its queue was being written (a volume detached, a
         // SCSI host reset): what failed, failed because the device is gone,
         // not because of the policy. Information, not a failed alert; its
-        // remove uevent follows.
-        if (!sysfs_.exists("block/" + device)) {
+        // remove uevent follows. The queue directory goes first (7.x removes
+        // it while block/NAME is still there), then the disk's.
+        if (!sysfs_.exists("block/" + device) || !sysfs_.exists("block/" + device + "/queue")) {
             log_.log(LOG_INFO, device + " went away while its queue was being written; forgetting it");
             forget(device);
             return false;

@@ -319,9 +319,10 @@ class Guest:
         self.qmp.call("device_add", **args)
 
     def throttle(self, node, limits):
-        """Sets limits (ThrottleLimits keys) of a throttled disk's group:
-        {"bps-write": 512} holds a 64 KiB write for two minutes; a key set
-        to 0 lifts it (keys not given keep their value)."""
+        """Sets limits (ThrottleLimits keys) of a throttled disk's group.
+        With {"bps-write": 8192} the first write goes through at once (the
+        bucket is empty) and each 64 KiB write after it waits about 8 s. A
+        key set to 0 lifts it; keys not given keep their value."""
         self.qmp.call("qom-set", path="tg-" + node, property="limits", value=limits)
 
     def unplug(self, node, timeout=30, throttled=False, deleted=False):

@@ -16,6 +16,7 @@ switch waits for their queue, and 20 rounds of 16 disks added and removed.
 
 import json
 import re
+import statistics
 import time
 
 import machine
@@ -421,29 +422,34 @@ def _wait_values(g, name, want, timeout=60):
         time.sleep(0.3)
 
 
-def _forgotten(g, name):
-    """What the daemon still keeps of NAME: in daemon.json, the metrics, the facts."""
-    left = []
-    if name in {d["device"] for d in _daemon_json(g)["devices"]}:
-        left.append("daemon.json")
-    if g.sh(f"grep -c 'device=\"{name}\"' {METRICS} || true").strip() not in ("", "0"):
-        left.append("the metrics")
-    if g.sh(f"test -e /run/blkpolicy/facts/{name}.json && echo yes || true").strip():
-        left.append("its frozen facts")
-    return left
+def _kept(g, names):
+    """{name: where the daemon still keeps it} for NAMES still in daemon.json,
+    the metrics or the frozen facts."""
+    listed = {d["device"] for d in _daemon_json(g)["devices"]}
+    metrics = g.sh(f"grep -o 'device=\"[^\"]*\"' {METRICS} | sort -u || true")
+    facts = set(g.sh("ls /run/blkpolicy/facts/ 2>/dev/null || true").split())
+    kept = {}
+    for n in names:
+        where = [w for w, there in (("daemon.json", n in listed), ("the metrics", f'device="{n}"' in metrics),
+                                    ("its frozen facts", f"{n}.json" in facts)) if there]
+        if where:
+            kept[n] = where
+    return kept
 
 
-def _wait_forgotten(g, name, timeout=20):
+def _wait_forgotten(g, names, timeout=20):
+    """Waits until the daemon keeps nothing of NAMES; returns what it still
+    keeps after TIMEOUT s (daemon.json and the metrics follow a pass)."""
     deadline = time.monotonic() + timeout
     while True:
-        left = _forgotten(g, name)
-        if not left or time.monotonic() > deadline:
-            return left
+        kept = _kept(g, names)
+        if not kept or time.monotonic() > deadline:
+            return kept
         time.sleep(0.5)
 
 
 # Pulled in the middle of a write: a direct 64 KiB write held by qemu's
-# throttle (8 KiB/s: eight seconds), a reload whose scheduler switch must
+# throttle (8 KiB/s: eight seconds, behind a first one it lets through), a reload whose scheduler switch must
 # freeze the queue (it waits for that write), then device_del while the
 # daemon is inside it. SCSI: qemu drains the held write as it lets the disk
 # go. NVMe: the guest's PCIe hotplug waits five seconds for the attention
@@ -477,7 +483,9 @@ def disk_pulled(ctx):
                 expect(not others, "\n".join(others))
                 # Hold a write in qemu, then ask for a scheduler switch.
                 g.throttle(node, {"bps-write": 8192})
-                g.sh(f"setsid dd if=/dev/zero of=/dev/{name} bs=64k count=1 oflag=direct "
+                # The throttle lets the first write through (its bucket was
+                # empty) and holds the second until the first has drained.
+                g.sh(f"setsid dd if=/dev/zero of=/dev/{name} bs=64k count=2 oflag=direct "
                      f">/dev/null 2>&1 </dev/null &")
                 g.wait_for(f"test \"$(awk '{{print $2}}' /sys/block/{name}/inflight)\" -ge 1", timeout=10,
                            what="the held write in flight")
@@ -502,8 +510,8 @@ def disk_pulled(ctx):
                 g.wait_for(f"test \"$(awk '/^State:/ {{print $2}}' /proc/{pid}/status)\" != D", timeout=60,
                            what="the daemon out of the kernel write")
                 R.figure(s, f"{label} pulled: device_del -> the disk gone from sysfs", round(gone, 1), "s")
-                left = _wait_forgotten(g, name)
-                expect(not left, f"{name} is still in {', '.join(left)}")
+                kept = _wait_forgotten(g, [name])
+                expect(not kept, f"still kept: {kept}")
                 expect_eq(machine.main_pid(g), pid, "MainPID after the pull")
                 failed = [e for e in entries_since(g, since, SYSLOG_IDENTIFIER="blkpolicy", BLKPOLICY_DEVICE=name)
                           if e.get("BLKPOLICY_EVENT") in ("failed", "drift", "reverted", "conflict")]
@@ -638,8 +646,10 @@ def clock_jumps(ctx):
                 expect(restored < 8, f"a drift after the clock jumped {jump} took {restored:.1f} s")
                 time.sleep(4)  # two passes
                 # The passes go on at their interval, stamped with the new wall time.
-                lag = float(g.sh("date +%s.%N").strip()) - _daemon_json(g)["last_pass"]
+                last_pass = _daemon_json(g)["last_pass"]
+                lag = float(g.sh("date +%s.%N").strip()) - last_pass
                 expect(0 <= lag < 6, f"daemon.json's last pass {lag:.1f} s before the clock's now")
+                R.figure(s, f"clock {jump}: daemon.json's last pass before the clock's now by", round(lag, 1), "s")
                 entries = entries_since(g, since, SYSLOG_IDENTIFIER="blkpolicy")
                 alerts = [e for e in entries if e.get("BLKPOLICY_EVENT")]
                 expect(len(alerts) == 1 and alerts[0].get("BLKPOLICY_EVENT") == "drift",
@@ -679,10 +689,11 @@ def churn(ctx):
                    "each gets its values, nothing of a removed one remains, descriptors and RSS flat"):
         pid = machine.main_pid(g)
         nodes = [f"bp-f-churn{i:02d}" for i in range(CHURN_DISKS)]
-        marks = {}
+        marks, to_values, to_gone = {}, [], []
         t0 = time.monotonic()
         for rnd in range(1, CHURN_ROUNDS + 1):
-            plugged = []
+            plugged, names = [], {}
+            ta = time.monotonic()
             try:
                 for node in nodes:
                     g.hotplug(node, "scsi-hd", bus="scsi0.0")
@@ -692,22 +703,25 @@ def churn(ctx):
                 check = " && ".join(f"test $(cat /sys/block/{n}/queue/read_ahead_kb) = 384 && "
                                     f"test $(cat /sys/block/{n}/queue/nr_requests) = 32" for n in names.values())
                 g.wait_for(check, timeout=60, what=f"round {rnd}: the values on all {CHURN_DISKS} disks")
+                to_values.append(time.monotonic() - ta)
             finally:
+                td = time.monotonic()
                 for node in plugged:
-                    g.unplug(node)
+                    g.qmp.call("device_del", id="dev-" + node)
+                for node in plugged:
+                    g.unplug(node, deleted=True)
             gone = " && ".join(f"! test -e /sys/block/{n}" for n in names.values())
             g.wait_for(gone, timeout=60, what=f"round {rnd}: the disks gone")
-            deadline = time.monotonic() + 20
-            while True:
-                left = {n: _forgotten(g, n) for n in names.values()}
-                left = {n: w for n, w in left.items() if w}
-                if not left or time.monotonic() > deadline:
-                    break
-                time.sleep(0.5)
-            expect(not left, f"round {rnd}: still kept: {left}")
+            kept = _wait_forgotten(g, list(names.values()))
+            expect(not kept, f"round {rnd}: still kept: {kept}")
+            to_gone.append(time.monotonic() - td)
             if rnd in (1, CHURN_ROUNDS):
                 marks[rnd] = _fds_rss(g, pid)
         R.figure(s, f"churn: {CHURN_ROUNDS} rounds of {CHURN_DISKS} disks took", round(time.monotonic() - t0), "s")
+        R.figure(s, "churn: a round's add -> values on all its disks, median / max",
+                 f"{statistics.median(to_values):.1f} / {max(to_values):.1f}", "s")
+        R.figure(s, "churn: a round's device_del -> gone and forgotten by the daemon, median / max",
+                 f"{statistics.median(to_gone):.1f} / {max(to_gone):.1f}", "s")
         (fds1, rss1), (fdsn, rssn) = marks[1], marks[CHURN_ROUNDS]
         R.figure(s, f"churn: descriptors / RSS after round 1 and round {CHURN_ROUNDS}",
                  f"{fds1} / {rss1} KiB -> {fdsn} / {rssn} KiB")
