@@ -228,8 +228,8 @@ def journald_restarted(ctx):
 
 
 def _full_then_freed(ctx, name, fill, free, warned, tmp_dir, again, check_kept):
-    """Fills a file system under the daemon (FILL), moves a value, and holds
-    it full for three passes: the value is restored, the failed save WARNED
+    """Fills a file system under the daemon (FILL: or makes it read-only),
+    moves a value, and holds it so for three passes: the value is restored, the failed save WARNED
     about once, CHECK_KEPT() finds the last complete file whole, no
     temporary file is left in TMP_DIR. Then FREE: the daemon says AGAIN.
     Returns the seconds the drift took to be restored."""
@@ -250,7 +250,7 @@ def _full_then_freed(ctx, name, fill, free, warned, tmp_dir, again, check_kept):
         freed = time.monotonic()
         g.sh(free)
     expect(_wait_line(g, since, re.escape(again), 20), f"the daemon did not say: {again}")
-    R.figure(s, f"{name} full: written again after space returned", round(time.monotonic() - freed, 1), "s")
+    R.figure(s, f"{name}: written again after the fault ended", round(time.monotonic() - freed, 1), "s")
     expect_eq(machine.main_pid(g), pid, "MainPID")
     return restored
 
@@ -285,6 +285,11 @@ def metrics_full(ctx):
         _full_then_freed(ctx, "the metrics directory",
                          f"dd if=/dev/zero of={METRICS_DIR}/fill bs=4k 2>/dev/null || true", f"rm -f {METRICS_DIR}/fill",
                          re.escape(METRICS) + r".*No space left on device", METRICS_DIR, f"wrote {METRICS} again", kept)
+
+    with R.step(s, "fault: the metrics directory read-only: the last complete file stays, said once, recovered"):
+        _full_then_freed(ctx, "the metrics directory (read-only)", f"mount -o remount,ro {METRICS_DIR}",
+                         f"mount -o remount,rw {METRICS_DIR}", re.escape(METRICS) + r".*Read-only file system",
+                         METRICS_DIR, f"wrote {METRICS} again", kept)
 
 
 def daemon_frozen(ctx):
@@ -369,14 +374,18 @@ def reload_storm(ctx):
 def policy_files(ctx):
     g, s, R = ctx.guest, ctx.suite, ctx.results
     disk = ctx.disk
+    undo = f"rm -f {POLICY_PATH} && mv {POLICY_PATH}.away {POLICY_PATH}"
     bad_files = [
-        ("missing", f"mv {POLICY_PATH} {POLICY_PATH}.away", r"no policy|not there|No such file"),
-        ("a FIFO", f"mv {POLICY_PATH} {POLICY_PATH}.away && mkfifo -m 0644 {POLICY_PATH}", r"not a regular file"),
-        ("a symlink to /proc/self/environ", f"mv {POLICY_PATH} {POLICY_PATH}.away && ln -s /proc/self/environ "
-         f"{POLICY_PATH}", re.escape(POLICY_PATH) + r":\d+:\d+: "),
+        ("file missing", f"mv {POLICY_PATH} {POLICY_PATH}.away", undo, r"no policy|not there|No such file"),
+        ("file a FIFO", f"mv {POLICY_PATH} {POLICY_PATH}.away && mkfifo -m 0644 {POLICY_PATH}", undo,
+         r"not a regular file"),
+        ("file a symlink to /proc/self/environ", f"mv {POLICY_PATH} {POLICY_PATH}.away && ln -s /proc/self/environ "
+         f"{POLICY_PATH}", undo, re.escape(POLICY_PATH) + r":\d+:\d+: "),
+        ("directory missing", "mv /etc/blkpolicy /etc/blkpolicy.away",
+         "rm -rf /etc/blkpolicy && mv /etc/blkpolicy.away /etc/blkpolicy", r"no policy|not there|No such file"),
     ]
-    for what, make, said_re in bad_files:
-        with R.step(s, f"fault: the policy file {what} at reload: a clear error, no hang, the old policy kept"):
+    for what, make, undo, said_re in bad_files:
+        with R.step(s, f"fault: the policy {what} at reload: a clear error, no hang, the old policy kept"):
             pid = machine.main_pid(g)
             since = cursor(g)
             g.sh(make)
@@ -384,14 +393,28 @@ def policy_files(ctx):
                 t0 = time.monotonic()
                 rc, out, err = g.run(f"systemctl reload {UNIT}", check=False, timeout=60)
                 took = time.monotonic() - t0
-                expect(rc != 0, f"systemctl reload exited 0 with the policy file {what}")
-                R.figure(s, f"policy file {what}: reload refused in", round(took, 1), "s")
+                expect(rc != 0, f"systemctl reload exited 0 with the policy {what}")
+                R.figure(s, f"policy {what}: reload refused in", round(took, 1), "s")
                 said = _wait_line(g, since, said_re, 15, _SYSTEMD_UNIT=UNIT)
                 expect(said, f"no clear error ({said_re}) in:\n{machine.unit_messages(g, since)}")
                 expect_eq(machine.main_pid(g), pid, "MainPID after the refused reload")
                 _drift(g, disk)  # the old policy is still enforced
             finally:
-                g.sh(f"rm -f {POLICY_PATH} && mv {POLICY_PATH}.away {POLICY_PATH}")
+                g.sh(undo)
+
+    with R.step(s, "fault: the policy directory read-only (a read-only /etc) at reload: reloaded, the new value "
+                   "applied"):
+        pid = machine.main_pid(g)
+        g.write_file(POLICY_PATH, POLICY.replace("read_ahead_kb = 256\n", "read_ahead_kb = 260\n"))
+        g.sh("mount --bind /etc/blkpolicy /etc/blkpolicy && mount -o remount,bind,ro /etc/blkpolicy")
+        try:
+            g.sh(f"systemctl reload {UNIT}", timeout=60)
+            expect_eq(g.sh(f"cat /sys/block/{disk}/queue/read_ahead_kb").strip(), "260", "read_ahead_kb after")
+            expect_eq(machine.main_pid(g), pid, "MainPID")
+        finally:
+            g.sh("umount /etc/blkpolicy")
+            g.write_file(POLICY_PATH, POLICY)
+            g.sh(f"systemctl reload {UNIT}")
 
     with R.step(s, "fault: the policy missing at start: the unit fails once (exit 3), no restart loop"):
         since = cursor(g)
