@@ -295,10 +295,13 @@ TEST_CASE("fault injection: the daemon keeps going through failing reads and wri
 }
 
 TEST_CASE("fault injection: a device pulled while its queue is being written is information, not a failure") {
-    // The whole disk gone, or (as 7.x removes them) its queue directory
-    // first, the disk's own a moment later.
-    for (const bool whole : {true, false}) {
-        CAPTURE(whole);
+    // The whole disk gone; its queue directory first, the disk's own a
+    // moment later (7.x); or caught mid-way, the queue directory still
+    // there and its files going (6.1).
+    enum class Gone { whole, queue_dir, queue_files };
+    for (const Gone gone : {Gone::whole, Gone::queue_dir, Gone::queue_files}) {
+        CAPTURE(static_cast<int>(gone));
+        const bool whole = gone == Gone::whole;
         World w;
         w.rec.set_policy(loops_policy("read_ahead_kb = 128\nscheduler = \"mq-deadline\"\nnr_requests = 64\n"));
         // The scheduler switch went through; the disk is going before nr_requests.
@@ -307,8 +310,11 @@ TEST_CASE("fault injection: a device pulled while its queue is being written is 
             if (whole) {
                 std::filesystem::remove_all(dir);
                 std::filesystem::remove(w.tree.root() / "block/loop0");
-            } else {
+            } else if (gone == Gone::queue_dir) {
                 std::filesystem::remove_all(dir / "queue");
+            } else {
+                std::filesystem::remove(dir / "queue/nr_requests");
+                std::filesystem::remove(dir / "queue/read_ahead_kb");
             }
         };
         CHECK_FALSE(w.rec.reconcile("loop0", Trigger::added));

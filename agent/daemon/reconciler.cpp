@@ -3,6 +3,8 @@
 
 #include <syslog.h>
 
+#include <algorithm>
+
 #include "agent/executor.hpp"
 #include "agent/snapshot.hpp"
 #include "policy/attributes.hpp"
@@ -61,6 +63,20 @@ Summary Reconciler::summary() const {
 
 namespace {
 std::string rule_text(const policy::RuleRef& r) { return r.name + " (" + r.pos.file_line() + ")"; }
+
+// Whether DEVICE is being removed: its directory is gone, or its queue
+// directory (7.x removes that first), or a queue attribute the plan read a
+// moment ago (6.1 was seen mid-way, the queue directory still there and
+// nr_requests gone). On a live queue only iosched/ files come and go, with
+// the scheduler.
+bool going_away(const udev::Sysfs& sysfs, const std::string& device, const policy::DevicePlan& plan) {
+    const std::string dir = "block/" + device;
+    if (!sysfs.exists(dir) || !sysfs.exists(dir + "/queue")) return true;
+    return std::any_of(plan.actions.begin(), plan.actions.end(), [&](const policy::Action& a) {
+        return a.kind == ActionKind::write && !a.current.empty() && a.path.rfind("queue/", 0) == 0 &&
+               a.path.rfind("queue/iosched/", 0) != 0 && !sysfs.exists(dir + "/" + a.path);
+    });
+}
 }  // namespace
 
 void say_save_once(systemd::EventLog& log, const util::Status& st, std::string& last, const std::string& going_on,
@@ -194,9 +210,8 @@ bool Reconciler::reconcile(const std::string& device, Trigger trigger) {
         // Pulled while its queue was being written (a volume detached, a
         // SCSI host reset): what failed, failed because the device is gone,
         // not because of the policy. Information, not a failed alert; its
-        // remove uevent follows. The queue directory goes first (7.x removes
-        // it while block/NAME is still there), then the disk's.
-        if (!sysfs_.exists("block/" + device) || !sysfs_.exists("block/" + device + "/queue")) {
+        // remove uevent follows.
+        if (going_away(sysfs_, device, plan)) {
             log_.log(LOG_INFO, device + " went away while its queue was being written; forgetting it");
             forget(device);
             return false;
