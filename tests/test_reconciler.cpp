@@ -84,6 +84,13 @@ TEST_CASE("daemon scenario: enforce mode") {
         CHECK(w.log.take() == V{"drift loop0 scheduler mq-deadline kyber", "drift loop0 nr_requests 64 256"});
         CHECK(w.q("nr_requests") == "64");
     }
+    SUBCASE("a new policy switches the scheduler and keeps nr_requests: the kernel's reset is part of applying") {
+        w.rec.set_policy(loops_policy("read_ahead_kb = 128\nscheduler = \"none\"\nnr_requests = 64\n"));
+        w.rec.reconcile("loop0", Trigger::verify);
+        CHECK(w.log.take() == V{"applied loop0 scheduler none none"});
+        CHECK(w.q("nr_requests") == "64");
+        CHECK(w.rec.summary().drifted == 0);
+    }
     SUBCASE("a failing write alerts once, then resolves") {
         w.poke("read_ahead_kb", "512");
         w.sysfs.fail["queue/read_ahead_kb"] = EIO;

@@ -257,7 +257,11 @@ bool Reconciler::reconcile(const std::string& device, Trigger trigger) {
         // What the attribute read just before blkpolicy would write it: after
         // the earlier writes of this pass (a bfq switch zeroes wbt).
         const bool written = res != results.end() && res->second.outcome != Outcome::unchanged;
-        const std::string before = written ? res->second.before : a.current;
+        // In policy when planned, moved by this pass's own earlier write (a
+        // scheduler switch resets nr_requests) and written back: part of
+        // applying, nobody else's doing.
+        const bool own_write_moved_it = written && a.current == a.expected && res->second.outcome == Outcome::applied;
+        const std::string before = written && !own_write_moved_it ? res->second.before : a.current;
 
         // Already as the policy says (a retried scheduler list may still
         // have written the name it had: nothing moved).
