@@ -181,7 +181,6 @@ private:
             watches_[1] = {};
             return r;
         }
-        uevents_.udev_listening = true;
         return 0;
     }
 
@@ -358,6 +357,7 @@ private:
             std::chrono::steady_clock::duration& out;
             ~Took() { out = std::chrono::steady_clock::now() - start; }
         } took{last_report_, last_write_took_};
+        uevents_.udev_listening = udev_monitor_ != nullptr;
         const auto text = daemon_json(reconciler_, static_cast<long>(::getpid()), now, reload_,
                                       measuring_ ? &measured_ : nullptr, log_->delivery(), uevents_)
                               .dump(2) +

@@ -71,7 +71,7 @@ std::string rule_text(const policy::RuleRef& r) { return r.name + " (" + r.pos.f
 // the scheduler.
 bool going_away(const udev::Sysfs& sysfs, const std::string& device, const policy::DevicePlan& plan) {
     const std::string dir = "block/" + device;
-    if (!sysfs.exists(dir) || !sysfs.exists(dir + "/queue")) return true;
+    if (!sysfs.exists(dir + "/queue")) return true;  // (missing too when block/NAME is)
     return std::any_of(plan.actions.begin(), plan.actions.end(), [&](const policy::Action& a) {
         return a.kind == ActionKind::write && !a.current.empty() && a.path.rfind("queue/", 0) == 0 &&
                a.path.rfind("queue/iosched/", 0) != 0 && !sysfs.exists(dir + "/" + a.path);
