@@ -686,7 +686,7 @@ def clock_jumps(ctx):
             g.sh("systemctl start systemd-timesyncd 2>/dev/null || true")
 
 
-CHURN_ROUNDS = 20
+CHURN_ROUNDS = 10
 CHURN_DISKS = 16
 _NAMES_BY_SERIAL = r"""
 for d in /sys/block/sd*; do
