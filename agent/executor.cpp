@@ -76,7 +76,9 @@ private:
     }
 
     std::string vanished_detail(const Action& a, int err) const {
-        if (!sysfs_.exists("block/" + plan_.device)) return "device vanished";
+        const bool missing = err == ENOENT || err == ENODEV;
+        if (missing ? device_going_away(sysfs_, plan_) : !sysfs_.exists("block/" + plan_.device))
+            return "device vanished";
         if (err == ENOENT) return "device has no " + a.path;
         return "cannot read " + a.path + ": " + util::errno_text(err);
     }
@@ -192,8 +194,8 @@ private:
                 busy(r, r.outcome, r.detail);
                 return r;
             }
-            r.outcome =
-                (werr == ENOENT && !sysfs_.exists("block/" + plan_.device)) ? Outcome::skipped : Outcome::failed;
+            r.outcome = ((werr == ENOENT || werr == ENODEV) && device_going_away(sysfs_, plan_)) ? Outcome::skipped
+                                                                                                 : Outcome::failed;
             r.detail =
                 r.outcome == Outcome::skipped ? "device vanished" : "write " + a.value + ": " + util::errno_text(werr);
             if (r.outcome == Outcome::failed && !r.refused.empty()) r.detail = refused_text(r);
@@ -269,6 +271,15 @@ private:
 };
 
 }  // namespace
+
+bool device_going_away(const udev::Sysfs& sysfs, const policy::DevicePlan& plan) {
+    const std::string dir = "block/" + plan.device;
+    if (!sysfs.exists(dir + "/queue")) return true;  // (missing too when block/NAME is)
+    return std::any_of(plan.actions.begin(), plan.actions.end(), [&](const Action& a) {
+        return a.kind == policy::ActionKind::write && !a.current.empty() && a.path.rfind("queue/", 0) == 0 &&
+               a.path.rfind("queue/iosched/", 0) != 0 && !sysfs.exists(dir + "/" + a.path);
+    });
+}
 
 DeviceResult execute(udev::Sysfs& sysfs, const policy::DevicePlan& plan, const BusyRetry& retry) {
     return DeviceExecutor(sysfs, plan, retry).run();

@@ -68,4 +68,13 @@ struct DeviceResult {
 
 DeviceResult execute(udev::Sysfs& sysfs, const policy::DevicePlan& plan, const BusyRetry& retry = default_busy_retry());
 
+// Whether the plan's device is being removed: its directory is gone, or its
+// queue directory (7.x removes that first), or a queue attribute the plan
+// read a moment ago (6.1 was seen mid-way, the queue directory still there
+// and nr_requests gone). On a live queue only iosched/ files come and go,
+// with the scheduler. What a write to such a device returns (ENOENT, ENODEV)
+// is the removal, not a refusal: the executor says "device vanished", the
+// daemon forgets the device.
+bool device_going_away(const udev::Sysfs& sysfs, const policy::DevicePlan& plan);
+
 }  // namespace blkpolicy::agent

@@ -64,19 +64,6 @@ Summary Reconciler::summary() const {
 namespace {
 std::string rule_text(const policy::RuleRef& r) { return r.name + " (" + r.pos.file_line() + ")"; }
 
-// Whether DEVICE is being removed: its directory is gone, or its queue
-// directory (7.x removes that first), or a queue attribute the plan read a
-// moment ago (6.1 was seen mid-way, the queue directory still there and
-// nr_requests gone). On a live queue only iosched/ files come and go, with
-// the scheduler.
-bool going_away(const udev::Sysfs& sysfs, const std::string& device, const policy::DevicePlan& plan) {
-    const std::string dir = "block/" + device;
-    if (!sysfs.exists(dir + "/queue")) return true;  // (missing too when block/NAME is)
-    return std::any_of(plan.actions.begin(), plan.actions.end(), [&](const policy::Action& a) {
-        return a.kind == ActionKind::write && !a.current.empty() && a.path.rfind("queue/", 0) == 0 &&
-               a.path.rfind("queue/iosched/", 0) != 0 && !sysfs.exists(dir + "/" + a.path);
-    });
-}
 }  // namespace
 
 void say_save_once(systemd::EventLog& log, const util::Status& st, std::string& last, const std::string& going_on,
@@ -211,7 +198,7 @@ bool Reconciler::reconcile(const std::string& device, Trigger trigger) {
         // SCSI host reset): what failed, failed because the device is gone,
         // not because of the policy. Information, not a failed alert; its
         // remove uevent follows.
-        if (going_away(sysfs_, device, plan)) {
+        if (device_going_away(sysfs_, plan)) {
             log_.log(LOG_INFO, device + " went away while its queue was being written; forgetting it");
             forget(device);
             return false;
