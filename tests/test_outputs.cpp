@@ -30,6 +30,19 @@ agent::MetricsInput input(double now, const agent::OutOfPolicyClock* clock = nul
 }
 }  // namespace
 
+TEST_CASE("reports: the gap between rewrites is 20 times their cost, from 100 ms to half the verify interval") {
+    using std::chrono::milliseconds;
+    using std::chrono::nanoseconds;
+    const milliseconds interval{2000};
+    CHECK(agent::report_gap(nanoseconds(0), interval) == milliseconds(100));      // the floor
+    CHECK(agent::report_gap(milliseconds(4), interval) == milliseconds(100));     // 80 ms: still the floor
+    CHECK(agent::report_gap(milliseconds(20), interval) == milliseconds(400));    // 1/20 of the time
+    CHECK(agent::report_gap(milliseconds(250), interval) == milliseconds(1000));  // not 5 s: half the interval
+    CHECK(agent::report_gap(milliseconds(250), milliseconds(30000)) == milliseconds(5000));
+    CHECK(agent::report_gap(milliseconds(900), milliseconds(30000)) == milliseconds(15000));
+    CHECK(agent::report_gap(milliseconds(10), milliseconds(100)) == milliseconds(100));  // a tiny interval: the floor
+}
+
 TEST_CASE("metrics text after a pass: the kept families") {
     World w;
     w.rec.set_policy(loops_policy("read_ahead_kb = 128\n"));

@@ -577,18 +577,9 @@ private:
     sd_event_source* defer_ = nullptr;  // these three borrow from sources_
     sd_event_source* timer_ = nullptr;
     sd_event_source* report_timer_ = nullptr;
-    static constexpr std::chrono::milliseconds kReportGap{100};
-    // Writing the reports takes at most 1/20 of the daemon's time: the gap
-    // between rewrites is 100 ms, or 20 times what the last one took (at
-    // 10,000 devices the metrics alone are 20 MiB: bench/README.md). Never
-    // more than half the verify interval, though: the reports say when the
-    // last pass was, and three intervals without one is an alert
-    // (BlkpolicyNotVerifying), so a report may not lag its pass that long.
+    // What the last rewrite of the reports cost (report_gap() in outputs.hpp).
     std::chrono::steady_clock::duration last_write_took_{};
-    std::chrono::steady_clock::duration report_gap() const {
-        const std::chrono::steady_clock::duration cap = std::max<std::chrono::milliseconds>(kReportGap, interval_ / 2);
-        return std::min(cap, std::max<std::chrono::steady_clock::duration>(kReportGap, 20 * last_write_took_));
-    }
+    std::chrono::steady_clock::duration report_gap() const { return agent::report_gap(last_write_took_, interval_); }
     std::chrono::steady_clock::time_point last_report_{};
     bool report_pending_ = false;
     double last_pass_unix_ = 0;

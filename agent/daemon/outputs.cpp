@@ -106,6 +106,13 @@ std::string escape_label_value(std::string_view v) {
     return out;
 }
 
+std::chrono::nanoseconds report_gap(std::chrono::nanoseconds last_write_cost,
+                                    std::chrono::milliseconds verify_interval) {
+    constexpr std::chrono::nanoseconds floor = std::chrono::milliseconds(100);
+    const std::chrono::nanoseconds cap = std::max<std::chrono::nanoseconds>(floor, verify_interval / 2);
+    return std::min(cap, std::max(floor, 20 * last_write_cost));
+}
+
 void OutOfPolicyClock::update(const Reconciler& r, double now_monotonic) {
     std::map<std::pair<std::string, std::string>, double> next;
     for (const auto& [name, d] : r.devices())

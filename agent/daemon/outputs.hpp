@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -50,6 +51,16 @@ struct Measured {
     // the totals, and devices no longer there leave them.
     void add(double ended, std::vector<measure::DeviceFigures> figures, const measure::Tracing& t);
 };
+
+// How long the daemon waits between two rewrites of its reports (daemon.json
+// and the metrics), given what the last rewrite cost in CPU time: writing
+// them takes at most 1/20 of the daemon's time, so the gap is 100 ms or 20
+// times that cost (at 10,000 devices the metrics alone are 20 MiB:
+// bench/README.md). Never more than half the verify interval, though: the
+// reports say when the last pass was, and three intervals without one is an
+// alert (BlkpolicyNotVerifying), so a report may not lag its pass that long.
+std::chrono::nanoseconds report_gap(std::chrono::nanoseconds last_write_cost,
+                                    std::chrono::milliseconds verify_interval);
 
 // The uevents received since the daemon started, by source, and whether it
 // listens to udevd (it does from the first pass that finds udevd running).
