@@ -243,7 +243,7 @@ TEST_CASE("a disk pulled mid-apply, whichever part of it goes first: skipped as 
 
 TEST_CASE("an attribute missing on a live queue is not taken for the device going") {
     // Only iosched/ files come and go on a live queue; a plan's attribute the
-    // device never had is "has no", and the device is not called vanished.
+    // device never had is unavailable, and the device is not called vanished.
     FakeSysfs t;
     t.add_loop("loop0", 0, "/img");
     KernelModelSysfs s(t.root());

@@ -3,8 +3,6 @@
 
 #include <syslog.h>
 
-#include <algorithm>
-
 #include "agent/executor.hpp"
 #include "agent/snapshot.hpp"
 #include "policy/attributes.hpp"
@@ -63,7 +61,6 @@ Summary Reconciler::summary() const {
 
 namespace {
 std::string rule_text(const policy::RuleRef& r) { return r.name + " (" + r.pos.file_line() + ")"; }
-
 }  // namespace
 
 void say_save_once(systemd::EventLog& log, const util::Status& st, std::string& last, const std::string& going_on,
