@@ -3,7 +3,8 @@
 # The whole test suite on a fresh Debian machine: install what is needed,
 # build with warnings as errors, run every test (unit, fake-sysfs goldens,
 # the real binary, real-kernel loop-device tests), then build again with
-# AddressSanitizer and UndefinedBehaviorSanitizer and run everything again.
+# clang, AddressSanitizer and UndefinedBehaviorSanitizer and run everything
+# again.
 # Real-kernel tests need root; without it they report themselves skipped.
 #
 # Then each libFuzzer target runs for FUZZ_SECONDS (default 30) from the
@@ -61,10 +62,17 @@ BUILD_DIR=build scripts/build.sh -DBLKPOLICY_WERROR=ON -DBLKPOLICY_TESTS=ON
 echo "== tests"
 (cd build && ctest --output-on-failure -j1)
 
+# The second build is clang's (the first is gcc's, so both compilers' warnings
+# are errors), with ASan + UBSan, assertions on, -O1 (the sanitizers' own
+# advice), and the libFuzzer targets: one build serves the tests under the
+# sanitizers and the fuzzing after them.
+if [[ "${SANITIZE:-1}" == 1 || "${FUZZ_SECONDS:-30}" != 0 ]]; then
+    echo "== build with clang, ASan + UBSan, and the fuzz targets"
+    CC=clang CXX=clang++ BUILD_DIR=build-sanitize BUILD_TYPE=Debug scripts/build.sh \
+        -DCMAKE_CXX_COMPILER=clang++ "-DCMAKE_CXX_FLAGS_DEBUG=-g -O1" -DBLKPOLICY_WERROR=ON \
+        -DBLKPOLICY_TESTS=ON -DBLKPOLICY_FUZZ=ON -DBLKPOLICY_SANITIZE=address,undefined
+fi
 if [[ "${SANITIZE:-1}" == 1 ]]; then
-    echo "== build with ASan + UBSan"
-    BUILD_DIR=build-sanitize BUILD_TYPE=Debug scripts/build.sh -DBLKPOLICY_WERROR=ON -DBLKPOLICY_TESTS=ON \
-        -DBLKPOLICY_SANITIZE=address,undefined
     echo "== tests under ASan + UBSan"
     # (The fleet test runs once, with the plain build: its engines are the point.)
     (cd build-sanitize && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
@@ -72,8 +80,8 @@ if [[ "${SANITIZE:-1}" == 1 ]]; then
 fi
 
 if [[ "${FUZZ_SECONDS:-30}" != 0 ]]; then
-    echo "== fuzzing (libFuzzer, ASan + UBSan), ${FUZZ_SECONDS:-30}s per target"
-    FUZZ_SECONDS=${FUZZ_SECONDS:-30} scripts/fuzz.sh
+    echo "== fuzzing (libFuzzer, ASan + UBSan), ${FUZZ_SECONDS:-30}s per target, one per CPU"
+    FUZZ_BUILD_DIR=build-sanitize FUZZ_SECONDS=${FUZZ_SECONDS:-30} scripts/fuzz.sh
 fi
 
 if [[ "${VM:-1}" != 0 ]]; then

@@ -73,8 +73,10 @@ TEST_CASE("the kernel model commits limits where the product's table says, as ea
             t.file(t.devpath_of("loop0") + "/queue/max_sectors_kb", "1280");
             KernelModelSysfs s(t.root());
             s.kernel = kernel;
-            CAPTURE(attr);
-            CAPTURE(kernel.minor);
+            const std::string& attribute = attr;  // (named again: clang 14 captures no structured binding)
+            const int minor = kernel.minor;
+            CAPTURE(attribute);
+            CAPTURE(minor);
             REQUIRE(s.write("block/loop0/queue/read_ahead_kb", "8192") == 0);
             REQUIRE(s.write("block/loop0/queue/" + attr, value) == 0);
             CHECK(t.read(t.devpath_of("loop0") + "/queue/read_ahead_kb") == after_big);
@@ -106,7 +108,8 @@ TEST_CASE("apply in write order: every trap handled - every value read back") {
                                                    "queue/wbt_lat_usec=2000", "queue/read_ahead_kb=128"});
     auto r = by_attr(result);
     for (const auto& [attr, res] : r) {
-        CAPTURE(attr);
+        const auto& attribute = attr;  // (named again: clang 14 captures no structured binding)
+        CAPTURE(attribute);
         CHECK(res.outcome == agent::Outcome::applied);
         CHECK(res.after == res.expected);
     }

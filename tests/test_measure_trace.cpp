@@ -102,12 +102,14 @@ std::vector<std::uint8_t> make_record(const EventFormat& f, const std::map<std::
     std::memcpy(r.data(), &type, 2);
     for (const auto& [name, value] : numbers) {
         const auto* field = f.field(name);
-        REQUIRE_MESSAGE(field, name);
+        const std::string& field_name = name;  // (named again: clang 14 captures no structured binding)
+        REQUIRE_MESSAGE(field, field_name);
         std::memcpy(r.data() + field->offset, &value, field->size);
     }
     for (const auto& [name, value] : strings) {
         const auto* field = f.field(name);
-        REQUIRE_MESSAGE(field, name);
+        const std::string& field_name = name;  // (named again: clang 14 captures no structured binding)
+        REQUIRE_MESSAGE(field, field_name);
         std::memcpy(r.data() + field->offset, value.data(), std::min(value.size(), field->size));
     }
     return r;

@@ -51,7 +51,8 @@ TEST_CASE("udev operators parse by the longest match from the same table they pr
                                                              {"=", UdevOp::assign},  {"+=", UdevOp::add},
                                                              {"-=", UdevOp::remove}, {":=", UdevOp::assign_final}};
     for (const auto& [text, op] : ops) {
-        CAPTURE(text);
+        const auto& op_text = text;  // (named again: clang 14 captures no structured binding)
+        CAPTURE(op_text);
         CHECK(to_string(op) == text);
         auto rules = parse_udev_rules_text("t.rules", "KERNEL" + text + "\"sd*\"\n");
         REQUIRE(rules.size() == 1);
