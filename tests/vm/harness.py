@@ -75,6 +75,16 @@ class Results:
         self.figures.append((suite, name, value, unit))
         print(f"     {suite}: {name} = {value}{(' ' + unit) if unit else ''}", flush=True)
 
+    @contextlib.contextmanager
+    def timed(self, suite, name):
+        """A figure of the seconds the body took (also when it raised):
+        where a long step's time goes."""
+        t0 = time.monotonic()
+        try:
+            yield
+        finally:
+            self.figure(suite, name, round(time.monotonic() - t0, 1), "s")
+
     def failed(self):
         return [r for r in self.rows if r[2] == "FAIL"]
 

@@ -33,8 +33,12 @@ import test_writers  # noqa: E402
 from guest import Guest  # noqa: E402
 from harness import Results  # noqa: E402
 
-# In this order: devices reboots the guest the service group leaves behind.
-GROUPS = {"service": test_service.run, "faults": test_faults.run, "devices": test_devices.run,
+# In this order. The faults group comes first, on the disks as the boot left
+# them (no reboot of its own), and leaves the guest as it found it (the
+# packages its install pulled purged, the journal volatile again); the
+# service group installs, enables and reboots; devices reboots the guest
+# the service group leaves behind.
+GROUPS = {"faults": test_faults.run, "service": test_service.run, "devices": test_devices.run,
           "writers": test_writers.run, "measure": test_measure.run}
 # What each guest runs unless --only says otherwise: the package's life
 # cycle under systemd on Debian 12 and 13; the devices and the kernel's own
@@ -44,8 +48,8 @@ GROUPS = {"service": test_service.run, "faults": test_faults.run, "devices": tes
 # reports' kernels lead to.
 # Faults the host throws at the daemon (the fault matrix): every row on
 # Debian 13, the rows the kernel or udev decides on the other two.
-DEFAULT_GROUPS = {"bookworm": ["service", "faults", "devices"],
-                  "trixie": ["service", "faults", "devices", "writers"],
+DEFAULT_GROUPS = {"bookworm": ["faults", "service", "devices"],
+                  "trixie": ["faults", "service", "devices", "writers"],
                   "trixie-bpo": ["faults", "devices", "measure"]}
 # The newest kernel here: every kernel row that holds on it must name it.
 STRICT_ROWS = {"trixie-bpo"}

@@ -157,31 +157,36 @@ def setup(ctx):
             # The service group ends by purging the package; when it stopped
             # half-way it left it installed and enabled. A reboot then gives
             # pristine disks. (A guest whose first group this is has them.)
-            try:
-                g.run("dpkg-query -W -f '${Status}' blkpolicy 2>/dev/null | grep -q ' installed' && "
-                      "DEBIAN_FRONTEND=noninteractive apt-get purge -y -q blkpolicy >/dev/null 2>&1", check=False,
-                      timeout=300)
-            except (GuestError, OSError):
-                pass  # a guest that does not answer is rebooted below all the same
-            g.reboot()
-        g.write_file("/etc/apt/sources.list.d/blkpolicy-test.list", "deb [trusted=yes] file:/mnt/share/repo ./\n")
-        g.sh("apt-get update -q >/dev/null && "
-             "DEBIAN_FRONTEND=noninteractive apt-get install -y -q blkpolicy >/dev/null 2>&1", timeout=300)
+            with R.timed(s, "devices setup: purge and reboot"):
+                try:
+                    g.run("dpkg-query -W -f '${Status}' blkpolicy 2>/dev/null | grep -q ' installed' && "
+                          "DEBIAN_FRONTEND=noninteractive apt-get purge -y -q blkpolicy >/dev/null 2>&1",
+                          check=False, timeout=300)
+                except (GuestError, OSError):
+                    pass  # a guest that does not answer is rebooted below all the same
+                g.reboot()
+        with R.timed(s, "devices setup: the package installed"):
+            g.write_file("/etc/apt/sources.list.d/blkpolicy-test.list",
+                         "deb [trusted=yes] file:/mnt/share/repo ./\n")
+            g.sh("apt-get update -q >/dev/null && "
+                 "DEBIAN_FRONTEND=noninteractive apt-get install -y -q blkpolicy >/dev/null 2>&1", timeout=300)
         expect(g.run(f"systemctl is-active -q {UNIT}", check=False)[0] != 0, "the service runs: disks not pristine")
-        machine.wait_all_disks(g)
-        ctx.pristine = _pristine_values(g)
-        out = g.sh(STACKS_SCRIPT, timeout=180)
-        ctx.loop = out.strip().splitlines()[-1].replace("/dev/", "")
-        names = disks_by_serial(g)
-        names["md"] = g.sh("basename $(readlink -f /dev/md/bpmd)").strip()
-        names["lvm"] = g.sh("basename $(readlink -f /dev/mapper/bpvg-bplv)").strip()
-        names["crypt"] = g.sh("basename $(readlink -f /dev/mapper/bpcrypt)").strip()
-        names["loop"] = ctx.loop
-        ctx.names = names
-        # The stacked devices as the kernel set them up, before anything wrote them.
-        for key in ("md", "lvm", "crypt", "loop"):
-            ctx.pristine[names[key]] = read_queue(g, names[key], PRISTINE_ATTRS)
-            ctx.pristine[names[key]]["serial"] = key
+        with R.timed(s, "devices setup: every disk there, its pristine values read"):
+            machine.wait_all_disks(g)
+            ctx.pristine = _pristine_values(g)
+        with R.timed(s, "devices setup: the stacks built"):
+            out = g.sh(STACKS_SCRIPT, timeout=180)
+            ctx.loop = out.strip().splitlines()[-1].replace("/dev/", "")
+            names = disks_by_serial(g)
+            names["md"] = g.sh("basename $(readlink -f /dev/md/bpmd)").strip()
+            names["lvm"] = g.sh("basename $(readlink -f /dev/mapper/bpvg-bplv)").strip()
+            names["crypt"] = g.sh("basename $(readlink -f /dev/mapper/bpcrypt)").strip()
+            names["loop"] = ctx.loop
+            ctx.names = names
+            # The stacked devices as the kernel set them up, before anything wrote them.
+            for key in ("md", "lvm", "crypt", "loop"):
+                ctx.pristine[names[key]] = read_queue(g, names[key], PRISTINE_ATTRS)
+                ctx.pristine[names[key]]["serial"] = key
         R.figure(s, "devices", " ".join(f"{k}={v}" for k, v in sorted(names.items())))
         g.write_file("/root/classes.toml", CLASSES_POLICY)
 
@@ -917,8 +922,12 @@ def burst(ctx):
         try:
             _burst_add(g, "bp-hotc")
             names = _burst_names(g, "bp-hotc", BURST)
+            # udevd makes a disk's by-id link after its rule's writes: every
+            # rule has run by now, and once udevd's queue is empty nothing
+            # writes these disks any more. What is not set now never will be.
+            g.sh("udevadm settle --timeout=120")
             try:
-                _wait_values(g, names, timeout=60)
+                _wait_values(g, names, timeout=5)
             except GuestError:
                 # A udev rule writes once, at add: where the kernel answers
                 # EBUSY (7.0+: the other disks of the SCSI host are being set

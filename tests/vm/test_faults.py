@@ -90,32 +90,48 @@ def _drift(g, disk, value="4096"):
     return time.monotonic() - t0
 
 
+def _installed(g):
+    """The names of the packages installed in the guest."""
+    out = g.sh("dpkg-query -W -f '${db:Status-Status} ${Package}\\n'")
+    return {line.split()[1] for line in out.splitlines() if line.startswith("installed ")}
+
+
 def setup(ctx):
     g, s, R = ctx.guest, ctx.suite, ctx.results
     with R.step(s, "faults: the package, enforce mode every 2 s, watchdog 6 s, metrics on a 1 MiB tmpfs", fatal=True):
         if g.boot_count > 1 or ctx.groups_before:
-            # The service group purged the package and its frozen facts but
-            # left its values on the disks (rotational 0 among them): a
-            # daemon starting now would match those, not what the disks
-            # are. A reboot gives pristine disks.
-            g.reboot()
-        g.write_file("/etc/apt/sources.list.d/blkpolicy-test.list", "deb [trusted=yes] file:/mnt/share/repo ./\n")
-        g.sh("apt-get update -q >/dev/null && "
-             "DEBIAN_FRONTEND=noninteractive apt-get install -y -q blkpolicy >/dev/null 2>&1", timeout=300)
-        # A persistent journal, as most hosts keep it: a full /run must not
-        # take the journal's own storage with it.
-        g.sh("mkdir -p /var/log/journal && systemd-tmpfiles --create --prefix /var/log/journal && "
-             "journalctl --flush")
-        g.sh(f"mkdir -p {METRICS_DIR} && mountpoint -q {METRICS_DIR} || "
-             f"mount -t tmpfs -o size=1m,mode=0755 bp-metrics {METRICS_DIR}")
-        g.write_file(POLICY_PATH, POLICY)
-        g.write_file("/etc/systemd/system/blkpolicy.service.d/faults.conf", DROPIN)
-        g.sh(f"systemctl daemon-reload && systemctl enable {UNIT} 2>&1 && systemctl restart {UNIT}")
-        g.wait_for(f"systemctl is-active -q {UNIT} && test -s {METRICS}", timeout=60, what="the daemon and metrics")
-        machine.wait_all_disks(g)
-        time.sleep(2)  # the daemon's first passes
-        bad = machine.mismatches(g)
-        expect(not bad, "\n".join(bad))
+            # A group before this one (--only, in another order) left its
+            # values on the disks (rotational 0 among them): a daemon
+            # starting now would match those, not what the disks are. A
+            # reboot gives pristine disks.
+            with R.timed(s, "faults setup: reboot"):
+                g.reboot()
+        with R.timed(s, "faults setup: the package installed"):
+            g.write_file("/etc/apt/sources.list.d/blkpolicy-test.list",
+                         "deb [trusted=yes] file:/mnt/share/repo ./\n")
+            before = _installed(g)
+            g.sh("apt-get update -q >/dev/null && "
+                 "DEBIAN_FRONTEND=noninteractive apt-get install -y -q blkpolicy >/dev/null 2>&1", timeout=300)
+            # What the install brought, purged again at the end: the service
+            # group after this one proves an install on a guest without them.
+            ctx.faults_pulled = sorted(_installed(g) - before)
+        with R.timed(s, "faults setup: the daemon started, its metrics written"):
+            # A persistent journal, as most hosts keep it: a full /run must not
+            # take the journal's own storage with it.
+            g.sh("mkdir -p /var/log/journal && systemd-tmpfiles --create --prefix /var/log/journal && "
+                 "journalctl --flush")
+            g.sh(f"mkdir -p {METRICS_DIR} && mountpoint -q {METRICS_DIR} || "
+                 f"mount -t tmpfs -o size=1m,mode=0755 bp-metrics {METRICS_DIR}")
+            g.write_file(POLICY_PATH, POLICY)
+            g.write_file("/etc/systemd/system/blkpolicy.service.d/faults.conf", DROPIN)
+            g.sh(f"systemctl daemon-reload && systemctl enable {UNIT} 2>&1 && systemctl restart {UNIT}")
+            g.wait_for(f"systemctl is-active -q {UNIT} && test -s {METRICS}", timeout=60,
+                       what="the daemon and metrics")
+        with R.timed(s, "faults setup: every disk there, the policy's values on each"):
+            machine.wait_all_disks(g)
+            time.sleep(2)  # the daemon's first passes
+            bad = machine.mismatches(g)
+            expect(not bad, "\n".join(bad))
         ctx.disk = machine.disks_by_serial(g)["bp-virtio1"]
 
 
@@ -756,12 +772,21 @@ def churn(ctx):
 
 
 def teardown(ctx):
+    """Leaves the guest as the boot gave it to the group, for the groups
+    after it: the package and what its install pulled purged, the journal
+    volatile again, the metrics tmpfs unmounted. (The disks' values stay:
+    each group after this one reboots before it relies on pristine disks.)"""
     g, s, R = ctx.guest, ctx.suite, ctx.results
-    with R.step(s, "faults: the package purged, the metrics tmpfs unmounted"):
+    with R.step(s, "faults: the package and what it pulled purged, the journal volatile again, "
+                   "the metrics tmpfs unmounted"):
         g.sh(f"systemctl disable --now {UNIT} 2>&1; rm -rf /etc/systemd/system/blkpolicy.service.d; "
              "systemctl daemon-reload")
-        g.sh(f"umount {METRICS_DIR} 2>/dev/null || true")
-        g.sh("DEBIAN_FRONTEND=noninteractive apt-get purge -y -q blkpolicy >/dev/null 2>&1", timeout=300)
+        g.sh(f"umount {METRICS_DIR} 2>/dev/null || true; rmdir {METRICS_DIR} 2>/dev/null || true")
+        pulled = " ".join(getattr(ctx, "faults_pulled", None) or ["blkpolicy"])
+        g.sh(f"DEBIAN_FRONTEND=noninteractive apt-get purge -y -q {pulled} >/dev/null 2>&1", timeout=300)
+        g.sh("journalctl --relinquish-var && rm -rf /var/log/journal")
+        left = _installed(g) & set(pulled.split())
+        expect(not left, f"still installed after the purge: {sorted(left)}")
 
 
 def run(ctx):
