@@ -75,10 +75,15 @@ private:
         r.detail = vanished_detail(a, err);
     }
 
+    // A read or write that failed with ENOENT or ENODEV because the whole
+    // device is on its way out (not only this attribute).
+    bool gone_with_device(int err) const {
+        return (err == ENOENT || err == ENODEV) && device_going_away(sysfs_, plan_);
+    }
+
     std::string vanished_detail(const Action& a, int err) const {
         const bool missing = err == ENOENT || err == ENODEV;
-        if (missing ? device_going_away(sysfs_, plan_) : !sysfs_.exists("block/" + plan_.device))
-            return "device vanished";
+        if (gone_with_device(err) || (!missing && !sysfs_.exists("block/" + plan_.device))) return "device vanished";
         if (err == ENOENT) return "device has no " + a.path;
         return "cannot read " + a.path + ": " + util::errno_text(err);
     }
@@ -194,8 +199,7 @@ private:
                 busy(r, r.outcome, r.detail);
                 return r;
             }
-            r.outcome = ((werr == ENOENT || werr == ENODEV) && device_going_away(sysfs_, plan_)) ? Outcome::skipped
-                                                                                                 : Outcome::failed;
+            r.outcome = gone_with_device(werr) ? Outcome::skipped : Outcome::failed;
             r.detail =
                 r.outcome == Outcome::skipped ? "device vanished" : "write " + a.value + ": " + util::errno_text(werr);
             if (r.outcome == Outcome::failed && !r.refused.empty()) r.detail = refused_text(r);
