@@ -25,7 +25,8 @@ if [[ -z "$build" ]]; then
         exit 1
     fi
 fi
-for target in policy udev values writers trace; do
+targets=(policy udev values writers trace)
+for target in "${targets[@]}"; do
     [[ -x "$build/fuzz/fuzz_$target" ]] || { echo "$build/fuzz/fuzz_$target is not built"; exit 1; }
 done
 # The targets run side by side, FUZZ_JOBS at a time (default: one per CPU):
@@ -43,7 +44,6 @@ fuzz_one() {   # target: runs it from a copy of its corpus, its output in $work/
         -max_len=65536 -print_final_stats=1 "$work/$target" >"$work/$target.log" 2>&1
 }
 failed=()
-targets=(policy udev values writers trace)
 for ((i = 0; i < ${#targets[@]}; i += jobs)); do
     batch=("${targets[@]:i:jobs}")
     pids=()

@@ -252,6 +252,13 @@ def unit_prop(guest, unit, prop):
 SERVICE = "blkpolicy.service"
 
 
+def installed_packages(guest):
+    """The names of the packages installed in the guest (not those dpkg
+    only remembers, removed with their configuration kept)."""
+    out = guest.sh("dpkg-query -W -f '${db:Status-Status} ${Package}\\n'")
+    return {line.split()[1] for line in out.splitlines() if line.startswith("installed ")}
+
+
 def main_pid(guest, unit=SERVICE):
     return int(unit_prop(guest, unit, "MainPID"))
 

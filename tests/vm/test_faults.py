@@ -90,12 +90,6 @@ def _drift(g, disk, value="4096"):
     return time.monotonic() - t0
 
 
-def _installed(g):
-    """The names of the packages installed in the guest."""
-    out = g.sh("dpkg-query -W -f '${db:Status-Status} ${Package}\\n'")
-    return {line.split()[1] for line in out.splitlines() if line.startswith("installed ")}
-
-
 def setup(ctx):
     g, s, R = ctx.guest, ctx.suite, ctx.results
     with R.step(s, "faults: the package, enforce mode every 2 s, watchdog 6 s, metrics on a 1 MiB tmpfs", fatal=True):
@@ -109,12 +103,12 @@ def setup(ctx):
         with R.timed(s, "faults setup: the package installed"):
             g.write_file("/etc/apt/sources.list.d/blkpolicy-test.list",
                          "deb [trusted=yes] file:/mnt/share/repo ./\n")
-            before = _installed(g)
+            before = machine.installed_packages(g)
             g.sh("apt-get update -q >/dev/null && "
                  "DEBIAN_FRONTEND=noninteractive apt-get install -y -q blkpolicy >/dev/null 2>&1", timeout=300)
             # What the install brought, purged again at the end: the service
             # group after this one proves an install on a guest without them.
-            ctx.faults_pulled = sorted(_installed(g) - before)
+            ctx.faults_pulled = sorted(machine.installed_packages(g) - before) or ["blkpolicy"]
         with R.timed(s, "faults setup: the daemon started, its metrics written"):
             # A persistent journal, as most hosts keep it: a full /run must not
             # take the journal's own storage with it.
@@ -782,10 +776,11 @@ def teardown(ctx):
         g.sh(f"systemctl disable --now {UNIT} 2>&1; rm -rf /etc/systemd/system/blkpolicy.service.d; "
              "systemctl daemon-reload")
         g.sh(f"umount {METRICS_DIR} 2>/dev/null || true; rmdir {METRICS_DIR} 2>/dev/null || true")
-        pulled = " ".join(getattr(ctx, "faults_pulled", None) or ["blkpolicy"])
-        g.sh(f"DEBIAN_FRONTEND=noninteractive apt-get purge -y -q {pulled} >/dev/null 2>&1", timeout=300)
+        pulled = ctx.faults_pulled
+        g.sh(f"DEBIAN_FRONTEND=noninteractive apt-get purge -y -q {' '.join(pulled)} >/dev/null 2>&1",
+             timeout=300)
         g.sh("journalctl --relinquish-var && rm -rf /var/log/journal")
-        left = _installed(g) & set(pulled.split())
+        left = machine.installed_packages(g) & set(pulled)
         expect(not left, f"still installed after the purge: {sorted(left)}")
 
 

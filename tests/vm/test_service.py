@@ -46,10 +46,10 @@ def install_and_enable(ctx):
     with R.step(s, "package installs with apt, dependencies pulled from the suite", fatal=True):
         g.write_file("/etc/apt/sources.list.d/blkpolicy-test.list", "deb [trusted=yes] file:/mnt/share/repo ./\n")
         g.sh("apt-get update -q", timeout=120)
-        before = set(g.sh("dpkg-query -W -f '${Package}\\n'").split())
+        before = machine.installed_packages(g)
         out = g.sh("DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends blkpolicy 2>&1",
                    timeout=300)
-        after = set(g.sh("dpkg-query -W -f '${Package}\\n'").split())
+        after = machine.installed_packages(g)
         pulled = sorted(after - before - {"blkpolicy"})
         R.figure(s, "packages apt pulled in with blkpolicy", len(pulled), "(" + " ".join(pulled) + ")")
         expect_eq(g.sh("dpkg-query -W -f '${Version}' blkpolicy"), pkg.version, "installed version")
