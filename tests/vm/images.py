@@ -86,7 +86,8 @@ SUITES = {
     "trixie": {"release": "Debian 13", "kernel_series": "6.12", "package": "trixie", "dist": "trixie",
                "writers": True},
     "trixie-bpo": {"release": "Debian 13 with the trixie-backports kernel", "kernel_series": "7.x",
-                   "package": "trixie", "dist": "trixie", "backports_kernel": True, "measure": True},
+                   "package": "trixie", "dist": "trixie", "backports_kernel": True, "measure": True,
+                   "writers": True},
 }
 
 # The guest: systemd as PID 1 with udev and dbus (logind needs it for the
@@ -102,7 +103,8 @@ GUEST_PACKAGES = [
 ]
 
 # The other writers the writers group runs beside blkpolicy (tests/vm/
-# test_writers.py), in the guest that runs that group; switched off in the
+# test_writers.py), in the guests that run that group or measure TuneD
+# beside blkpolicy (the peers group, bench/peers.sh); switched off in the
 # image so that no other group meets them.
 WRITER_PACKAGES = ["tuned", "sysfsutils"]
 WRITERS_OFF = 'chroot "$1" systemctl disable tuned.service sysfsutils.service 2>/dev/null || true'

@@ -28,6 +28,7 @@ import package  # noqa: E402
 import test_devices  # noqa: E402
 import test_faults  # noqa: E402
 import test_measure  # noqa: E402
+import test_peers  # noqa: E402
 import test_service  # noqa: E402
 import test_writers  # noqa: E402
 from guest import Guest  # noqa: E402
@@ -39,7 +40,7 @@ from harness import Results  # noqa: E402
 # service group installs, enables and reboots; devices reboots the guest
 # the service group leaves behind.
 GROUPS = {"faults": test_faults.run, "service": test_service.run, "devices": test_devices.run,
-          "writers": test_writers.run, "measure": test_measure.run}
+          "writers": test_writers.run, "measure": test_measure.run, "peers": test_peers.run}
 # What each guest runs unless --only says otherwise: the package's life
 # cycle under systemd on Debian 12 and 13; the devices and the kernel's own
 # behaviour on all three kernels. The backports guest installs the same
@@ -48,6 +49,8 @@ GROUPS = {"faults": test_faults.run, "service": test_service.run, "devices": tes
 # reports' kernels lead to.
 # Faults the host throws at the daemon (the fault matrix): every row on
 # Debian 13, the rows the kernel or udev decides on the other two.
+# The peers group (blkpolicy beside TuneD, a udev rule and a bare uevent
+# listener) is a benchmark: only with --only peers (bench/peers.sh).
 DEFAULT_GROUPS = {"bookworm": ["faults", "service", "devices"],
                   "trixie": ["faults", "service", "devices", "writers"],
                   "trixie-bpo": ["faults", "devices", "measure"]}
@@ -112,7 +115,7 @@ def run_suite(suite, built, args, run_dir, results):
     try:
         with Guest(image, os.path.join(run_dir, suite, "guest"), disks=machine.DISKS,
                    controllers=machine.CONTROLLERS, share=share) as g:
-            ctx = types.SimpleNamespace(guest=g, suite=suite, results=results, pkg=pkg,
+            ctx = types.SimpleNamespace(guest=g, suite=suite, results=results, pkg=pkg, share=share,
                                         upgrade_deb_name=os.path.basename(upgrade),
                                         strict_rows=suite in STRICT_ROWS, groups_before=[],
                                         all_fault_rows=suite in FAULTS_EVERY_ROW,

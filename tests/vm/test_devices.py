@@ -869,9 +869,9 @@ def _burst_names(g, prefix, count):
         time.sleep(2)
 
 
-def _unplug_burst(g, prefix):
+def _unplug_burst(g, prefix, count=BURST):
     """Removes whatever of a burst qemu has (some may never have been added)."""
-    for i in range(BURST):
+    for i in range(count):
         try:
             g.unplug(f"{prefix}{i:02d}")
         except Exception:  # not added, or already gone

@@ -1,0 +1,464 @@
+# SPDX-License-Identifier: MIT
+"""blkpolicy beside the tools its users come from, in the same guest, on the
+same kinds of disks, setting the same values: TuneD (a profile), a udev rule,
+and the floor (bench/uevent_floor.c: a bare uevent listener that writes the
+values once at the kernel's add and does nothing else). Not part of the test
+command: `bench/peers.sh` runs it, bench/README.md holds its table.
+
+Each tool runs alone (the others stopped or removed), and for each:
+1. hotplug: one virtio-blk, one SCSI and one NVMe disk added; the time from
+   the kernel's add uevent (udevadm monitor) to the values on the disk
+   (a poller reading sysfs, builtin reads only);
+2. a burst of 64 SCSI disks added at once: per disk median and max, the
+   disks left without the values, and the kernel's own share (the floor
+   times each of its writes);
+3. drift: read_ahead_kb moved behind the tool's back on a hot-added disk:
+   the time until it is back, if it comes back;
+4. idle: wake-ups (context switches of every thread) and CPU time per hour
+   with no events, and RSS;
+5. boot: the tool enabled and the guest rebooted: when each disk had its
+   values (seconds since the kernel started, from a poller started before
+   sysinit), and when the tool's unit was ready.
+
+The values are those all four can express at a disk's add: a scheduler
+switch, nr_requests after it, wbt_lat_usec, rq_affinity, read_ahead_kb.
+TuneD's disk plugin sets only the elevator and readahead on a hot-added
+disk; the other three it can set only through its sysfs plugin, once, when
+the profile is applied (boot). So every time is taken twice: until the
+scheduler and read_ahead_kb are right ("2 values"), and until all five are
+("5 values"); TuneD's hot-added disks are measured on the first.
+"""
+
+import fnmatch
+import json
+import os
+import re
+import statistics
+import subprocess
+import time
+
+import machine
+import test_devices
+import test_writers
+from harness import expect
+from machine import read_queue
+
+UNIT = "blkpolicy.service"
+SCHEDULER = "kyber"  # no disk's default here, so every tool's write is a switch (the queue frozen)
+VALUES = [("scheduler", SCHEDULER), ("nr_requests", "64"), ("wbt_lat_usec", "3000"), ("rq_affinity", "2"),
+          ("read_ahead_kb", "256")]
+TWO = {"scheduler", "read_ahead_kb"}
+BURST = int(os.environ.get("BLKPOLICY_PEERS_BURST", test_devices.BURST))
+IDLE_SECONDS = int(os.environ.get("BLKPOLICY_PEERS_IDLE_SECONDS", 60))
+TOOLS = ["blkpolicy", "tuned", "udev", "floor"]
+# Every disk but the root (vda): the patterns each tool is given.
+KERNEL_GLOBS = ["sd*", "vd[b-z]", "nvme*n*"]
+FLOOR_PREFIXES = "sd,vd,nvme"
+FLOOR = "/mnt/share/uevent_floor"
+POLL_LOG = "/run/bp-peers-poll.log"
+BOOT_LOG = "/run/bp-peers-boot.log"
+
+POLICY = f"""\
+# blkpolicy beside its peers (tests/vm/test_peers.py): every disk but the root
+[daemon]
+mode = "enforce"
+{{daemon_extra}}
+[[rule]]
+name = "peers"
+[rule.match]
+kernel = {json.dumps(KERNEL_GLOBS)}
+[rule.set]
+""" + "".join(f"{k} = {json.dumps(v) if not v.isdigit() else v}\n" for k, v in VALUES)
+
+UDEV_RULE = ('ACTION=="add", SUBSYSTEM=="block", ENV{DEVTYPE}=="disk", KERNEL=="' + "|".join(KERNEL_GLOBS) + '", '
+             + ", ".join(f'ATTR{{queue/{k}}}="{v}"' for k, v in VALUES) + "\n")
+UDEV_RULE_PATH = "/etc/udev/rules.d/61-bp-peers.rules"
+PROFILE = "bp-peers"
+# The disk plugin first: its elevator switch resets nr_requests, which the
+# sysfs plugin writes after it (TuneD applies the plugins in profile order).
+TUNED_PROFILE = f"""\
+[main]
+summary=blkpolicy beside its peers: every disk but the root
+
+[disk]
+devices={",".join(KERNEL_GLOBS)},!vda
+elevator={SCHEDULER}
+readahead=256
+
+[sysfs]
+""" + "".join(f"/sys/block/{g}/queue/{k}={v}\n" for g in KERNEL_GLOBS for k, v in VALUES if k not in TWO)
+
+# Reads sysfs with builtins only (no fork per file) and notes, per disk not
+# there when it started, the first moment (seconds since boot) its
+# scheduler and read_ahead_kb were right ("2"), and all five ("5").
+_POLLER = r"""
+before=" $(ls /sys/block | tr '\n' ' ') "
+log=$1
+seen2=" "
+seen5=" "
+while [ ! -e $log.stop ]; do
+  for d in /sys/block/*; do
+    n=${d##*/}
+    case "$before$seen5" in *" $n "*) continue ;; esac
+    read s < $d/queue/scheduler 2>/dev/null || continue
+    case "$s" in *"[__SCHED__]"*) ;; *) continue ;; esac
+    read ra < $d/queue/read_ahead_kb 2>/dev/null || continue
+    [ "$ra" = __RA__ ] || continue
+    case "$seen2" in *" $n "*) ;; *) read up idle < /proc/uptime; echo "2 $n $up" >> $log; seen2="$seen2$n " ;; esac
+    read nr < $d/queue/nr_requests 2>/dev/null || continue
+    read w < $d/queue/wbt_lat_usec 2>/dev/null || continue
+    read a < $d/queue/rq_affinity 2>/dev/null || continue
+    if [ "$nr" = __NR__ ] && [ "$w" = __WBT__ ] && [ "$a" = __RQ__ ]; then
+      read up idle < /proc/uptime; echo "5 $n $up" >> $log; seen5="$seen5$n "
+    fi
+  done
+done
+"""
+V = dict(VALUES)
+POLLER = (_POLLER.replace("__SCHED__", V["scheduler"]).replace("__RA__", V["read_ahead_kb"])
+          .replace("__NR__", V["nr_requests"]).replace("__WBT__", V["wbt_lat_usec"]).replace("__RQ__", V["rq_affinity"]))
+# The same at boot, started before sysinit.target: every disk it finds
+# (first seen, 2 values, 5 values), for three minutes.
+BOOT_POLLER = POLLER.replace('before=" $(ls /sys/block | tr \'\\n\' \' \') "', 'before=" vda "').replace(
+    "while [ ! -e $log.stop ]; do", 'end=$(( $(cut -d. -f1 /proc/uptime) + 180 ))\nfirst=" "\n'
+    "while [ ! -e $log.stop ] && [ $(cut -d. -f1 /proc/uptime) -lt $end ]; do").replace(
+    '    read s < $d/queue/scheduler', '    case "$first" in *" $n "*) ;; *) read up idle < /proc/uptime; '
+    'echo "0 $n $up" >> $log; first="$first$n " ;; esac\n    read s < $d/queue/scheduler')
+BOOT_UNIT = f"""\
+[Unit]
+Description=blkpolicy guest test: when each disk had its values at boot
+DefaultDependencies=no
+Before=sysinit.target systemd-udev-trigger.service
+
+[Service]
+Type=simple
+ExecStart=/bin/sh /usr/local/sbin/bp-peers-boot-poll.sh {BOOT_LOG}
+
+[Install]
+WantedBy=sysinit.target
+"""
+
+
+def _ms(seconds):
+    return round(seconds * 1000)
+
+
+def _median_max(values):
+    values = sorted(values)
+    return f"{_ms(statistics.median(values))} / {_ms(values[-1])}" if values else "-"
+
+
+# --- the tools ---------------------------------------------------------------
+
+def _start(g, tool, daemon_extra=""):
+    if tool == "blkpolicy":
+        g.write_file("/etc/blkpolicy/policy.toml", POLICY.replace("{daemon_extra}", daemon_extra))
+        g.sh(f"systemctl restart {UNIT}")
+        machine.wait_active(g)
+    elif tool == "tuned":
+        g.sh(f"systemctl start tuned && tuned-adm profile {PROFILE}", timeout=120)
+        g.wait_for(f"tuned-adm active | grep -q {PROFILE}", timeout=60, what="TuneD's profile active")
+    elif tool == "udev":
+        g.write_file(UDEV_RULE_PATH, UDEV_RULE)
+        g.sh("udevadm control --reload")
+    elif tool == "floor":
+        args = " ".join(f"{k}={v}" for k, v in VALUES)
+        g.sh(f"rm -f /run/bp-floor.log; setsid {FLOOR} {FLOOR_PREFIXES} {args} >/run/bp-floor.log 2>&1 </dev/null &")
+        g.wait_for("grep -q ready /run/bp-floor.log", timeout=10, what="the floor listening")
+
+
+def _stop(g, tool):
+    if tool == "blkpolicy":
+        g.sh(f"systemctl stop {UNIT}")
+    elif tool == "tuned":
+        g.sh("systemctl stop tuned")
+    elif tool == "udev":
+        g.sh(f"rm -f {UDEV_RULE_PATH} && udevadm control --reload")
+    elif tool == "floor":
+        g.sh("pkill -x uevent_floor || true")
+
+
+def _main_pids(g, tool):
+    if tool == "blkpolicy":
+        return [machine.main_pid(g)]
+    if tool == "tuned":
+        return [int(machine.unit_prop(g, "tuned.service", "MainPID"))]
+    if tool == "udev":
+        return [int(machine.unit_prop(g, "systemd-udevd.service", "MainPID"))]
+    return [int(p) for p in g.sh("pgrep -x uevent_floor || true").split()]
+
+
+def _floor_writes(g):
+    """{disk: (µs inside write(2), failed writes)} from the floor's log."""
+    out = {}
+    for line in g.sh("cat /run/bp-floor.log").splitlines():
+        parts = line.split()
+        if len(parts) >= 3 and parts[1].isdigit():
+            out[parts[0]] = (int(parts[1]), int(parts[2]), " ".join(parts[3:]))
+    return out
+
+
+# --- the poller and the kernel's add times -----------------------------------
+
+def _watch(g):
+    g.write_file("/run/bp-peers-poll.sh", POLLER)
+    g.sh(f"rm -f {POLL_LOG} {POLL_LOG}.stop /run/bp-peers-mon.log; touch {POLL_LOG}; "
+         "setsid udevadm monitor --kernel --subsystem-match=block >/run/bp-peers-mon.log 2>&1 </dev/null & "
+         f"setsid sh /run/bp-peers-poll.sh {POLL_LOG} >/dev/null 2>&1 </dev/null & sleep 1")
+
+
+def _unwatch(g):
+    """({disk: kernel add time}, {disk: time 2 values right}, {disk: time 5 values right})."""
+    g.sh(f"touch {POLL_LOG}.stop; pkill -x udevadm || true; sleep 0.5")
+    adds = {name: t for (src, name), t in test_devices._uevent_times(g.sh("cat /run/bp-peers-mon.log")).items()
+            if src == "KERNEL"}
+    two, five = {}, {}
+    for line in g.sh(f"cat {POLL_LOG}").splitlines():
+        n, name, t = line.split()
+        (two if n == "2" else five).setdefault(name, float(t))
+    return adds, two, five
+
+
+def _wait_set(g, names, which, timeout, stall=None):
+    """Until every disk in NAMES has WHICH (2 or 5) values per the poller,
+    TIMEOUT passed, or (STALL) no disk got them for that many seconds;
+    returns the names still without them."""
+    start = last = time.monotonic()
+    count = -1
+    while True:
+        done = {line.split()[1] for line in g.sh(f"cat {POLL_LOG}").splitlines() if line.split()[0] == str(which)}
+        left = [n for n in names if n not in done]
+        now = time.monotonic()
+        if len(done) != count:
+            count, last = len(done), now
+        if not left or now - start > timeout or (stall and now - last > stall):
+            return left
+        time.sleep(1)
+
+
+def _promise(tool):
+    """How many of the values TOOL sets on a hot-added disk."""
+    return 2 if tool == "tuned" else 5
+
+
+# --- the rows ----------------------------------------------------------------
+
+HOT = [("virtio-blk", "virtio-blk-pci", {"bus": "rp1"}), ("SCSI", "scsi-hd", {"bus": "scsi0.0"}),
+       ("NVMe", "nvme", {"bus": "rp2"})]
+
+
+def hotplug_and_drift(ctx, tool):
+    g, s, R = ctx.guest, ctx.suite, ctx.results
+    nodes = {label: f"bp-p{tool[0]}{device.split('-')[0][:4]}" for label, device, _ in HOT}
+    added = {}
+    with R.step(s, f"peers {tool}: hotplug of a virtio-blk, a SCSI and an NVMe disk"):
+        _watch(g)
+        try:
+            for label, device, props in HOT:
+                added[label] = machine.hot_add(g, nodes[label], device, settle=False, **props)
+            left = _wait_set(g, list(added.values()), _promise(tool), timeout=60)
+        finally:
+            adds, two, five = _unwatch(g)
+        expect(not left, f"{tool} left {left} without its values")
+        for label, name in added.items():
+            expect(name in adds, f"no kernel add uevent seen for {name}")
+            R.figure(s, f"peers hotplug {label}: add -> 2 values / 5 values ({tool})",
+                     f"{_ms(two[name] - adds[name])} / "
+                     f"{_ms(five[name] - adds[name]) if name in five else 'never'}", "ms")
+        if tool == "floor":
+            w = _floor_writes(g)
+            R.figure(s, "peers hotplug: the kernel's share, µs inside the writes per disk (floor)",
+                     ", ".join(f"{label} {w[n][0]}" for label, n in added.items() if n in w))
+
+    # Drift: read_ahead_kb moved on the hot SCSI disk behind the tool's
+    # back (the floor acts at a disk's add only, by design: no row).
+    if tool != "floor":
+        with R.step(s, f"peers {tool}: read_ahead_kb moved behind its back: put back, or not"):
+            name = added.get("SCSI")
+            expect(name, "no SCSI disk from the hotplug step")
+            bound = 45  # blkpolicy's default verify interval is 30 s
+            g.sh(f"echo 512 > /sys/block/{name}/queue/read_ahead_kb")
+            t0 = time.monotonic()
+            back = None
+            while time.monotonic() - t0 < bound:
+                if read_queue(g, name, ["read_ahead_kb"])["read_ahead_kb"] == "256":
+                    back = time.monotonic() - t0
+                    break
+                time.sleep(0.5)
+            R.figure(s, f"peers drift: read_ahead_kb put back after ({tool})",
+                     f"{back:.1f} s" if back is not None else f"not within {bound} s")
+            if tool == "blkpolicy":
+                expect(back is not None, "blkpolicy did not restore the drifted value within its verify interval")
+    for label, _, _ in HOT:
+        if label in added:
+            g.unplug(nodes[label])
+
+
+def burst(ctx, tool):
+    g, s, R = ctx.guest, ctx.suite, ctx.results
+    prefix = f"bp-{tool[0]}b"
+    with R.step(s, f"peers {tool}: a burst of {BURST} SCSI disks"):
+        _watch(g)
+        try:
+            for i in range(BURST):
+                g.hotplug(f"{prefix}{i:02d}", "scsi-hd", bus="scsi0.0")
+            names = test_devices._burst_names(g, prefix, BURST)
+            # Each tool gets the same time: until every disk has its values,
+            # or 30 s without another disk getting them once udevd's queue
+            # is empty (TuneD hears of a disk from udevd, after its rules).
+            g.sh("udevadm settle --timeout=180", timeout=200)
+            left = _wait_set(g, names, _promise(tool), timeout=300, stall=30)
+        finally:
+            adds, two, five = _unwatch(g)
+        got = two if _promise(tool) == 2 else five
+        lat = [got[n] - adds[n] for n in names if n in got and n in adds]
+        R.figure(s, f"peers burst of {BURST}: add -> {_promise(tool)} values per disk, median / max ({tool})",
+                 _median_max(lat), "ms")
+        R.figure(s, f"peers burst of {BURST}: disks left without {_promise(tool)} values ({tool})", len(left),
+                 " ".join(sorted(left)[:8]))
+        if left:
+            partly = [n for n in left if n in two]
+            R.figure(s, f"peers burst of {BURST}: of those, with the scheduler and read_ahead_kb right ({tool})",
+                     len(partly))
+        if adds and got:
+            first = min(adds[n] for n in names if n in adds)
+            R.figure(s, f"peers burst of {BURST}: first add -> last disk's values ({tool})",
+                     _ms(max(got[n] for n in names if n in got) - first), "ms")
+        if tool == "floor":
+            w = _floor_writes(g)
+            inside = [w[n][0] / 1e6 for n in names if n in w]
+            failed = {n: w[n][2] for n in names if n in w and w[n][1]}
+            R.figure(s, f"peers burst of {BURST}: the kernel's share, time inside the writes per disk, "
+                     "median / max (floor)", _median_max(inside), "ms")
+            R.figure(s, f"peers burst of {BURST}: failed writes (floor)", len(failed),
+                     "; ".join(f"{n}:{e}" for n, e in sorted(failed.items())[:5]))
+        if tool == "blkpolicy":
+            expect(not left, f"blkpolicy left {len(left)} disks without their values")
+    test_devices._unplug_burst(g, prefix, BURST)
+
+
+def _idle_sample(g, pids):
+    """(context switches of every thread, CPU ticks) of PIDS."""
+    script = " ".join(str(p) for p in pids)
+    out = g.sh(f"for p in {script}; do for t in /proc/$p/task/*; do "
+               "grep -E '^(voluntary|nonvoluntary)_ctxt_switches' $t/status | awk '{s+=$2} END {print s}'; done; "
+               "awk '{print \"cpu\", $14+$15}' /proc/$p/stat; done")
+    switches = sum(int(x) for x in re.findall(r"^(\d+)$", out, re.M))
+    ticks = sum(int(x) for x in re.findall(r"^cpu (\d+)$", out, re.M))
+    return switches, ticks
+
+
+def idle(ctx, tool, label=None):
+    g, s, R = ctx.guest, ctx.suite, ctx.results
+    label = label or tool
+    with R.step(s, f"peers {label}: idle for {IDLE_SECONDS} s, no events"):
+        time.sleep(5)  # what starting did, done
+        pids = _main_pids(g, tool)
+        expect(pids, f"no process of {tool}")
+        hz = int(g.sh("getconf CLK_TCK"))
+        s0, c0 = _idle_sample(g, pids)
+        time.sleep(IDLE_SECONDS)
+        s1, c1 = _idle_sample(g, pids)
+        rss = sum(int(g.sh(f"awk '/^VmRSS/ {{print $2}}' /proc/{p}/status") or 0) for p in pids)
+        per_hour = 3600 / IDLE_SECONDS
+        R.figure(s, f"peers idle: wake-ups per hour / CPU s per hour / RSS KiB ({label})",
+                 f"{round((s1 - s0) * per_hour)} / {(c1 - c0) / hz * per_hour:.2f} / {rss}")
+
+
+def boot(ctx, tool):
+    g, s, R = ctx.guest, ctx.suite, ctx.results
+    with R.step(s, f"peers {tool}: enabled, the guest rebooted: each disk's values after the kernel started"):
+        if tool == "blkpolicy":
+            g.write_file("/etc/blkpolicy/policy.toml", POLICY.replace("{daemon_extra}", ""))
+            g.sh(f"systemctl enable {UNIT} 2>/dev/null")
+        elif tool == "tuned":
+            g.sh(f"systemctl start tuned && tuned-adm profile {PROFILE} && systemctl enable tuned 2>/dev/null",
+                 timeout=120)
+        elif tool == "udev":
+            g.write_file(UDEV_RULE_PATH, UDEV_RULE)
+        try:
+            g.reboot()
+            machine.wait_all_disks(g)
+            unit = {"blkpolicy": UNIT, "tuned": "tuned.service", "udev": "systemd-udev-trigger.service"}[tool]
+            g.wait_for(f"systemctl is-active -q {unit}", timeout=120, what=f"{unit} active")
+            disks = [n for n in g.sh("ls /sys/block").split() if any(fnmatch.fnmatch(n, p) for p in KERNEL_GLOBS)]
+            deadline = time.monotonic() + 120
+            while True:
+                log = g.sh(f"cat {BOOT_LOG} 2>/dev/null || true")
+                times = {}
+                for line in log.splitlines():
+                    n, name, t = line.split()
+                    times.setdefault((n, name), float(t))
+                if all(("5", d) in times for d in disks) or time.monotonic() > deadline:
+                    break
+                time.sleep(2)
+            ready = int(machine.unit_prop(g, unit, "ActiveEnterTimestampMonotonic")) / 1e6
+            R.figure(s, f"peers boot: its unit ready, s after the kernel started ({tool})", f"{ready:.1f} ({unit})")
+            five = [times[("5", d)] for d in disks if ("5", d) in times]
+            two = [times[("2", d)] for d in disks if ("2", d) in times]
+            R.figure(s, f"peers boot: the last of the disks with 2 values / 5 values, s after the kernel started "
+                     f"({tool})", f"{max(two):.1f} / {max(five):.1f}" if len(five) == len(disks) else
+                     f"{max(two):.1f} / {len(five)} of {len(disks)} disks" if two else "none")
+            seen = [times[("5", d)] - times[("0", d)] for d in disks if ("0", d) in times and ("5", d) in times]
+            R.figure(s, f"peers boot: first seen by the poller -> values, per disk, median / max ({tool})",
+                     _median_max(seen), "ms")
+            if five:
+                last = max((d for d in disks if ("5", d) in times), key=lambda d: times[("5", d)])
+                R.figure(s, f"peers boot: the last disk, first seen / 5 values, s after the kernel started ({tool})",
+                         f"{last} {times.get(('0', last), float('nan')):.1f} / {times[('5', last)]:.1f}")
+            expect(two, f"no disk got {tool}'s values at boot")
+        finally:
+            if tool == "blkpolicy":
+                g.sh(f"systemctl disable --now {UNIT} 2>/dev/null")
+            elif tool == "tuned":
+                g.sh("systemctl disable --now tuned 2>/dev/null")
+            elif tool == "udev":
+                g.sh(f"rm -f {UDEV_RULE_PATH} && udevadm control --reload")
+
+
+def run(ctx):
+    g, s, R = ctx.guest, ctx.suite, ctx.results
+    with R.step(s, "peers: the package, TuneD and the floor in place, the boot poller installed", fatal=True):
+        floor = os.path.join(ctx.share, "uevent_floor")
+        src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench", "uevent_floor.c")
+        subprocess.run(["cc", "-O2", "-Wall", "-Wextra", "-static", "-o", floor, src], check=True)
+        g.write_file("/etc/apt/sources.list.d/blkpolicy-test.list", "deb [trusted=yes] file:/mnt/share/repo ./\n")
+        g.sh("dpkg-query -W -f '${Status}' blkpolicy 2>/dev/null | grep -q ' installed' || "
+             "(apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q blkpolicy "
+             ">/dev/null 2>&1)", timeout=300)
+        g.sh(f"systemctl disable --now {UNIT} tuned 2>/dev/null; rm -f /etc/blkpolicy/policy.d/*.toml")
+        g.sh(f"command -v tuned-adm && test -x {FLOOR}")
+        pdir = test_writers._profile_dir(g).replace(test_writers.PROFILE, PROFILE)
+        g.sh(f"mkdir -p {pdir}")
+        g.write_file(f"{pdir}/tuned.conf", TUNED_PROFILE)
+        # The scheduler's module loaded once, before any tool: no tool pays
+        # for the first load.
+        g.sh(f"modprobe {SCHEDULER}-iosched")
+        g.write_file("/usr/local/sbin/bp-peers-boot-poll.sh", BOOT_POLLER)
+        g.write_file("/etc/systemd/system/bp-peers-boot-poll.service", BOOT_UNIT)
+        g.sh("systemctl daemon-reload && systemctl enable bp-peers-boot-poll.service 2>/dev/null")
+        machine.wait_all_disks(g)
+        R.figure(s, "peers: TuneD", g.sh("dpkg-query -W -f '${Version}' tuned"))
+        R.figure(s, "peers: udev", g.sh("dpkg-query -W -f '${Version}' udev"))
+    for tool in TOOLS:
+        _start(g, tool)
+        try:
+            hotplug_and_drift(ctx, tool)
+            burst(ctx, tool)
+            if tool != "floor":
+                idle(ctx, tool)
+        finally:
+            _stop(g, tool)
+    # blkpolicy with a metrics file and measuring on, idle.
+    g.sh("mkdir -p /etc/systemd/system/blkpolicy.service.d")
+    g.write_file("/etc/systemd/system/blkpolicy.service.d/peers.conf",
+                 "[Service]\nExecStart=\nExecStart=/usr/sbin/blkpolicy run --metrics-file /run/blkpolicy/metrics.prom\n")
+    g.sh("systemctl daemon-reload")
+    _start(g, "blkpolicy", daemon_extra="measure = true\n")
+    try:
+        idle(ctx, "blkpolicy", "blkpolicy, metrics file, measure on")
+    finally:
+        _stop(g, "blkpolicy")
+        g.sh("rm -f /etc/systemd/system/blkpolicy.service.d/peers.conf && systemctl daemon-reload")
+    for tool in ("blkpolicy", "tuned", "udev"):
+        boot(ctx, tool)
