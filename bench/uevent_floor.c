@@ -115,7 +115,8 @@ int main(int argc, char** argv) {
             if (err) {
                 ++failed;
                 const size_t used = strlen(errs);
-                snprintf(errs + used, sizeof errs - used, " %.*s:%s", (int)(eq - argv[i]), argv[i], strerrorname_np(err));
+                snprintf(errs + used, sizeof errs - used, " %.*s:%s", (int)(eq - argv[i]), argv[i],
+                         strerrorname_np(err));
             }
         }
         printf("%s %.0f %d%s\n", name, inside, failed, errs);
