@@ -36,7 +36,7 @@ for f in figures:
     row, tool = m.groups()
     tables[f["suite"]].setdefault(row + (f" ({f['unit']})" if f["unit"] else ""), {})[tool] = str(f["value"])
 for suite, rows in tables.items():
-    cols = [t for t in tools if any(t in v or any(k.startswith(t) for k in v) for v in rows.values())]
+    cols = [t for t in tools if any(t in v for v in rows.values())]
     extra = sorted({k for v in rows.values() for k in v if k not in tools})
     print(f"\n{suite}, kernel {kernels.get(suite, '?')}\n")
     print("| row | " + " | ".join(cols + extra) + " |")

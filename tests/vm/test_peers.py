@@ -150,6 +150,10 @@ def _median_max(values):
 
 # --- the tools ---------------------------------------------------------------
 
+# The unit each tool runs as (the udev rule's: udevd's; the floor has none).
+UNITS = {"blkpolicy": UNIT, "tuned": "tuned.service", "udev": "systemd-udevd.service"}
+
+
 def _start(g, tool, daemon_extra=""):
     if tool == "blkpolicy":
         g.write_file("/etc/blkpolicy/policy.toml", POLICY.replace("{daemon_extra}", daemon_extra))
@@ -167,25 +171,14 @@ def _start(g, tool, daemon_extra=""):
         g.wait_for("grep -q ready /run/bp-floor.log", timeout=10, what="the floor listening")
 
 
-def _stop(g, tool):
-    if tool == "blkpolicy":
-        g.sh(f"systemctl stop {UNIT}")
-    elif tool == "tuned":
-        g.sh("systemctl stop tuned")
+def _stop(g, tool, disable=False):
+    """Stops TOOL; DISABLE also takes its unit out of the boot."""
+    if tool in ("blkpolicy", "tuned"):
+        g.sh(f"systemctl disable --now {UNITS[tool]} 2>/dev/null" if disable else f"systemctl stop {UNITS[tool]}")
     elif tool == "udev":
         g.sh(f"rm -f {UDEV_RULE_PATH} && udevadm control --reload")
     elif tool == "floor":
         g.sh("pkill -x uevent_floor || true")
-
-
-def _main_pids(g, tool):
-    if tool == "blkpolicy":
-        return [machine.main_pid(g)]
-    if tool == "tuned":
-        return [int(machine.unit_prop(g, "tuned.service", "MainPID"))]
-    if tool == "udev":
-        return [int(machine.unit_prop(g, "systemd-udevd.service", "MainPID"))]
-    return [int(p) for p in g.sh("pgrep -x uevent_floor || true").split()]
 
 
 def _floor_writes(g):
@@ -353,8 +346,8 @@ def idle(ctx, tool, label=None):
     label = label or tool
     with R.step(s, f"peers {label}: idle for {IDLE_SECONDS} s, no events"):
         time.sleep(5)  # what starting did, done
-        pids = _main_pids(g, tool)
-        expect(pids, f"no process of {tool}")
+        pids = [machine.main_pid(g, UNITS[tool])]
+        expect(pids[0] > 0, f"no process of {tool}")
         hz = int(g.sh("getconf CLK_TCK"))
         s0, c0 = _idle_sample(g, pids)
         time.sleep(IDLE_SECONDS)
@@ -368,14 +361,9 @@ def idle(ctx, tool, label=None):
 def boot(ctx, tool):
     g, s, R = ctx.guest, ctx.suite, ctx.results
     with R.step(s, f"peers {tool}: enabled, the guest rebooted: each disk's values after the kernel started"):
-        if tool == "blkpolicy":
-            g.write_file("/etc/blkpolicy/policy.toml", POLICY.replace("{daemon_extra}", ""))
-            g.sh(f"systemctl enable {UNIT} 2>/dev/null")
-        elif tool == "tuned":
-            g.sh(f"systemctl start tuned && tuned-adm profile {PROFILE} && systemctl enable tuned 2>/dev/null",
-                 timeout=120)
-        elif tool == "udev":
-            g.write_file(UDEV_RULE_PATH, UDEV_RULE)
+        _start(g, tool)
+        if tool != "udev":  # the rule file is what the boot reads
+            g.sh(f"systemctl enable {UNITS[tool]} 2>/dev/null")
         try:
             g.reboot()
             machine.wait_all_disks(g)
@@ -408,12 +396,7 @@ def boot(ctx, tool):
                          f"{last} {times.get(('0', last), float('nan')):.1f} / {times[('5', last)]:.1f}")
             expect(two, f"no disk got {tool}'s values at boot")
         finally:
-            if tool == "blkpolicy":
-                g.sh(f"systemctl disable --now {UNIT} 2>/dev/null")
-            elif tool == "tuned":
-                g.sh("systemctl disable --now tuned 2>/dev/null")
-            elif tool == "udev":
-                g.sh(f"rm -f {UDEV_RULE_PATH} && udevadm control --reload")
+            _stop(g, tool, disable=True)
 
 
 def run(ctx):
