@@ -9,6 +9,11 @@ src_dir=$1
 if [[ $(id -u) -ne 0 ]]; then echo "SKIPPED: the demo's loop device needs root"; exit 77; fi
 if [[ -e /run/blkpolicy-demo ]]; then echo "a demo is running on this machine already; not touching it"; exit 1; fi
 out=$(mktemp /tmp/blkpolicy-demo-test.XXXXXX)
+# scripts/run.sh builds into build/; one configured already (the test suite's
+# own, at its build type) must be reused as it is, not reconfigured to
+# another type and rebuilt from scratch inside this test.
+cache=$src_dir/build/CMakeCache.txt
+type_before=$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$cache" 2>/dev/null || true)
 trap 'rm -f "$out"' EXIT
 # In a session of its own, so that SIGINT goes to its whole process group,
 # as a terminal's Ctrl-C would send it.
@@ -34,4 +39,9 @@ grep -q "blkpolicy stopped" "$out" || { cat "$out"; echo "the daemon did not sto
 grep -q "== removed /dev/$loop" "$out" || { cat "$out"; echo "no cleanup message"; exit 1; }
 [[ ! -e /sys/block/$loop ]] || { echo "/dev/$loop was left behind"; exit 1; }
 [[ ! -e /run/blkpolicy-demo ]] || { echo "/run/blkpolicy-demo was left behind"; exit 1; }
+if [[ -n "$type_before" ]]; then
+    type_after=$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$cache")
+    [[ "$type_after" == "$type_before" ]] ||
+        { echo "scripts/run.sh reconfigured build/ from $type_before to $type_after"; exit 1; }
+fi
 echo "the demo made /dev/$loop, showed how to move a value on it, and removed everything on SIGINT"
