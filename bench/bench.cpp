@@ -410,7 +410,7 @@ void bench_scale(const std::vector<int>& sizes, const std::string& workdir) {
 // ---------------------------------------------------------------- hostile input
 
 // Each input must end in a clear error (or a clean result) well within a
-// second: the time of the whole `blkpolicy check` / `import-udev` process.
+// second: the time of the whole `blkpolicy check` / `import --from udev` process.
 void bench_hostile(const std::string& workdir) {
     std::cerr << "hostile input: policy files and udev rules built to be slow or to break parsers\n";
     const std::string head = "[[rule]]\nname = \"x\"\n[rule.match]\nkernel = \"loop*\"\n[rule.set]\n";
@@ -436,9 +436,9 @@ void bench_hostile(const std::string& workdir) {
         {"1 MiB + 1 byte", "check", head + "nomerges = 1\n#" + std::string(1024 * 1024, 'x') + "\n"},
         {"NUL bytes in a string", "check", head + std::string("nomerges = \"\0\0\"\n", 17)},
         {"~1 MB of rules with 8-star patterns", "check", many_rules},
-        {"udev rules: ~1 MB of continued lines", "import-udev", rules_lines},
+        {"udev rules: ~1 MB of continued lines", "import", rules_lines},
         {"a 200 MB policy file (sparse)", "check", "@sparse"},
-        {"/dev/zero as a udev rules file", "import-udev", "@/dev/zero"},
+        {"/dev/zero as a udev rules file", "import", "@/dev/zero"},
     };
     double worst = 0;
     for (const auto& [what, command, text] : inputs) {
@@ -455,7 +455,7 @@ void bench_hostile(const std::string& workdir) {
         if (command == "check")
             args.insert(args.end(), {"--policy", path});
         else
-            args.push_back(path);
+            args.insert(args.end(), {"--from", "udev", path});
         // stderr goes to a file so that the first error line can be shown.
         const auto err_path = workdir + "/hostile.err";
         const auto run = run_measured(args, BLKPOLICY_BINARY, err_path);

@@ -411,7 +411,7 @@ ImportResult import_udev_rules(const std::vector<UdevRule>& rules, const std::ve
             if (t.key == "GOTO" && is_assignment(t.op)) pending_goto.emplace(t.value, r.where());
     }
 
-    out.toml = "# Converted from udev rules by blkpolicy import-udev:\n";
+    out.toml = "# Converted from udev rules by blkpolicy import:\n";
     for (const auto& s : sources) out.toml += "#   " + comment_text(s) + "\n";
     out.toml +=
         "# " + std::to_string(out.converted) + " rule(s) converted, " + std::to_string(out.left_out) + " left out";
@@ -421,7 +421,7 @@ ImportResult import_udev_rules(const std::vector<UdevRule>& rules, const std::ve
     out.toml += body;
 
     // The output must pass check; if it does not, that is a bug here.
-    auto verify = load_policy({{"import-udev output", out.toml}});
+    auto verify = load_policy({{"import output", out.toml}});
     for (const auto& e : verify.errors)
         out.diagnostics.push_back("internal error: the converted policy is invalid: " + e.str());
     return out;

@@ -58,7 +58,7 @@ std::vector<std::string> journal_fields(const Alert& a) {
         f.push_back("BLKPOLICY_WRITER=" + a.writer);
         f.push_back("BLKPOLICY_WRITER_KIND=" + a.writer_kind);
         if (!a.writer_context.empty()) f.push_back("BLKPOLICY_WRITER_CONTEXT=" + a.writer_context);
-        // The field of 0.x releases, kept one release beside BLKPOLICY_WRITER.
+        // The field of 0.1.0, deprecated in 0.2.0 and removed in 0.3.0 (NEWS.md).
         if (a.writer_kind == "udev") f.push_back("BLKPOLICY_UDEV_RULE=" + a.writer);
     }
     for (const auto& [name, value] : a.fields) f.push_back("BLKPOLICY_" + name + "=" + value);

@@ -175,17 +175,17 @@ TEST_CASE("run: an invalid policy is reported with its position and the daemon d
     CHECK(r.err.find("the policy is invalid; not starting") != std::string::npos);
 }
 
-TEST_CASE("import-udev and audit: a huge or endless udev rules file is refused, never read to the end") {
+TEST_CASE("import and audit: a huge or endless udev rules file is refused, never read to the end") {
     FakeSysfs t;
     build_fleet(t);
     const auto rules_dir = t.root() / "rules.d";
     std::filesystem::create_directories(rules_dir);
     const auto big = (rules_dir / "90-huge.rules").string();
     t.file("rules.d/90-huge.rules", std::string((1 << 20) + 10, '#'));
-    auto r = run_blkpolicy({"import-udev", big});
+    auto r = run_blkpolicy({"import", big});
     CHECK(r.exit_code == 4);
     CHECK(r.err == "blkpolicy: " + big + ": the file is 1048587 bytes; a file to import may have at most 1 MiB\n");
-    auto z = run_blkpolicy({"import-udev", "/dev/zero"});
+    auto z = run_blkpolicy({"import", "--from", "udev", "/dev/zero"});
     CHECK(z.exit_code == 4);
     CHECK(z.err == "blkpolicy: /dev/zero: not a regular file: a file to import must be one\n");
     // audit scans the rules directory: the file is skipped with a warning, the audit goes on.

@@ -119,8 +119,8 @@ TEST_CASE("import: write through is carried over with the acknowledgement and a 
     CHECK(r.diagnostics[0].find("warning: the rule sets write_cache to write through") != std::string::npos);
 }
 
-TEST_CASE("golden: import-udev of a file with every case") {
-    auto r = run_blkpolicy({"import-udev", "udev-import/60-block.rules"}, BLKPOLICY_TEST_DATA);
+TEST_CASE("golden: import of a udev rules file with every case") {
+    auto r = run_blkpolicy({"import", "udev-import/60-block.rules"}, BLKPOLICY_TEST_DATA);
     CHECK(r.exit_code == 1);  // some rules were left out
     std::string hint;
     bool same = matches_golden("import-60-block.toml", r.out, hint);
@@ -136,15 +136,31 @@ TEST_CASE("golden: import-udev of a file with every case") {
     CHECK(check.out == "policy OK: 5 rule(s) from 1 file(s)\n");
 }
 
-TEST_CASE("import-udev: a file without tuning converts to nothing, says so, exits 0") {
-    auto r = run_blkpolicy({"import-udev", "udev-import/99-no-tuning.rules"}, BLKPOLICY_TEST_DATA);
+TEST_CASE("import of udev rules: a file without tuning converts to nothing, says so, exits 0") {
+    auto r = run_blkpolicy({"import", "udev-import/99-no-tuning.rules"}, BLKPOLICY_TEST_DATA);
     CHECK(r.exit_code == 0);
     CHECK(r.out.empty());
     CHECK(r.err ==
           "blkpolicy: nothing that tunes block queues (queue/, bdi/read_ahead_kb or device/ writes) in 1 source(s): "
           "nothing to convert\n");
-    CHECK(run_blkpolicy({"import-udev"}).exit_code == 2);
-    CHECK(run_blkpolicy({"import-udev", "/nonexistent.rules"}).exit_code == 2);
+    CHECK(run_blkpolicy({"import"}).exit_code == 2);
+    CHECK(run_blkpolicy({"import", "/nonexistent.rules"}).exit_code == 2);
+}
+
+TEST_CASE("import-udev, deprecated in 0.2.0: says so on stderr, otherwise import --from udev to the byte") {
+    const std::string note =
+        "blkpolicy: note: 'import-udev' is deprecated since 0.2.0 and is removed in 0.3.0; 'blkpolicy import' "
+        "converts udev rules the same way (see NEWS.md)\n";
+    auto old_name = run_blkpolicy({"import-udev", "udev-import/60-block.rules"}, BLKPOLICY_TEST_DATA);
+    auto new_name = run_blkpolicy({"import", "--from", "udev", "udev-import/60-block.rules"}, BLKPOLICY_TEST_DATA);
+    CHECK(old_name.exit_code == new_name.exit_code);
+    CHECK(old_name.out == new_name.out);
+    CHECK(!new_name.out.empty());
+    CHECK(old_name.err == note + new_name.err);
+    // Usage errors are still usage errors, after the note.
+    auto bare = run_blkpolicy({"import-udev"});
+    CHECK(bare.exit_code == 2);
+    CHECK(bare.err.rfind(note, 0) == 0);
 }
 
 TEST_CASE("import: env matches see uevent properties of the fake tree") {

@@ -341,8 +341,8 @@ TEST_CASE("import: each kind from its files, and exit 1 whenever something was l
     CHECK(w.exit_code == 1);
     CHECK(w.err.find("bad.conf:1: left out: read_ahead_kb: w+ appends to the file") != std::string::npos);
 
-    // import-udev of a tmpfiles.d file: nothing it can read, and it says so with exit 1.
-    auto u = run_blkpolicy({"import-udev", (p / "tmpfiles.d/ra.conf").string()});
+    // A tmpfiles.d file read as udev rules: nothing it can read, and it says so with exit 1.
+    auto u = run_blkpolicy({"import", "--from", "udev", (p / "tmpfiles.d/ra.conf").string()});
     CHECK(u.exit_code == 1);
     CHECK(u.out.empty());
     CHECK(u.err.find("cannot parse the rule") != std::string::npos);

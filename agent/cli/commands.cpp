@@ -167,7 +167,7 @@ constexpr Command kCommands[] = {
      "convert what other writers set (udev rules, TuneD profiles,\nsysfsutils, tmpfiles.d w lines) into policy TOML on "
      "stdout;\nwhat cannot be converted exactly is reported on stderr and\nleft out (exit 1)",
      Operands::files, run_import},
-    {"import-udev", "FILE|DIR...", "the same as import (its first name, kept as an alias)", Operands::files,
+    {"import-udev", "FILE|DIR...", "the same as import --from udev (deprecated; removed in 0.3.0)", Operands::files,
      run_import},
     {"run", "",
      "the daemon: apply on every add/change uevent, re-verify every\nverify_interval, alert journald on drift, "

@@ -56,6 +56,9 @@ struct Source {
 }  // namespace
 
 int run_import(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::ostream& err) {
+    if (o.command == "import-udev")
+        err << "blkpolicy: note: 'import-udev' is deprecated since 0.2.0 and is removed in 0.3.0; 'blkpolicy import' "
+               "converts udev rules the same way (see NEWS.md)\n";
     if (o.devices.empty()) {
         err << "blkpolicy: " << o.command
             << " needs files, directories or TuneD profile names, e.g. blkpolicy import /etc/udev/rules.d\n"
@@ -63,7 +66,7 @@ int run_import(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::ost
         return kExitUsage;
     }
     std::string from = o.import_from;
-    if (from.empty() && o.command == "import-udev") from = "udev";
+    if (o.command == "import-udev" && from.empty()) from = "udev";
 
     std::vector<Source> sources;
     for (const auto& p : o.devices) {

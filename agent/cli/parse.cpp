@@ -128,7 +128,7 @@ DEVICE limits plan, apply, status, audit and measure to the named block devices 
 
 Exit status: 0 success (run: stopped by SIGTERM or SIGINT); 1 apply left
 something failed, not stuck, refused or busy, status found drift, audit found
-something at warning level or above, import-udev left a rule out, or measure
+something at warning level or above, import left a rule out, or measure
 found data at risk; 2 usage error; 3 invalid policy;
 4 system error.
 )";

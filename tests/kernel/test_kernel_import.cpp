@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// import-udev's promise, on the real kernel under a real udevd: the values
+// import's promise for udev rules, on the real kernel under a real udevd: the values
 // the original rules write equal the values blkpolicy writes from the
 // converted policy.
 #include <doctest/doctest.h>
@@ -38,7 +38,7 @@ TEST_CASE("kernel: udev rules and the policy converted from them write the same 
 
     TempDir tmp;
     std::ofstream(tmp.path() / "60-tuning.rules") << rules;
-    auto conv = run_blkpolicy({"import-udev", (tmp.path() / "60-tuning.rules").string()});
+    auto conv = run_blkpolicy({"import", (tmp.path() / "60-tuning.rules").string()});
     INFO(conv.err);
     REQUIRE(conv.exit_code == 0);
     std::ofstream(tmp.path() / "converted.toml") << conv.out;
@@ -82,7 +82,7 @@ TEST_CASE("kernel: rules gated on a program: what udev applies where the program
     CHECK(by_udev["nr_requests"] != "32");     // the one that fails kept its rule from running
 
     std::ofstream(tmp.path() / "60-gated.rules") << rules;
-    auto conv = run_blkpolicy({"import-udev", (tmp.path() / "60-gated.rules").string()});
+    auto conv = run_blkpolicy({"import", (tmp.path() / "60-gated.rules").string()});
     CHECK(conv.exit_code == 1);  // both left out: a policy cannot run a program
     std::ofstream(tmp.path() / "converted.toml") << conv.out;
     LoopDevice b;

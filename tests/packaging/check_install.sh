@@ -13,7 +13,7 @@ unit_dir=$(pkg-config --variable=systemdsystemunitdir systemd)
 catalog_dir=$(pkg-config --variable=catalogdir systemd)
 for f in "$prefix/sbin/blkpolicy" "${unit_dir#/}/blkpolicy.service" "${catalog_dir#/}/blkpolicy.catalog" \
          etc/blkpolicy/policy.toml "$prefix/share/doc/blkpolicy/examples/cloud-vm.toml" \
-         "$prefix/share/doc/blkpolicy/README.md" "$prefix/share/doc/blkpolicy/prometheus.md" \
+         "$prefix/share/doc/blkpolicy/README.md" "$prefix/share/doc/blkpolicy/NEWS.md" "$prefix/share/doc/blkpolicy/prometheus.md" \
          "$prefix/share/blkpolicy/prometheus/blkpolicy-rules.yml" \
          "$prefix/share/blkpolicy/prometheus/blkpolicy-rules.test.yml"; do
     [[ -e "$dest/$f" ]] || { echo "not installed: /$f"; find "$dest" -type f; exit 1; }

@@ -10,7 +10,6 @@ then the package is installed again, not enabled.
 
 import json
 import re
-import shlex
 import time
 
 import machine
@@ -1045,8 +1044,8 @@ def udev_equivalence(ctx):
     g, s, R = ctx.guest, ctx.suite, ctx.results
     with R.step(s, "udev rules applied by udevd at boot and their import applied by blkpolicy: the same values"):
         g.write_file("/etc/udev/rules.d/60-bp-tuning.rules", EQUIVALENCE_RULES)
-        rc, policy, err = g.run("blkpolicy import-udev /etc/udev/rules.d/60-bp-tuning.rules", check=False)
-        expect(rc == 0, f"import-udev left something out (exit {rc}):\n{err}")
+        rc, policy, err = g.run("blkpolicy import /etc/udev/rules.d/60-bp-tuning.rules", check=False)
+        expect(rc == 0, f"import left something out (exit {rc}):\n{err}")
         g.sh(f"systemctl disable {UNIT} 2>/dev/null; systemctl stop {UNIT}")
         g.reboot()
         by_udev = _all_values(g)
