@@ -172,7 +172,7 @@ private:
             return r;
         }
         // Read again just before writing only what an earlier write of this
-        // plan can have moved (KERNEL.md); the plan's own reading is fresh
+        // plan can have moved (the kernel rows, policy/kernel.cpp); the plan's own reading is fresh
         // otherwise. Everything is read back once at the end.
         if (disturbed(a)) {
             const auto now = current(a);

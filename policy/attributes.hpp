@@ -15,7 +15,7 @@
 
 namespace blkpolicy::policy {
 
-// Write order (DESIGN.md "Write order"); lower phases are written first.
+// Write order (README.md "Write order"); lower phases are written first.
 enum class Phase : int {
     limits = 1,     // queue-limits commits: each can raise read_ahead_kb again
     scheduler = 2,  // resets nr_requests, recreates iosched/, may disable wbt

@@ -215,8 +215,9 @@ void writer_conflicts(const Subject& s, AuditState& st, Findings& out, bool udev
         for (const auto& w : st.in.writers) {
             if ((w.kind == WriterKind::udev_rule) != udev) continue;
             if (w.attribute != a.attribute || !w.applies_to(s.name)) continue;
-            // Two writers of the same value do not fight (udev rules are named
-            // regardless, as they always were).
+            // Two writers of the same value do not fight; a udev rule is named
+            // whatever value it writes (udev-rule-conflict names every udev
+            // writer of a managed attribute).
             if (!udev && !w.value.empty() && trim(w.value) == a.desired) continue;
             std::string what = w.value.empty() ? a.attribute + " (" + w.why_inexact + ")" : a.attribute + "=" + w.value;
             if (!w.value.empty() && !w.why_inexact.empty()) what += " (" + w.why_inexact + ")";
@@ -234,7 +235,7 @@ void writer_conflicts(const Subject& s, AuditState& st, Findings& out, bool udev
                                a.desired + " (" + a.rule.pos.file_line() + ")",
                            std::move(evidence),
                            {}});
-            if (udev) break;  // the first udev rule, as before
+            if (udev) break;  // one finding per action: the first udev rule that writes it
         }
     }
 }

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// What the kernel does on its own, as one table of rows (KERNEL.md): what a
+// What the kernel does on its own, as one table of rows (policy/kernel.cpp;
+// `blkpolicy explain --kernel-rules` lists them): what a
 // write recomputes or resets, how each default is derived, what a value
 // reads back as. Each row says for which kernel versions it holds, how
 // blkpolicy knows it holds on the running kernel, and where it was observed.

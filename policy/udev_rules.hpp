@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // udev rules syntax, read the way udevd reads it: comments, backslash
 // continuations, one rule per logical line, KEY{attr}OP"value" tokens
-// separated by commas. Pure: agent/udev_scan reads the files.
+// separated by commas. Pure: udev/rules_files reads the files.
 #pragma once
 
 #include <string>

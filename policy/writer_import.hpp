@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Converting another writer's assignments (TuneD, sysfsutils, tmpfiles.d)
-// into policy TOML, with import-udev's promise: each one exact, or left out
+// into policy TOML, with the udev import's promise: each one exact, or left out
 // with the reason; a converted rule never matches more devices than the
 // writer wrote to. Pure.
 #pragma once

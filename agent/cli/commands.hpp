@@ -19,7 +19,7 @@ namespace blkpolicy::agent {
 enum class Operands {
     none,     // nothing after the options
     devices,  // optional DEVICE names that limit it
-    files,    // FILE|DIR... (import-udev)
+    files,    // FILE|DIR|PROFILE... (import)
 };
 
 struct Command {

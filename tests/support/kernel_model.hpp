@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // A Sysfs over a fake tree that also does what the kernel does behind the
-// writer's back (KERNEL.md): limits commits raise read_ahead_kb, a scheduler
+// writer's back (the rows of policy/kernel.cpp): limits commits raise read_ahead_kb, a scheduler
 // switch resets nr_requests and iosched/, bfq turns default wbt off, writing
 // the retained wbt latency is a no-op, read_ahead_kb rounds to pages, and
 // on a queue with async_depth (7.0+) a switch resets it and an nr_requests
