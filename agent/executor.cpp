@@ -7,10 +7,10 @@
 #include <cerrno>
 #include <set>
 
-#include "policy/names.hpp"
 #include "policy/values.hpp"
 #include "udev/discovery.hpp"
 #include "util/files.hpp"
+#include "util/names.hpp"
 
 namespace blkpolicy::agent {
 
@@ -18,15 +18,15 @@ using policy::Action;
 using policy::ActionKind;
 
 namespace {
-constexpr policy::Named<Outcome> kOutcomes[] = {
+constexpr util::Named<Outcome> kOutcomes[] = {
     {Outcome::unchanged, "unchanged"}, {Outcome::applied, "applied"},         {Outcome::skipped, "skipped"},
     {Outcome::failed, "failed"},       {Outcome::not_stuck, "not-stuck"},     {Outcome::refused, "refused"},
     {Outcome::busy, "busy"},           {Outcome::unavailable, "unavailable"},
 };
-static_assert(policy::in_enum_order(kOutcomes));
+static_assert(util::in_enum_order(kOutcomes));
 }  // namespace
 
-const char* to_string(Outcome o) { return policy::name_of(kOutcomes, o); }
+const char* to_string(Outcome o) { return util::name_of(kOutcomes, o); }
 
 bool is_failure(Outcome o) {
     return o == Outcome::failed || o == Outcome::not_stuck || o == Outcome::refused || o == Outcome::busy ||

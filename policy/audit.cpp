@@ -7,21 +7,21 @@
 #include <map>
 #include <set>
 
-#include "policy/names.hpp"
 #include "policy/values.hpp"
+#include "util/names.hpp"
 
 namespace blkpolicy::policy {
 
 namespace {
-constexpr Named<Severity> kSeverities[] = {
+constexpr util::Named<Severity> kSeverities[] = {
     {Severity::info, "info"},
     {Severity::warning, "warning"},
     {Severity::critical, "critical"},
 };
-static_assert(in_enum_order(kSeverities));
+static_assert(util::in_enum_order(kSeverities));
 }  // namespace
 
-const char* to_string(Severity s) { return name_of(kSeverities, s); }
+const char* to_string(Severity s) { return util::name_of(kSeverities, s); }
 
 namespace {
 

@@ -6,17 +6,17 @@
 #include <charconv>
 #include <stdexcept>
 
-#include "policy/names.hpp"
+#include "util/names.hpp"
 
 namespace blkpolicy::policy {
 
 namespace {
 
-constexpr Named<KnownBy> kKnownBy[] = {
+constexpr util::Named<KnownBy> kKnownBy[] = {
     {KnownBy::always, "always"}, {KnownBy::version, "version"},     {KnownBy::version_and_probe, "version+probe"},
     {KnownBy::probe, "probe"},   {KnownBy::read_back, "read-back"},
 };
-static_assert(in_enum_order(kKnownBy));
+static_assert(util::in_enum_order(kKnownBy));
 
 constexpr VersionRange kEvery{};
 constexpr VersionRange kUnused{{}, {}, false};
@@ -508,7 +508,7 @@ const KernelRow& consulted(std::size_t i) {
 
 }  // namespace
 
-const char* to_string(KnownBy k) { return name_of(kKnownBy, k); }
+const char* to_string(KnownBy k) { return util::name_of(kKnownBy, k); }
 
 bool KernelRow::holds_on(const KernelVersion& v) const {
     return std::any_of(versions.begin(), versions.end(), [&](const VersionRange& r) { return r.contains(v); });
@@ -561,18 +561,18 @@ std::optional<KernelVersion> parse_kernel_release(std::string_view r) {
 }
 
 ReadaheadOnCommit readahead_on_commit(const KernelVersion& v) {
-    constexpr Named<ReadaheadOnCommit> kAnswers[] = {
+    constexpr util::Named<ReadaheadOnCommit> kAnswers[] = {
         {ReadaheadOnCommit::untouched, "untouched"},
         {ReadaheadOnCommit::reset, "reset"},
         {ReadaheadOnCommit::raise, "raise"},
         {ReadaheadOnCommit::unknown, "unknown"},
     };
-    static_assert(in_enum_order(kAnswers));
+    static_assert(util::in_enum_order(kAnswers));
     const auto& row = kernel_row_for("readahead-on-commit", v);
     // Past the newest kernel it was seen on, the version alone says nothing:
     // every write is read back, as on a series that may or may not carry it.
     if (row.beyond_observed(v)) return ReadaheadOnCommit::unknown;
-    return *value_named(kAnswers, row.answer());
+    return *util::value_named(kAnswers, row.answer());
 }
 
 bool bfq_off_wbt_reads_zero(const KernelVersion& v) { return kernel_row_for("bfq-off-wbt-reads", v).answer() == "0"; }
@@ -660,7 +660,7 @@ const KernelRow* disturbed_by(WriteCause cause, std::string_view attribute, cons
 }
 
 const KernelRow& rotational_row(RotationalSource s) {
-    constexpr Named<RotationalSource> kIds[] = {
+    constexpr util::Named<RotationalSource> kIds[] = {
         {RotationalSource::virtio_blk, "rotational-default:virtio-blk"},
         {RotationalSource::nvme, "rotational-default:nvme"},
         {RotationalSource::sd_vpd_b1, "rotational-default:sd-vpd-b1"},
@@ -670,19 +670,19 @@ const KernelRow& rotational_row(RotationalSource s) {
         {RotationalSource::stacked, "rotational-default:stacked"},
         {RotationalSource::driver, "rotational-default:driver"},
     };
-    static_assert(in_enum_order(kIds));
-    return kernel_row(name_of(kIds, s));
+    static_assert(util::in_enum_order(kIds));
+    return kernel_row(util::name_of(kIds, s));
 }
 
 const KernelRow& scheduler_default_row(SchedulerDefault s) {
-    constexpr Named<SchedulerDefault> kIds[] = {
+    constexpr util::Named<SchedulerDefault> kIds[] = {
         {SchedulerDefault::loop_none, "scheduler-default:loop-none"},
         {SchedulerDefault::one_queue_mq_deadline, "scheduler-default:one-queue-mq-deadline"},
         {SchedulerDefault::many_queues_none, "scheduler-default:many-queues-none"},
         {SchedulerDefault::bio_based, "scheduler-default:bio-based"},
     };
-    static_assert(in_enum_order(kIds));
-    return kernel_row(name_of(kIds, s));
+    static_assert(util::in_enum_order(kIds));
+    return kernel_row(util::name_of(kIds, s));
 }
 
 }  // namespace blkpolicy::policy

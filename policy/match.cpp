@@ -3,7 +3,7 @@
 
 #include <fnmatch.h>
 
-#include "policy/names.hpp"
+#include "util/names.hpp"
 
 namespace blkpolicy::policy {
 
@@ -48,15 +48,15 @@ constexpr MatchKeyRow kMatchKeys[] = {
      [](const DeviceFacts& f) { return Values{f.removable ? "true" : "false"}; }},
     {MatchKey::env, "env", Compare::env, kFactProperties, [](const DeviceFacts&) { return Values{}; }},
 };
-static_assert(in_enum_order(kMatchKeys));
+static_assert(util::in_enum_order(kMatchKeys));
 
 const MatchKeyRow& row_of(MatchKey k) { return kMatchKeys[static_cast<std::size_t>(k)]; }
 
 }  // namespace
 
-const char* to_string(MatchKey k) { return name_of(kMatchKeys, k); }
-std::optional<MatchKey> match_key_from_string(std::string_view s) { return value_named(kMatchKeys, s); }
-std::vector<std::string> match_key_names() { return names_of(kMatchKeys); }
+const char* to_string(MatchKey k) { return util::name_of(kMatchKeys, k); }
+std::optional<MatchKey> match_key_from_string(std::string_view s) { return util::value_named(kMatchKeys, s); }
+std::vector<std::string> match_key_names() { return util::names_of(kMatchKeys); }
 bool match_key_is_flag(MatchKey k) { return row_of(k).compare == Compare::flag; }
 
 std::string known_match_keys_text() {

@@ -6,20 +6,20 @@
 #include <set>
 
 #include "policy/match.hpp"
-#include "policy/names.hpp"
 #include "policy/values.hpp"
+#include "util/names.hpp"
 
 namespace blkpolicy::policy {
 
 namespace {
-constexpr Named<ActionKind> kActionKinds[] = {
+constexpr util::Named<ActionKind> kActionKinds[] = {
     {ActionKind::write, "write"},   {ActionKind::unchanged, "unchanged"},     {ActionKind::skip, "skip"},
     {ActionKind::refuse, "refuse"}, {ActionKind::unavailable, "unavailable"},
 };
-static_assert(in_enum_order(kActionKinds));
+static_assert(util::in_enum_order(kActionKinds));
 }  // namespace
 
-const char* to_string(ActionKind k) { return name_of(kActionKinds, k); }
+const char* to_string(ActionKind k) { return util::name_of(kActionKinds, k); }
 
 namespace {
 

@@ -2,7 +2,7 @@
 #include "policy/policy.hpp"
 
 #include "policy/facts.hpp"
-#include "policy/names.hpp"
+#include "util/names.hpp"
 
 namespace blkpolicy::policy {
 
@@ -21,18 +21,19 @@ std::string SourcePos::file_line() const {
 std::string PolicyError::str() const { return pos.str() + ": " + message; }
 
 namespace {
-constexpr Named<Mode> kModes[] = {{Mode::enforce, "enforce"}, {Mode::observe, "observe"}};
-static_assert(in_enum_order(kModes));
+constexpr util::Named<Mode> kModes[] = {{Mode::enforce, "enforce"}, {Mode::observe, "observe"}};
+static_assert(util::in_enum_order(kModes));
 
-constexpr Named<Stack> kStacks[] = {{Stack::none, "none"}, {Stack::dm, "dm"}, {Stack::md, "md"}, {Stack::loop, "loop"}};
-static_assert(in_enum_order(kStacks));
+constexpr util::Named<Stack> kStacks[] = {
+    {Stack::none, "none"}, {Stack::dm, "dm"}, {Stack::md, "md"}, {Stack::loop, "loop"}};
+static_assert(util::in_enum_order(kStacks));
 }  // namespace
 
-const char* to_string(Mode m) { return name_of(kModes, m); }
-std::optional<Mode> mode_from_string(std::string_view s) { return value_named(kModes, s); }
+const char* to_string(Mode m) { return util::name_of(kModes, m); }
+std::optional<Mode> mode_from_string(std::string_view s) { return util::value_named(kModes, s); }
 
-const char* to_string(Stack s) { return name_of(kStacks, s); }
-std::optional<Stack> stack_from_string(std::string_view s) { return value_named(kStacks, s); }
-std::vector<std::string> stack_names() { return names_of(kStacks); }
+const char* to_string(Stack s) { return util::name_of(kStacks, s); }
+std::optional<Stack> stack_from_string(std::string_view s) { return util::value_named(kStacks, s); }
+std::vector<std::string> stack_names() { return util::names_of(kStacks); }
 
 }  // namespace blkpolicy::policy

@@ -6,19 +6,19 @@
 #include <cctype>
 #include <sstream>
 
-#include "policy/names.hpp"
+#include "util/names.hpp"
 
 namespace blkpolicy::policy {
 
 namespace {
-constexpr Named<UdevOp> kUdevOps[] = {
+constexpr util::Named<UdevOp> kUdevOps[] = {
     {UdevOp::match, "=="}, {UdevOp::nomatch, "!="}, {UdevOp::assign, "="},
     {UdevOp::add, "+="},   {UdevOp::remove, "-="},  {UdevOp::assign_final, ":="},
 };
-static_assert(in_enum_order(kUdevOps));
+static_assert(util::in_enum_order(kUdevOps));
 }  // namespace
 
-const char* to_string(UdevOp op) { return name_of(kUdevOps, op); }
+const char* to_string(UdevOp op) { return util::name_of(kUdevOps, op); }
 
 bool is_assignment(UdevOp op) { return op != UdevOp::match && op != UdevOp::nomatch; }
 

@@ -5,7 +5,7 @@
 #include <spdlog/spdlog.h>
 #include <syslog.h>
 
-#include <iterator>
+#include "util/names.hpp"
 
 namespace blkpolicy::systemd {
 
@@ -13,7 +13,7 @@ namespace {
 // Everything an alert kind is, in one row: its name in BLKPOLICY_EVENT, its
 // catalog MESSAGE_ID (systemd/blkpolicy.catalog) and its syslog priority.
 struct KindRow {
-    AlertKind kind;
+    AlertKind value;
     const char* name;
     const char* message_id;
     int priority;
@@ -27,12 +27,7 @@ constexpr KindRow kKinds[] = {
     {AlertKind::resolved, "resolved", "7c0ba1f3a4d94f0e9b6c2d8e51a0f306", LOG_NOTICE},
     {AlertKind::at_risk, "at-risk", "7c0ba1f3a4d94f0e9b6c2d8e51a0f307", LOG_CRIT},
 };
-constexpr bool rows_in_enum_order() {
-    for (std::size_t i = 0; i < std::size(kKinds); ++i)
-        if (static_cast<std::size_t>(kKinds[i].kind) != i) return false;
-    return true;
-}
-static_assert(rows_in_enum_order());
+static_assert(util::in_enum_order(kKinds));
 
 const KindRow& row(AlertKind k) { return kKinds[static_cast<std::size_t>(k)]; }
 }  // namespace

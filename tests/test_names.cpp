@@ -1,32 +1,33 @@
 // SPDX-License-Identifier: MIT
-// Enum <-> text tables (policy/names.hpp): each direction reads one table.
+// Enum <-> text tables (util/names.hpp): each direction reads one table.
 #include <doctest/doctest.h>
 
 #include "policy/facts.hpp"
-#include "policy/names.hpp"
 #include "policy/policy.hpp"
 #include "policy/udev_rules.hpp"
+#include "util/names.hpp"
 
+using namespace blkpolicy;
 using namespace blkpolicy::policy;
 
 namespace {
 enum class Colour { red, green, blue };
-constexpr Named<Colour> kGood[] = {{Colour::red, "red"}, {Colour::green, "green"}, {Colour::blue, "blue"}};
-constexpr Named<Colour> kSwapped[] = {{Colour::green, "green"}, {Colour::red, "red"}, {Colour::blue, "blue"}};
-constexpr Named<Colour> kGap[] = {{Colour::red, "red"}, {Colour::blue, "blue"}};
+constexpr util::Named<Colour> kGood[] = {{Colour::red, "red"}, {Colour::green, "green"}, {Colour::blue, "blue"}};
+constexpr util::Named<Colour> kSwapped[] = {{Colour::green, "green"}, {Colour::red, "red"}, {Colour::blue, "blue"}};
+constexpr util::Named<Colour> kGap[] = {{Colour::red, "red"}, {Colour::blue, "blue"}};
 // The compile-time check a table gets beside its enum can fail.
-static_assert(in_enum_order(kGood));
-static_assert(!in_enum_order(kSwapped));
-static_assert(!in_enum_order(kGap));
+static_assert(util::in_enum_order(kGood));
+static_assert(!util::in_enum_order(kSwapped));
+static_assert(!util::in_enum_order(kGap));
 }  // namespace
 
 TEST_CASE("a name table reads both ways, and answers nothing for what it does not list") {
-    CHECK(std::string(name_of(kGood, Colour::green)) == "green");
-    CHECK(value_named(kGood, "blue") == Colour::blue);
-    CHECK_FALSE(value_named(kGood, "Blue"));
-    CHECK_FALSE(value_named(kGood, ""));
-    CHECK(std::string(name_of(kGap, Colour::blue)) == "?");  // index past a short table
-    CHECK(names_of(kGood) == std::vector<std::string>{"red", "green", "blue"});
+    CHECK(std::string(util::name_of(kGood, Colour::green)) == "green");
+    CHECK(util::value_named(kGood, "blue") == Colour::blue);
+    CHECK_FALSE(util::value_named(kGood, "Blue"));
+    CHECK_FALSE(util::value_named(kGood, ""));
+    CHECK(std::string(util::name_of(kGap, Colour::blue)) == "?");  // index past a short table
+    CHECK(util::names_of(kGood) == std::vector<std::string>{"red", "green", "blue"});
 }
 
 TEST_CASE("every name the product prints parses back to the same value") {

@@ -10,19 +10,19 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "policy/names.hpp"
 #include "udev/discovery.hpp"
 #include "util/files.hpp"
+#include "util/names.hpp"
 
 namespace blkpolicy::udev {
 
 namespace {
-constexpr policy::Named<EventSource> kSources[] = {{EventSource::kernel, "kernel"}, {EventSource::udev, "udev"}};
-static_assert(policy::in_enum_order(kSources));
+constexpr util::Named<EventSource> kSources[] = {{EventSource::kernel, "kernel"}, {EventSource::udev, "udev"}};
+static_assert(util::in_enum_order(kSources));
 }  // namespace
 
 // Also the netlink group names udev_monitor_new_from_netlink takes.
-const char* to_string(EventSource s) { return policy::name_of(kSources, s); }
+const char* to_string(EventSource s) { return util::name_of(kSources, s); }
 
 Monitor::Monitor(EventSource source, int receive_buffer) : source_(source) {
     udev_.reset(udev_new());

@@ -6,10 +6,10 @@
 #include "agent/executor.hpp"
 #include "agent/snapshot.hpp"
 #include "policy/attributes.hpp"
-#include "policy/names.hpp"
 #include "policy/plan.hpp"
 #include "policy/values.hpp"
 #include "udev/discovery.hpp"
+#include "util/names.hpp"
 
 namespace blkpolicy::agent {
 
@@ -18,25 +18,16 @@ using policy::ActionKind;
 using systemd::AlertKind;
 
 namespace {
-constexpr policy::Named<Trigger> kTriggers[] = {
+constexpr util::Named<Trigger> kTriggers[] = {
     {Trigger::verify, "verify"},
     {Trigger::udev_processed, "udev"},
     {Trigger::changed, "change"},
     {Trigger::added, "add"},
 };
-static_assert(policy::in_enum_order(kTriggers));
-
-constexpr policy::Named<AttrStatus> kAttrStatuses[] = {
-    {AttrStatus::ok, "ok"},
-    {AttrStatus::drifted, "drifted"},
-    {AttrStatus::failed, "failed"},
-    {AttrStatus::busy, "busy"},
-};
-static_assert(policy::in_enum_order(kAttrStatuses));
+static_assert(util::in_enum_order(kTriggers));
 }  // namespace
 
-const char* to_string(Trigger t) { return policy::name_of(kTriggers, t); }
-const char* to_string(AttrStatus s) { return policy::name_of(kAttrStatuses, s); }
+const char* to_string(Trigger t) { return util::name_of(kTriggers, t); }
 
 Reconciler::Reconciler(udev::Sysfs& sysfs, const StateDir& state, systemd::EventLog& log, policy::KernelVersion kernel)
     : sysfs_(sysfs), state_(state), log_(log), kernel_(kernel), context_(host_plan_context(sysfs.root().string())) {}
@@ -125,6 +116,72 @@ void Reconciler::alert(AlertKind kind, const std::string& device, const Action& 
     }
     al.message = message;
     log_.alert(al);
+}
+
+void Reconciler::say(Say what_to_say, const AttrPass& p, const std::string& device, const Action& a,
+                     const AttrRecord& r, const std::string& before, const std::string& after,
+                     const AttributeResult* res, const policy::WriterAssignment* writer) {
+    const std::string what = a.attribute + " of " + device;
+    const std::string was = before.empty() ? "unset" : before;
+    // Who moved it, for the three kinds of a value out of policy.
+    const auto cause = [&] {
+        std::string c;
+        switch (p.moved_by) {
+            case AlertKind::reverted:
+                c = what + " went back to the kernel's own value " + before;
+                break;
+            case AlertKind::conflict:
+                c = writer->describe() + " set " + what + " to " + before;
+                break;
+            default:
+                c = what + " is " + before + ", changed outside blkpolicy";
+                break;
+        }
+        return c + " (policy says " + a.expected + ")";
+    };
+    switch (what_to_say) {
+        case Say::nothing:
+            return;
+        case Say::cannot_set:
+            return alert(AlertKind::failed, device, a, r, a.current,
+                         (a.kind == ActionKind::refuse ? "refusing to set " : "cannot set ") + what + " to " +
+                             (a.expected.empty() ? a.desired : a.expected) + ": " + a.note);
+        case Say::back_in_policy:
+            return alert(AlertKind::resolved, device, a, r, before,
+                         what + " is " + a.expected + " again, as the policy says");
+        case Say::left_alone:
+            return alert(p.moved_by, device, a, r, before,
+                         (p.fresh ? what + " is " + before + ", policy says " + a.expected : cause()) +
+                             "; observe mode: left as it is",
+                         writer);
+        case Say::set_first:
+            return alert(AlertKind::applied, device, a, r, a.expected,
+                         "set " + what + " to " + a.expected + " (was " + was + ")");
+        case Say::set_while_settling:
+            return alert(AlertKind::applied, device, a, r, a.expected,
+                         "set " + what + " to " + a.expected + " again: the kernel put back " + before +
+                             " while the device was still being set up; re-applied");
+        case Say::resolved_by_write:
+            return alert(AlertKind::resolved, device, a, r, a.expected,
+                         what + " is " + a.expected + " now, as the policy says");
+        case Say::set_after_busy:
+            return alert(AlertKind::applied, device, a, r, a.expected,
+                         "set " + what + " to " + a.expected + " (was " + was +
+                             "; another writer held the queue at the pass before)");
+        case Say::re_applied:
+            return alert(p.moved_by, device, a, r, before, cause() + "; re-applied", writer);
+        case Say::busy_once:
+            // Contention, not a failure yet: the next pass tries again.
+            return log_.log(LOG_INFO, "cannot set " + what + " to " + a.expected + " yet: " + res->detail +
+                                          "; trying again at the next pass");
+        case Say::still_busy:
+            return alert(AlertKind::failed, device, a, r, after,
+                         "cannot set " + what + " to " + a.expected + ": still busy at a second pass: " + res->detail);
+        case Say::write_failed:
+            return alert(AlertKind::failed, device, a, r, after,
+                         "cannot set " + what + " to " + a.expected + ": " + (res ? res->detail : "not attempted"),
+                         writer);
+    }
 }
 
 bool Reconciler::reconcile(const std::string& device, Trigger trigger) {
@@ -225,19 +282,6 @@ bool Reconciler::reconcile(const std::string& device, Trigger trigger) {
         r.rule = rule_text(a.rule);
         const std::string what = a.attribute + " of " + device;
 
-        // Refused, or not to be had on this host: said once (a failed
-        // alert, the attribute failing in the metrics) until the plan changes.
-        if (a.kind == ActionKind::refuse || a.kind == ActionKind::unavailable) {
-            if (r.status != AttrStatus::failed) {
-                ++r.failures;
-                alert(AlertKind::failed, device, a, r, a.current,
-                      (a.kind == ActionKind::refuse ? "refusing to set " : "cannot set ") + what + " to " +
-                          (a.expected.empty() ? a.desired : a.expected) + ": " + a.note);
-            }
-            r.status = AttrStatus::failed;
-            r.actual = a.current;
-            continue;
-        }
         // What the attribute read just before blkpolicy would write it: after
         // the earlier writes of this pass (a bfq switch zeroes wbt).
         const bool written = res != results.end() && res->second.outcome != Outcome::unchanged;
@@ -247,99 +291,33 @@ bool Reconciler::reconcile(const std::string& device, Trigger trigger) {
         const bool own_write_moved_it = written && a.current == a.expected && res->second.outcome == Outcome::applied;
         const std::string before = written && !own_write_moved_it ? res->second.before : a.current;
 
+        AttrPass pass;
+        pass.unattainable = a.kind == ActionKind::refuse || a.kind == ActionKind::unavailable;
+        pass.fresh = fresh;
+        pass.status = r.status;
         // Already as the policy says (a retried scheduler list may still
         // have written the name it had: nothing moved).
-        if (before == a.expected) {
-            if (!fresh && r.status != AttrStatus::ok)
-                alert(AlertKind::resolved, device, a, r, before,
-                      what + " is " + a.expected + " again, as the policy says");
-            r.status = AttrStatus::ok;
-            r.actual = before;
-            continue;
-        }
-
+        pass.in_policy = before == a.expected;
+        pass.already_shown = r.actual == before;
+        pass.enforce = enforce;
+        pass.settling = settling;
+        pass.stuck = res != results.end() && res->second.after == a.expected &&
+                     (res->second.outcome == Outcome::applied || res->second.outcome == Outcome::unchanged);
+        pass.busy = res != results.end() && res->second.outcome == Outcome::busy;
         policy::Action seen = a;
         seen.current = before;
         const policy::WriterAssignment* writer = nullptr;
-        const AlertKind kind = fresh ? AlertKind::drift : classify(device, seen, r, values, trigger, writer);
-        std::string cause;
-        switch (kind) {
-            case AlertKind::reverted:
-                cause = what + " went back to the kernel's own value " + before;
-                break;
-            case AlertKind::conflict:
-                cause = writer->describe() + " set " + what + " to " + before;
-                break;
-            default:
-                cause = what + " is " + before + ", changed outside blkpolicy";
-                break;
-        }
-        cause += " (policy says " + a.expected + ")";
+        if (!pass.unattainable && !pass.in_policy && !fresh)
+            pass.moved_by = classify(device, seen, r, values, trigger, writer);
 
-        if (!enforce) {
-            if (r.status != AttrStatus::drifted || r.actual != before) {
-                ++r.drifts;
-                if (fresh) cause = what + " is " + before + ", policy says " + a.expected;
-                alert(kind, device, a, r, before, cause + "; observe mode: left as it is", writer);
-            }
-            r.status = AttrStatus::drifted;
-            r.actual = before;
-            continue;
-        }
-
-        const bool stuck = res != results.end() && res->second.after == a.expected &&
-                           (res->second.outcome == Outcome::applied || res->second.outcome == Outcome::unchanged);
-        if (stuck) {
-            if (fresh) {
-                alert(AlertKind::applied, device, a, r, a.expected,
-                      "set " + what + " to " + a.expected + " (was " + (before.empty() ? "unset" : before) + ")");
-            } else if (settling && kind == AlertKind::reverted && r.status == AttrStatus::ok) {
-                alert(AlertKind::applied, device, a, r, a.expected,
-                      "set " + what + " to " + a.expected + " again: the kernel put back " + before +
-                          " while the device was still being set up; re-applied");
-            } else if (r.status == AttrStatus::failed) {
-                alert(AlertKind::resolved, device, a, r, a.expected,
-                      what + " is " + a.expected + " now, as the policy says");
-            } else if (r.status == AttrStatus::busy) {
-                alert(AlertKind::applied, device, a, r, a.expected,
-                      "set " + what + " to " + a.expected + " (was " + (before.empty() ? "unset" : before) +
-                          "; another writer held the queue at the pass before)");
-            } else {
-                ++r.drifts;
-                alert(kind, device, a, r, before, cause + "; re-applied", writer);
-            }
-            r.status = AttrStatus::ok;
-            r.actual = a.expected;
-            continue;
-        }
-        const std::string actual = res == results.end() ? before : res->second.after;
-        if (res != results.end() && res->second.outcome == Outcome::busy) {
-            if (r.status != AttrStatus::busy && r.status != AttrStatus::failed) {
-                // Contention, not a failure yet: the next pass tries again.
-                log_.log(LOG_INFO, "cannot set " + what + " to " + a.expected + " yet: " + res->second.detail +
-                                       "; trying again at the next pass");
-                r.status = AttrStatus::busy;
-                r.actual = actual;
-                continue;
-            }
-            if (r.status == AttrStatus::busy) {
-                ++r.failures;
-                alert(AlertKind::failed, device, a, r, actual,
-                      "cannot set " + what + " to " + a.expected +
-                          ": still busy at a second pass: " + res->second.detail);
-            }
-            r.status = AttrStatus::failed;
-            r.actual = actual;
-            continue;
-        }
-        if (r.status != AttrStatus::failed) {
-            ++r.failures;
-            const std::string detail = res == results.end() ? "not attempted" : res->second.detail;
-            alert(AlertKind::failed, device, a, r, actual, "cannot set " + what + " to " + a.expected + ": " + detail,
-                  writer);
-        }
-        r.status = AttrStatus::failed;
-        r.actual = actual;
+        const Verdict v = verdict(pass);
+        const std::string after = res == results.end() ? before : res->second.after;
+        const std::string& shown = v.shown == Shown::found ? before : v.shown == Shown::expected ? a.expected : after;
+        if (v.counts_drift) ++r.drifts;
+        if (v.counts_failure) ++r.failures;
+        say(v.say, pass, device, a, r, before, after, res == results.end() ? nullptr : &res->second, writer);
+        r.status = v.status;
+        r.actual = shown;
     }
     return true;
 }

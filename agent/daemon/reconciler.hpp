@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/daemon/verdict.hpp"
 #include "agent/executor.hpp"
 #include "agent/state.hpp"
 #include "policy/kernel.hpp"
@@ -26,12 +27,6 @@ enum class Trigger {
     added,           // kernel add uevent, or first sight
 };
 const char* to_string(Trigger t);
-
-// busy: the last pass could not write it because another writer held the
-// queue (EBUSY past the retry bound); tried again at the next pass, and
-// alerted as failed only when that pass finds it busy too.
-enum class AttrStatus { ok, drifted, failed, busy };
-const char* to_string(AttrStatus s);
 
 struct AttrRecord {
     std::string expected;
@@ -114,6 +109,10 @@ private:
     systemd::AlertKind classify(const std::string& device, const policy::Action& a, const AttrRecord& r,
                                 const policy::Values& values, Trigger trigger,
                                 const policy::WriterAssignment*& writer) const;
+    // Says what a verdict says of one attribute: an alert, an info line or nothing.
+    void say(Say what_to_say, const AttrPass& p, const std::string& device, const policy::Action& a,
+             const AttrRecord& r, const std::string& before, const std::string& after, const AttributeResult* res,
+             const policy::WriterAssignment* writer);
     void alert(systemd::AlertKind kind, const std::string& device, const policy::Action& a, const AttrRecord& r,
                const std::string& actual, const std::string& message, const policy::WriterAssignment* writer = nullptr);
 

@@ -54,6 +54,7 @@ expect() {  # ok|refused library header
 }
 expect ok policy policy/plan.hpp
 expect refused policy util/files.hpp
+expect ok policy util/names.hpp
 expect refused policy udev/sysfs.hpp
 expect refused policy agent/state.hpp
 expect refused util policy/values.hpp
@@ -62,6 +63,7 @@ expect refused udev agent/snapshot.hpp
 expect refused udev systemd/alerts.hpp
 expect refused systemd policy/values.hpp
 expect ok systemd util/fd.hpp
+expect ok systemd util/names.hpp
 expect ok agent udev/discovery.hpp
 expect refused agent agent/daemon/reconciler.hpp
 expect refused agent agent/cli/commands.hpp
@@ -73,5 +75,5 @@ expect refused udev measure/session.hpp
 expect ok agent measure/session.hpp
 expect ok daemon agent/snapshot.hpp
 expect refused daemon agent/cli/commands.hpp
-[[ $fail == 0 ]] && echo "layering holds: 21 includes checked"
+[[ $fail == 0 ]] && echo "layering holds: 23 includes checked"
 exit $fail

@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "policy/names.hpp"
+#include "util/names.hpp"
 
 namespace blkpolicy::agent {
 

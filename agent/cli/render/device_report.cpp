@@ -2,25 +2,25 @@
 #include "agent/cli/render/device_report.hpp"
 
 #include "agent/cli/render/common.hpp"
-#include "policy/names.hpp"
 #include "policy/values.hpp"
+#include "util/names.hpp"
 
 namespace blkpolicy::agent {
 
 using nlohmann::json;
 
 namespace {
-constexpr policy::Named<Standing> kStandings[] = {
+constexpr util::Named<Standing> kStandings[] = {
     {Standing::ok, "ok"},
     {Standing::drift, "drift"},
     {Standing::skipped, "skipped"},
     {Standing::refused, "refused"},
     {Standing::unavailable, "unavailable"},
 };
-static_assert(policy::in_enum_order(kStandings));
+static_assert(util::in_enum_order(kStandings));
 }  // namespace
 
-const char* to_string(Standing s) { return policy::name_of(kStandings, s); }
+const char* to_string(Standing s) { return util::name_of(kStandings, s); }
 
 Standing standing_of(const policy::Action& a) {
     if (a.kind == policy::ActionKind::skip) return Standing::skipped;

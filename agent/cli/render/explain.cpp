@@ -3,8 +3,8 @@
 
 #include "agent/cli/render/common.hpp"
 #include "agent/measured.hpp"
-#include "policy/names.hpp"
 #include "policy/values.hpp"
+#include "util/names.hpp"
 
 namespace blkpolicy::agent {
 

@@ -3,7 +3,7 @@
 // come from the same entries, so they cannot drift apart. A table lists its
 // enum's values in declaration order (checked at compile time with
 // static_assert(in_enum_order(table))), which also makes name_of an index.
-// Pure; used by policy/, udev/ and agent/.
+// Pure; used by every layer.
 #pragma once
 
 #include <cstddef>
@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-namespace blkpolicy::policy {
+namespace blkpolicy::util {
 
 template <typename E>
 struct Named {
@@ -53,4 +53,4 @@ std::vector<std::string> names_of(const Row (&table)[N]) {
     return out;
 }
 
-}  // namespace blkpolicy::policy
+}  // namespace blkpolicy::util
