@@ -259,7 +259,28 @@ class Guest:
                     "for i in $(seq 150); do "
                     "grep -qs share /sys/bus/virtio/drivers/9pnet_virtio/*/mount_tag && break; sleep 0.2; done; "
                     "mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 share /mnt/share", timeout=60)
+        self.hold_tracepoints()
         return self
+
+    # The tracepoints blkpolicy switches (measure/events.cpp). Under TCG
+    # (QEMU 7.2 here) a tracepoint switched on or off while another vCPU
+    # runs the code it patches can leave that vCPU trapping on the int3 of
+    # the patch after the kernel finished it: "Oops: int3" in
+    # blk_mq_start_request, a panic, the guest gone (seen once in CI on
+    # 7.3.4, under the daemon's 10% request sample during O_DSYNC writes).
+    # An instance of the harness's own, recording nothing, keeps each
+    # event's static key on for the whole boot, so the switches blkpolicy
+    # makes register and unregister its probes without patching code.
+    HELD_EVENTS = ("block/block_rq_issue", "block/block_rq_complete", "wbt/wbt_lat", "wbt/wbt_step",
+                   "wbt/wbt_timer")
+    HOLD_INSTANCE = "bp-harness-hold"
+
+    def hold_tracepoints(self):
+        t = "/sys/kernel/tracing"
+        d = f"{t}/instances/{self.HOLD_INSTANCE}"
+        enables = " ".join(f"{d}/events/{e}/enable" for e in self.HELD_EVENTS)
+        self.sh(f"mountpoint -q {t} || mount -t tracefs tracefs {t}; mkdir -p {d}; echo 0 > {d}/tracing_on; "
+                f"for f in {enables}; do [ -e $f ] && echo 1 > $f; done; true", timeout=60)
 
     def serial_tail(self, n=40):
         try:
@@ -351,11 +372,11 @@ class Guest:
         args = {"path": "/bin/sh", "arg": ["-c", cmd], "capture-output": True}
         if stdin is not None:
             args["input-data"] = base64.b64encode(stdin.encode()).decode()
-        pid = self.agent.call("guest-exec", args)["pid"]
+        pid = self._agent_call("guest-exec", args)["pid"]
         deadline = time.monotonic() + timeout
         delay = 0.02
         while True:
-            st = self.agent.call("guest-exec-status", {"pid": pid})
+            st = self._agent_call("guest-exec-status", {"pid": pid})
             if st.get("exited"):
                 break
             if time.monotonic() > deadline:
@@ -368,6 +389,23 @@ class Guest:
         if check and rc != 0:
             raise CommandFailed(cmd, rc, out, err)
         return rc, out, err
+
+    def _agent_call(self, command, arguments):
+        """An agent call; a broken connection is named by what broke it
+        (qemu gone, with the kernel's last words) rather than a bare
+        BrokenPipeError."""
+        try:
+            return self.agent.call(command, arguments)
+        except OSError as e:
+            time.sleep(1)
+            rc = self.proc.poll() if self.proc else None
+            if rc is None:
+                raise
+            tail = self.serial_tail(60)
+            panic = "Kernel panic" in tail or "Oops" in tail
+            raise GuestError(f"qemu exited ({rc}) under {command} ({e})" +
+                             (f"; the guest kernel died, serial log {self.serial_log}:\n{tail}" if panic
+                              else f"; serial log {self.serial_log}")) from e
 
     def sh(self, cmd, **kw):
         """Runs CMD and returns its stdout; fails on a non-zero exit."""

@@ -23,7 +23,7 @@ import tempfile
 import time
 
 import images
-from images import CACHE, MIRROR, log
+from images import MIRROR, log
 
 SOURCE_DIR = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 

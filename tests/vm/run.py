@@ -14,7 +14,6 @@ import argparse
 import concurrent.futures
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time

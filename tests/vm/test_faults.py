@@ -548,7 +548,7 @@ def disk_pulled(ctx):
                 expect_eq(machine.main_pid(g), pid, "MainPID after the pull")
                 failed = [e for e in entries_since(g, since, SYSLOG_IDENTIFIER="blkpolicy", BLKPOLICY_DEVICE=name)
                           if e.get("BLKPOLICY_EVENT") in ("failed", "drift", "reverted", "conflict")]
-                expect(not failed, f"alerts for the pulled disk:\n" + "\n".join(e.get("MESSAGE", "") for e in failed))
+                expect(not failed, "alerts for the pulled disk:\n" + "\n".join(e.get("MESSAGE", "") for e in failed))
                 errors = [e.get("MESSAGE", "") for e in entries_since(g, since, SYSLOG_IDENTIFIER="blkpolicy")
                           if int(e.get("PRIORITY", "6")) <= 4]
                 expect(not errors, "warnings or errors after the pull:\n" + "\n".join(errors))

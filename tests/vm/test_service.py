@@ -8,7 +8,6 @@ boot a user gets, and everything after it (reload, restart, kill -9, the
 watchdog, drift alerts, metrics, upgrade, remove, purge) runs in it.
 """
 
-import json
 import os
 import re
 import time
