@@ -98,7 +98,7 @@ private:
             ++r.attempts;
             const int err = sysfs_.write(dir_ + a.path, value);
             if (err != EBUSY) return err;
-            if (attempt == 1) policy::kernel_row("write-contended:ebusy");
+            if (attempt == 1) policy::kernel_row(policy::KRow::write_contended_ebusy);
             ++r.busy;
             if (attempt >= retry_.max_attempts || waited + pause > retry_.budget) return err;
             if (retry_.pause) retry_.pause(pause);
@@ -113,7 +113,7 @@ private:
     // the retained latency is a silent no-op; writing 0 first makes it stick.
     int write(const Action& a, const std::string& value, const std::string& before, AttributeResult& r) {
         if (a.attribute == "wbt_lat_usec" && value != "0" && (before == "0" || a.zero_first)) {
-            policy::kernel_row("wbt-store:retained-value-noop");
+            policy::kernel_row(policy::KRow::wbt_store_retained_value_noop);
             if (int err = write_settled(a, "0", r)) return err;
         }
         return write_settled(a, value, r);

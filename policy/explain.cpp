@@ -56,7 +56,7 @@ void derive_read_ahead(Explanation& e, const Values& v, const ExplainContext& ct
                 {"queue/max_sectors_kb", value_of(v, "max_sectors_kb")}};
     const auto& k = ctx.kernel;
     const std::string kv = "kernel " + version_text(k) + ": ";
-    const auto& on_commit = kernel_row_for("readahead-on-commit", k);
+    const auto& on_commit = kernel_row_for(KQuestion::readahead_on_commit, k);
     e.kernel_rule = on_commit.id;
     e.kernel_rule_standing = standing_on(on_commit, k);
     auto computed = kernel_readahead_kb(k, rot, io_opt, max_kb);
@@ -67,7 +67,8 @@ void derive_read_ahead(Explanation& e, const Values& v, const ExplainContext& ct
         return;
     }
     e.kernel_default = std::to_string(*computed);
-    if (rot && io_opt == 0 && kernel_row_for("readahead-default", k).answer() == "2x-max-sectors")
+    if (rot && io_opt == 0 &&
+        kernel_row_for(KQuestion::readahead_default, k).handle == KRow::readahead_default_2x_max_sectors)
         e.derivation = kv + "the queue is rotational and has no optimal_io_size, so 2 x max_sectors_kb = 2 x " +
                        std::to_string(max_kb) + " = " + e.kernel_default + " KiB (6.17+)";
     else
@@ -174,8 +175,9 @@ void derive_wbt(Explanation& e, const DeviceFacts& f, const Values& v, const Exp
                                                              : "non-rotational (6.11+), so it keeps 2000 after attach");
     e.derivation += "; rotational is " + value_of(v, "rotational") + " now, so -1 or \"default\" would give " +
                     std::to_string(wbt_default_usec(rot_now));
-    e.kernel_rule = kernel_row_for("bfq-off-wbt-reads", ctx.kernel).id;
-    e.kernel_rule_standing = standing_on(kernel_row(e.kernel_rule), ctx.kernel);
+    const auto& row = kernel_row_for(KQuestion::bfq_off_wbt_reads, ctx.kernel);
+    e.kernel_rule = row.id;
+    e.kernel_rule_standing = standing_on(row, ctx.kernel);
     e.disturbs =
         std::string("switching to bfq turns a default wbt off (reads 0") +
         (bfq_off_wbt_reads_zero(ctx.kernel) ? ")" : "; this kernel still shows the old latency, debugfs tells)") +
@@ -219,7 +221,7 @@ void derive_nr_requests(Explanation& e, const Values& v, const ExplainContext& c
     const auto sched = value_of(v, "scheduler");
     e.inputs = {{"queue/scheduler", sched}, {"mq/0/nr_tags (hardware queue depth)", std::to_string(ctx.hw_tags)}};
     if (ctx.hw_queues == 0) {
-        kernel_row("nr-requests-default:bio-based");
+        kernel_row(KRow::nr_requests_default_bio_based);
         e.kernel_default = "128";
         e.derivation =
             "bio-based queue: it allocates no requests; the file, where the kernel shows it, reads the "
@@ -245,8 +247,9 @@ void derive_async_depth(Explanation& e, const Values& v, const ExplainContext& c
     const auto sched = value_of(v, "scheduler");
     const auto nr = parse_int(value_of(v, "nr_requests"));
     e.inputs = {{"queue/scheduler", sched}, {"queue/nr_requests", value_of(v, "nr_requests")}};
-    e.kernel_rule = kernel_row_for("async-depth", ctx.kernel).id;
-    e.kernel_rule_standing = standing_on(kernel_row(e.kernel_rule), ctx.kernel);
+    const auto& row = kernel_row_for(KQuestion::async_depth, ctx.kernel);
+    e.kernel_rule = row.id;
+    e.kernel_rule_standing = standing_on(row, ctx.kernel);
     if (nr) {
         e.kernel_default = std::to_string(async_depth_default(*nr, sched));
         e.derivation = sched == "kyber" || sched == "bfq"

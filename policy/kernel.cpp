@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <charconv>
-#include <stdexcept>
+#include <iterator>
 
 #include "util/names.hpp"
 
@@ -36,7 +36,8 @@ constexpr KernelVersion kNewest{7, 3, 4};
 // first row whose versions hold answers it.
 constexpr KernelRow kRows[] = {
     // What a queue-limits commit does to read_ahead_kb.
-    {"readahead-on-commit:raise",
+    {KRow::readahead_on_commit_raise,
+     "readahead-on-commit:raise",
      "a queue-limits commit raises read_ahead_kb to the computed value and keeps a larger one",
      {from(6, 15), between({6, 12, 117}, {6, 13, 0})},
      KnownBy::version,
@@ -46,7 +47,8 @@ constexpr KernelRow kRows[] = {
      "",
      "blk_apply_bdi_limits, block/blk-settings.c",
      kNewest},
-    {"readahead-on-commit:unknown",
+    {KRow::readahead_on_commit_unknown,
+     "readahead-on-commit:unknown",
      "a stable series that may or may not carry the 6.15 \"only raise\" rule back",
      {between({6, 12, 0}, {6, 12, 117}), between({6, 14, 0}, {6, 15, 0})},
      KnownBy::read_back,
@@ -55,7 +57,8 @@ constexpr KernelRow kRows[] = {
      WriteCause::none,
      "",
      "blk_apply_bdi_limits, block/blk-settings.c"},
-    {"readahead-on-commit:reset",
+    {KRow::readahead_on_commit_reset,
+     "readahead-on-commit:reset",
      "a queue-limits commit sets read_ahead_kb to the computed value, lowering a larger one",
      {between({6, 9, 0}, {6, 12, 0}), between({6, 13, 0}, {6, 14, 0})},
      KnownBy::version,
@@ -64,7 +67,8 @@ constexpr KernelRow kRows[] = {
      WriteCause::none,
      "",
      "blk_apply_bdi_limits, block/blk-settings.c"},
-    {"readahead-on-commit:untouched",
+    {KRow::readahead_on_commit_untouched,
+     "readahead-on-commit:untouched",
      "read_ahead_kb is computed once, when the disk is registered",
      {before(6, 9), kUnused},
      KnownBy::version,
@@ -75,7 +79,8 @@ constexpr KernelRow kRows[] = {
      "blk_register_queue, block/blk-sysfs.c"},
 
     // The read_ahead_kb the kernel computes.
-    {"readahead-default:2x-max-sectors",
+    {KRow::readahead_default_2x_max_sectors,
+     "readahead-default:2x-max-sectors",
      "a rotational queue without optimal_io_size gets 2 x max_sectors_kb",
      {from(6, 17), kUnused},
      KnownBy::version,
@@ -86,7 +91,8 @@ constexpr KernelRow kRows[] = {
      "",
      "blk_apply_bdi_limits, block/blk-settings.c",
      kNewest},
-    {"readahead-default:2x-io-opt",
+    {KRow::readahead_default_2x_io_opt,
+     "readahead-default:2x-io-opt",
      "max(2 x optimal_io_size, 128 KiB), where the 2x-max-sectors rule does not apply",
      {kEvery, kUnused},
      KnownBy::always,
@@ -95,7 +101,8 @@ constexpr KernelRow kRows[] = {
      WriteCause::none,
      "",
      "blk_apply_bdi_limits, block/blk-settings.c"},
-    {"read-ahead:whole-pages",
+    {KRow::read_ahead_whole_pages,
+     "read-ahead:whole-pages",
      "a written read_ahead_kb reads back rounded down to whole pages",
      {kEvery, kUnused},
      KnownBy::always,
@@ -106,7 +113,8 @@ constexpr KernelRow kRows[] = {
      "queue_ra_store, block/blk-sysfs.c"},
 
     // What a write disturbs.
-    {"limits-commit:recomputes-read-ahead",
+    {KRow::limits_commit_recomputes_read_ahead,
+     "limits-commit:recomputes-read-ahead",
      "writing max_sectors_kb, rotational, discard_max_bytes, add_random, iostats or write_cache commits the queue "
      "limits, which recomputes read_ahead_kb",
      {from(6, 9), kUnused},
@@ -117,7 +125,8 @@ constexpr KernelRow kRows[] = {
      "read_ahead_kb",
      "queue_limits_commit_update, block/blk-settings.c",
      kNewest},
-    {"scheduler-switch:resets-nr-requests",
+    {KRow::scheduler_switch_resets_nr_requests,
+     "scheduler-switch:resets-nr-requests",
      "a scheduler switch sets nr_requests to the default for the new scheduler",
      {kEvery, kUnused},
      KnownBy::always,
@@ -126,7 +135,8 @@ constexpr KernelRow kRows[] = {
      WriteCause::scheduler_switch,
      "nr_requests",
      "blk_mq_init_sched, block/blk-mq-sched.c"},
-    {"scheduler-switch:recreates-iosched",
+    {KRow::scheduler_switch_recreates_iosched,
+     "scheduler-switch:recreates-iosched",
      "a scheduler switch recreates iosched/ with the new scheduler's defaults",
      {kEvery, kUnused},
      KnownBy::always,
@@ -135,7 +145,8 @@ constexpr KernelRow kRows[] = {
      WriteCause::scheduler_switch,
      "iosched.",
      "elevator_switch, block/elevator.c"},
-    {"scheduler-switch:resets-async-depth",
+    {KRow::scheduler_switch_resets_async_depth,
+     "scheduler-switch:resets-async-depth",
      "a scheduler switch sets queue/async_depth to the new scheduler's default",
      {from(7, 0), kUnused},
      KnownBy::version_and_probe,
@@ -145,7 +156,8 @@ constexpr KernelRow kRows[] = {
      "async_depth",
      "elevator_switch, block/elevator.c",
      kNewest},
-    {"bfq-attach:turns-default-wbt-off",
+    {KRow::bfq_attach_turns_default_wbt_off,
+     "bfq-attach:turns-default-wbt-off",
      "attaching bfq turns a default wbt off (a manual value stays); leaving bfq turns it back on",
      {kEvery, kUnused},
      KnownBy::version_and_probe,
@@ -154,7 +166,8 @@ constexpr KernelRow kRows[] = {
      WriteCause::scheduler_switch,
      "wbt_lat_usec",
      "bfq_init_queue, block/bfq-iosched.c; wbt_disable_default"},
-    {"nr-requests-write:rescales-async-depth",
+    {KRow::nr_requests_write_rescales_async_depth,
+     "nr-requests-write:rescales-async-depth",
      "writing nr_requests scales queue/async_depth in proportion (64 of 256, then nr_requests 128: 32)",
      {from(7, 0), kUnused},
      KnownBy::version_and_probe,
@@ -166,7 +179,8 @@ constexpr KernelRow kRows[] = {
      kNewest},
 
     // wbt.
-    {"bfq-off-wbt-reads:0",
+    {KRow::bfq_off_wbt_reads_0,
+     "bfq-off-wbt-reads:0",
      "after bfq turned a default wbt off, queue/wbt_lat_usec reads 0",
      {from(6, 2), kUnused},
      KnownBy::version_and_probe,
@@ -176,7 +190,8 @@ constexpr KernelRow kRows[] = {
      "",
      "queue_wb_lat_show, block/blk-sysfs.c",
      kNewest},
-    {"bfq-off-wbt-reads:latency",
+    {KRow::bfq_off_wbt_reads_latency,
+     "bfq-off-wbt-reads:latency",
      "after bfq turned a default wbt off, queue/wbt_lat_usec still reads the old latency",
      {before(6, 2), kUnused},
      KnownBy::version_and_probe,
@@ -185,7 +200,8 @@ constexpr KernelRow kRows[] = {
      WriteCause::none,
      "",
      "queue_wb_lat_show, block/blk-sysfs.c"},
-    {"wbt-default:rotational-at-init",
+    {KRow::wbt_default_rotational_at_init,
+     "wbt-default:rotational-at-init",
      "wbt's default latency is 75000 us if the queue was rotational when wbt started (at registration), else 2000",
      {kEvery, kUnused},
      KnownBy::always,
@@ -194,7 +210,8 @@ constexpr KernelRow kRows[] = {
      WriteCause::none,
      "",
      "wbt_default_latency_nsec, block/blk-wbt.c"},
-    {"wbt-store:retained-value-noop",
+    {KRow::wbt_store_retained_value_noop,
+     "wbt-store:retained-value-noop",
      "writing the latency wbt already keeps does nothing, even when wbt is off: writing 0 first makes it stick",
      {before(6, 19), kUnused},
      KnownBy::read_back,
@@ -204,7 +221,8 @@ constexpr KernelRow kRows[] = {
      WriteCause::none,
      "",
      "wbt_set_lat, block/blk-wbt.c"},
-    {"wbt-store:unknown",
+    {KRow::wbt_store_unknown,
+     "wbt-store:unknown",
      "between the last kernel where the retained latency was a no-op and the first where it turns wbt back on",
      {between({6, 19, 0}, {7, 3, 0}), kUnused},
      KnownBy::read_back,
@@ -213,7 +231,8 @@ constexpr KernelRow kRows[] = {
      WriteCause::none,
      "",
      "wbt_set_lat, block/blk-wbt.c"},
-    {"wbt-store:off-retained-applies",
+    {KRow::wbt_store_off_retained_applies,
+     "wbt-store:off-retained-applies",
      "writing the latency wbt keeps is a no-op while wbt is on, but turns a wbt that is off (bfq) back on",
      {from(7, 3), kUnused},
      KnownBy::read_back,
@@ -226,7 +245,8 @@ constexpr KernelRow kRows[] = {
 
     // Writers that meet on one queue (or on one tag set: the disks of one
     // SCSI host).
-    {"write-contended:ebusy",
+    {KRow::write_contended_ebusy,
+     "write-contended:ebusy",
      "a write of scheduler, nr_requests or async_depth returns EBUSY while another writer updates the queue "
      "(or another queue of the same tag set, such as a disk on the same SCSI host) instead of waiting for it",
      {from(7, 0), between({6, 18, 44}, {6, 19, 0})},
@@ -238,7 +258,8 @@ constexpr KernelRow kRows[] = {
      "",
      "elevator_change, blk_mq_update_nr_requests; block/elevator.c, block/blk-mq.c",
      kNewest},
-    {"write-contended:unknown",
+    {KRow::write_contended_unknown,
+     "write-contended:unknown",
      "a stable series that may or may not carry the EBUSY change back",
      {between({6, 18, 0}, {6, 18, 44}), between({6, 19, 0}, {7, 0, 0})},
      KnownBy::probe,
@@ -247,7 +268,8 @@ constexpr KernelRow kRows[] = {
      WriteCause::none,
      "",
      "elevator_change, blk_mq_update_nr_requests; block/elevator.c, block/blk-mq.c"},
-    {"write-contended:waits",
+    {KRow::write_contended_waits,
+     "write-contended:waits",
      "a contended write of scheduler or nr_requests waits for the other writer",
      {before(6, 18), kUnused},
      KnownBy::probe,
@@ -258,7 +280,8 @@ constexpr KernelRow kRows[] = {
      "elevator_change, blk_mq_update_nr_requests; block/elevator.c, block/blk-mq.c"},
 
     // queue/async_depth (7.0+).
-    {"async-depth:queue-attribute",
+    {KRow::async_depth_queue_attribute,
+     "async-depth:queue-attribute",
      "queue/async_depth caps the tags asynchronous writes may take; mq-deadline's iosched/async_depth is gone",
      {from(7, 0), kUnused},
      KnownBy::version_and_probe,
@@ -268,7 +291,8 @@ constexpr KernelRow kRows[] = {
      "",
      "queue_async_depth_store, block/blk-sysfs.c",
      kNewest},
-    {"async-depth:iosched-tunable",
+    {KRow::async_depth_iosched_tunable,
+     "async-depth:iosched-tunable",
      "no queue/async_depth: mq-deadline has its own iosched/async_depth",
      {before(7, 0), kUnused},
      KnownBy::version_and_probe,
@@ -277,7 +301,8 @@ constexpr KernelRow kRows[] = {
      WriteCause::none,
      "",
      "deadline_async_depth_store, block/mq-deadline.c"},
-    {"async-depth-default:by-scheduler",
+    {KRow::async_depth_default_by_scheduler,
+     "async-depth-default:by-scheduler",
      "after a switch async_depth is nr_requests under none and mq-deadline, and 3/4 of it under kyber and bfq",
      {from(7, 0), kUnused},
      KnownBy::version_and_probe,
@@ -287,7 +312,8 @@ constexpr KernelRow kRows[] = {
      "",
      "blk_mq_init_sched, block/blk-mq-sched.c",
      kNewest},
-    {"async-depth-write:capped-refused-under-none",
+    {KRow::async_depth_write_capped_refused_under_none,
+     "async-depth-write:capped-refused-under-none",
      "a written async_depth above nr_requests reads back as nr_requests; 0, or any value under none, is EINVAL",
      {from(7, 0), kUnused},
      KnownBy::version_and_probe,
@@ -299,7 +325,8 @@ constexpr KernelRow kRows[] = {
      kNewest},
 
     // Loop devices.
-    {"loop-created-rotational:1",
+    {KRow::loop_created_rotational_1,
+     "loop-created-rotational:1",
      "a new loop device starts rotational (before a file is attached)",
      {before(6, 11), kUnused},
      KnownBy::version,
@@ -308,7 +335,8 @@ constexpr KernelRow kRows[] = {
      WriteCause::none,
      "",
      "blk_mq_alloc_disk, drivers/block/loop.c"},
-    {"loop-created-rotational:0",
+    {KRow::loop_created_rotational_0,
+     "loop-created-rotational:0",
      "a new loop device starts non-rotational: rotational is a feature loop does not ask for",
      {from(6, 11), kUnused},
      KnownBy::version,
@@ -320,7 +348,8 @@ constexpr KernelRow kRows[] = {
      kNewest},
 
     // nr_requests.
-    {"nr-requests-default:scheduler",
+    {KRow::nr_requests_default_scheduler,
+     "nr-requests-default:scheduler",
      "with a scheduler: 2 x min(hardware tag depth, 128)",
      {kEvery, kUnused},
      KnownBy::probe,
@@ -329,7 +358,8 @@ constexpr KernelRow kRows[] = {
      WriteCause::none,
      "",
      "blk_mq_init_sched, block/blk-mq-sched.c"},
-    {"nr-requests-default:none",
+    {KRow::nr_requests_default_none,
+     "nr-requests-default:none",
      "without a scheduler: the hardware tag depth",
      {kEvery, kUnused},
      KnownBy::probe,
@@ -338,7 +368,8 @@ constexpr KernelRow kRows[] = {
      WriteCause::none,
      "",
      "blk_mq_init_sched, block/blk-mq-sched.c"},
-    {"nr-requests-default:bio-based",
+    {KRow::nr_requests_default_bio_based,
+     "nr-requests-default:bio-based",
      "a bio-based queue (md, dm linear/crypt) allocates no requests: where the kernel shows the file it reads the "
      "fixed default, 128",
      {kEvery, kUnused},
@@ -351,7 +382,8 @@ constexpr KernelRow kRows[] = {
      "blk_alloc_queue (BLKDEV_DEFAULT_RQ), block/blk-core.c"},
 
     // Read-backs.
-    {"write-cache:two-words",
+    {KRow::write_cache_two_words,
+     "write-cache:two-words",
      "queue/write_cache takes any value starting with \"write back\", \"write through\" or \"none\" and reads back "
      "\"write back\" or \"write through\"",
      {kEvery, kUnused},
@@ -361,7 +393,8 @@ constexpr KernelRow kRows[] = {
      WriteCause::none,
      "",
      "queue_wc_store, block/blk-sysfs.c"},
-    {"rq-affinity:3-ignored",
+    {KRow::rq_affinity_3_ignored,
+     "rq-affinity:3-ignored",
      "rq_affinity accepts 3 (any value above 2) without an error and changes nothing",
      {kEvery, kUnused},
      KnownBy::read_back,
@@ -372,7 +405,8 @@ constexpr KernelRow kRows[] = {
      "queue_rq_affinity_store, block/blk-sysfs.c"},
 
     // rotational, per driver.
-    {"rotational-default:virtio-blk",
+    {KRow::rotational_default_virtio_blk,
+     "rotational-default:virtio-blk",
      "virtio_blk always reports rotational",
      {kEvery, kUnused},
      KnownBy::probe,
@@ -381,7 +415,8 @@ constexpr KernelRow kRows[] = {
      WriteCause::none,
      "",
      "virtblk_probe, drivers/block/virtio_blk.c"},
-    {"rotational-default:nvme",
+    {KRow::rotational_default_nvme,
+     "rotational-default:nvme",
      "NVMe namespaces are non-rotational",
      {kEvery, kUnused},
      KnownBy::probe,
@@ -390,7 +425,8 @@ constexpr KernelRow kRows[] = {
      WriteCause::none,
      "",
      "nvme_alloc_ns, drivers/nvme/host/core.c"},
-    {"rotational-default:sd-vpd-b1",
+    {KRow::rotational_default_sd_vpd_b1,
+     "rotational-default:sd-vpd-b1",
      "sd reads the medium rotation rate from VPD page B1h: 1 is non-rotating",
      {kEvery, kUnused},
      KnownBy::probe,
@@ -399,7 +435,8 @@ constexpr KernelRow kRows[] = {
      WriteCause::none,
      "",
      "sd_read_block_characteristics, drivers/scsi/sd.c"},
-    {"rotational-default:sd-no-vpd",
+    {KRow::rotational_default_sd_no_vpd,
+     "rotational-default:sd-no-vpd",
      "sd without VPD page B1h leaves the disk rotational",
      {kEvery, kUnused},
      KnownBy::probe,
@@ -408,7 +445,8 @@ constexpr KernelRow kRows[] = {
      WriteCause::none,
      "",
      "sd_read_block_characteristics, drivers/scsi/sd.c"},
-    {"rotational-default:loop-backing",
+    {KRow::rotational_default_loop_backing,
+     "rotational-default:loop-backing",
      "a bound loop device takes rotational from its backing file's block device",
      {kEvery, kUnused},
      KnownBy::probe,
@@ -417,7 +455,8 @@ constexpr KernelRow kRows[] = {
      WriteCause::none,
      "",
      "loop_update_rotational, drivers/block/loop.c"},
-    {"rotational-default:loop-unbound",
+    {KRow::rotational_default_loop_unbound,
+     "rotational-default:loop-unbound",
      "an unbound loop device keeps the flag it was created with (see loop-created-rotational)",
      {kEvery, kUnused},
      KnownBy::version,
@@ -426,7 +465,8 @@ constexpr KernelRow kRows[] = {
      WriteCause::none,
      "",
      "loop_add, drivers/block/loop.c"},
-    {"rotational-default:stacked",
+    {KRow::rotational_default_stacked,
+     "rotational-default:stacked",
      "dm and md are rotational when any device below is",
      {kEvery, kUnused},
      KnownBy::probe,
@@ -435,7 +475,8 @@ constexpr KernelRow kRows[] = {
      WriteCause::none,
      "",
      "blk_stack_limits, block/blk-settings.c"},
-    {"rotational-default:driver",
+    {KRow::rotational_default_driver,
+     "rotational-default:driver",
      "any other driver reports it itself",
      {kEvery, kUnused},
      KnownBy::probe,
@@ -446,7 +487,8 @@ constexpr KernelRow kRows[] = {
      "the driver's probe"},
 
     // The scheduler picked at registration.
-    {"scheduler-default:loop-none",
+    {KRow::scheduler_default_loop_none,
+     "scheduler-default:loop-none",
      "the loop driver asks for no scheduler",
      {kEvery, kUnused},
      KnownBy::probe,
@@ -455,7 +497,8 @@ constexpr KernelRow kRows[] = {
      WriteCause::none,
      "",
      "BLK_MQ_F_NO_SCHED_BY_DEFAULT, drivers/block/loop.c"},
-    {"scheduler-default:one-queue-mq-deadline",
+    {KRow::scheduler_default_one_queue_mq_deadline,
+     "scheduler-default:one-queue-mq-deadline",
      "one hardware queue: mq-deadline when it is available",
      {kEvery, kUnused},
      KnownBy::probe,
@@ -464,7 +507,8 @@ constexpr KernelRow kRows[] = {
      WriteCause::none,
      "",
      "elevator_get_default, block/elevator.c"},
-    {"scheduler-default:many-queues-none",
+    {KRow::scheduler_default_many_queues_none,
+     "scheduler-default:many-queues-none",
      "several hardware queues: none",
      {kEvery, kUnused},
      KnownBy::probe,
@@ -473,7 +517,8 @@ constexpr KernelRow kRows[] = {
      WriteCause::none,
      "",
      "elevator_get_default, block/elevator.c"},
-    {"scheduler-default:bio-based",
+    {KRow::scheduler_default_bio_based,
+     "scheduler-default:bio-based",
      "a bio-based queue (md, dm linear/crypt) has no scheduler",
      {kEvery, kUnused},
      KnownBy::probe,
@@ -485,9 +530,24 @@ constexpr KernelRow kRows[] = {
 };
 constexpr std::size_t kRowCount = sizeof(kRows) / sizeof(kRows[0]);
 
-// Rows of one question sit together, and ids are unique.
+static_assert(kRowCount == kKernelRowCount, "a row for every handle, a handle for every row");
+
+constexpr util::Named<KQuestion> kQuestions[] = {
+    {KQuestion::readahead_on_commit, "readahead-on-commit"},
+    {KQuestion::readahead_default, "readahead-default"},
+    {KQuestion::wbt_store, "wbt-store"},
+    {KQuestion::write_contended, "write-contended"},
+    {KQuestion::async_depth, "async-depth"},
+    {KQuestion::bfq_off_wbt_reads, "bfq-off-wbt-reads"},
+    {KQuestion::loop_created_rotational, "loop-created-rotational"},
+};
+static_assert(util::in_enum_order(kQuestions));
+
+// Rows of one question sit together, ids are unique, and row i is the
+// handle i.
 constexpr bool rows_well_formed() {
     for (std::size_t i = 0; i < kRowCount; ++i) {
+        if (static_cast<std::size_t>(kRows[i].handle) != i) return false;
         for (std::size_t j = i + 1; j < kRowCount; ++j) {
             if (kRows[i].id == kRows[j].id) return false;
             if (j > i + 1 && kRows[i].question() == kRows[j].question() &&
@@ -499,6 +559,42 @@ constexpr bool rows_well_formed() {
 }
 static_assert(rows_well_formed());
 
+// The release just before `v` (patch levels counted up to a bound no
+// release reaches): with the ends of every range and the release before
+// each, the points where an answer can change on either side.
+constexpr KernelVersion release_before(const KernelVersion& v) {
+    constexpr int kTop = 1 << 20;
+    if (v.patch > 0) return {v.major, v.minor, v.patch - 1};
+    if (v.minor > 0) return {v.major, v.minor - 1, kTop};
+    return {v.major - 1, kTop, kTop};
+}
+
+constexpr bool answered(std::string_view question, const KernelVersion& v) {
+    for (const auto& r : kRows)
+        if (r.question() == question && r.holds_on(v)) return true;
+    return false;
+}
+
+// Every version question has a row that holds on every release: each
+// range's ends, the release before each, and the first release.
+constexpr bool questions_answered() {
+    for (const auto& q : kQuestions) {
+        if (!answered(q.name, {})) return false;
+        for (const auto& r : kRows) {
+            if (r.question() != q.name) continue;
+            for (const auto& range : r.versions) {
+                if (!range.used) continue;
+                for (const auto& end : {range.from, range.until}) {
+                    if (end.major == 0) continue;
+                    if (!answered(q.name, end) || !answered(q.name, release_before(end))) return false;
+                }
+            }
+        }
+    }
+    return true;
+}
+static_assert(questions_answered());
+
 std::atomic<bool> g_consulted[kRowCount];
 
 const KernelRow& consulted(std::size_t i) {
@@ -509,10 +605,6 @@ const KernelRow& consulted(std::size_t i) {
 }  // namespace
 
 const char* to_string(KnownBy k) { return util::name_of(kKnownBy, k); }
-
-bool KernelRow::holds_on(const KernelVersion& v) const {
-    return std::any_of(versions.begin(), versions.end(), [&](const VersionRange& r) { return r.contains(v); });
-}
 
 bool KernelRow::beyond_observed(const KernelVersion& v) const {
     if (known_by != KnownBy::version && known_by != KnownBy::version_and_probe) return false;
@@ -531,16 +623,17 @@ std::string standing_on(const KernelRow& r, const KernelVersion& v) {
 
 std::span<const KernelRow> kernel_rows() { return kRows; }
 
-const KernelRow& kernel_row(std::string_view id) {
-    for (std::size_t i = 0; i < kRowCount; ++i)
-        if (kRows[i].id == id) return consulted(i);
-    throw std::logic_error("no kernel row " + std::string(id));
-}
+const KernelRow& kernel_row(KRow handle) { return consulted(static_cast<std::size_t>(handle)); }
 
-const KernelRow& kernel_row_for(std::string_view question, const KernelVersion& v) {
-    for (std::size_t i = 0; i < kRowCount; ++i)
-        if (kRows[i].question() == question && kRows[i].holds_on(v)) return consulted(i);
-    throw std::logic_error("no kernel row answers " + std::string(question));
+const KernelRow& kernel_row_for(KQuestion question, const KernelVersion& v) {
+    const std::string_view name = util::name_of(kQuestions, question);
+    std::size_t last = 0;
+    for (std::size_t i = 0; i < kRowCount; ++i) {
+        if (kRows[i].question() != name) continue;
+        if (kRows[i].holds_on(v)) return consulted(i);
+        last = i;
+    }
+    return consulted(last);  // not reached: questions_answered() holds at compile time
 }
 
 std::vector<std::string_view> kernel_rows_consulted() {
@@ -561,33 +654,37 @@ std::optional<KernelVersion> parse_kernel_release(std::string_view r) {
 }
 
 ReadaheadOnCommit readahead_on_commit(const KernelVersion& v) {
-    constexpr util::Named<ReadaheadOnCommit> kAnswers[] = {
-        {ReadaheadOnCommit::untouched, "untouched"},
-        {ReadaheadOnCommit::reset, "reset"},
-        {ReadaheadOnCommit::raise, "raise"},
-        {ReadaheadOnCommit::unknown, "unknown"},
-    };
-    static_assert(util::in_enum_order(kAnswers));
-    const auto& row = kernel_row_for("readahead-on-commit", v);
+    const auto& row = kernel_row_for(KQuestion::readahead_on_commit, v);
     // Past the newest kernel it was seen on, the version alone says nothing:
     // every write is read back, as on a series that may or may not carry it.
     if (row.beyond_observed(v)) return ReadaheadOnCommit::unknown;
-    return *util::value_named(kAnswers, row.answer());
+    switch (row.handle) {
+        case KRow::readahead_on_commit_untouched:
+            return ReadaheadOnCommit::untouched;
+        case KRow::readahead_on_commit_reset:
+            return ReadaheadOnCommit::reset;
+        case KRow::readahead_on_commit_raise:
+            return ReadaheadOnCommit::raise;
+        default:
+            return ReadaheadOnCommit::unknown;
+    }
 }
 
-bool bfq_off_wbt_reads_zero(const KernelVersion& v) { return kernel_row_for("bfq-off-wbt-reads", v).answer() == "0"; }
+bool bfq_off_wbt_reads_zero(const KernelVersion& v) {
+    return kernel_row_for(KQuestion::bfq_off_wbt_reads, v).handle == KRow::bfq_off_wbt_reads_0;
+}
 
 bool loop_created_rotational(const KernelVersion& v) {
-    return kernel_row_for("loop-created-rotational", v).answer() == "1";
+    return kernel_row_for(KQuestion::loop_created_rotational, v).handle == KRow::loop_created_rotational_1;
 }
 
 std::int64_t nr_requests_default(std::int64_t hw_tags, bool scheduler_none) {
-    const auto& row = kernel_row(scheduler_none ? "nr-requests-default:none" : "nr-requests-default:scheduler");
-    return row.answer() == "none" ? hw_tags : 2 * std::min<std::int64_t>(hw_tags, 128);
+    kernel_row(scheduler_none ? KRow::nr_requests_default_none : KRow::nr_requests_default_scheduler);
+    return scheduler_none ? hw_tags : 2 * std::min<std::int64_t>(hw_tags, 128);
 }
 
 std::int64_t registration_readahead_kb(std::int64_t optimal_io_bytes) {
-    kernel_row("readahead-default:2x-io-opt");
+    kernel_row(KRow::readahead_default_2x_io_opt);
     return std::max<std::int64_t>(2 * (optimal_io_bytes / 1024), 128);
 }
 
@@ -595,51 +692,51 @@ std::optional<std::int64_t> kernel_readahead_kb(const KernelVersion& v, bool rot
                                                 std::int64_t max_sectors_kb) {
     if (readahead_on_commit(v) == ReadaheadOnCommit::untouched) return std::nullopt;
     const std::int64_t io_opt_kb = optimal_io_bytes / 1024;
-    const auto& row = rotational && io_opt_kb == 0 ? kernel_row_for("readahead-default", v)
-                                                   : kernel_row("readahead-default:2x-io-opt");
-    if (row.answer() == "2x-max-sectors") return 2 * max_sectors_kb;
+    const auto& row = rotational && io_opt_kb == 0 ? kernel_row_for(KQuestion::readahead_default, v)
+                                                   : kernel_row(KRow::readahead_default_2x_io_opt);
+    if (row.handle == KRow::readahead_default_2x_max_sectors) return 2 * max_sectors_kb;
     return std::max<std::int64_t>(2 * io_opt_kb, 128);
 }
 
 std::int64_t wbt_default_usec(bool rotational) {
-    kernel_row("wbt-default:rotational-at-init");
+    kernel_row(KRow::wbt_default_rotational_at_init);
     return rotational ? 75000 : 2000;
 }
 
 std::int64_t readahead_readback(std::int64_t kb, std::int64_t page_size) {
-    kernel_row("read-ahead:whole-pages");
+    kernel_row(KRow::read_ahead_whole_pages);
     if (page_size < 1024) return kb;
     const std::int64_t page_kb = page_size / 1024;
     return (kb / page_kb) * page_kb;
 }
 
 std::optional<std::string> write_cache_readback(std::string_view value) {
-    kernel_row("write-cache:two-words");
+    kernel_row(KRow::write_cache_two_words);
     if (value.starts_with("write back")) return "write back";
     if (value.starts_with("write through") || value.starts_with("none")) return "write through";
     return std::nullopt;
 }
 
 bool rq_affinity_write_ignored(std::int64_t value) {
-    kernel_row("rq-affinity:3-ignored");
+    kernel_row(KRow::rq_affinity_3_ignored);
     return value > 2;
 }
 
 std::int64_t async_depth_default(std::int64_t nr_requests, std::string_view scheduler) {
-    kernel_row("async-depth-default:by-scheduler");
+    kernel_row(KRow::async_depth_default_by_scheduler);
     if (scheduler == "kyber" || scheduler == "bfq") return nr_requests * 3 / 4;
     return nr_requests;
 }
 
 std::int64_t async_depth_rescaled(std::int64_t async_depth, std::int64_t old_nr, std::int64_t new_nr) {
-    kernel_row("nr-requests-write:rescales-async-depth");
+    kernel_row(KRow::nr_requests_write_rescales_async_depth);
     if (old_nr <= 0) return async_depth;
     return std::max<std::int64_t>(1, async_depth * new_nr / old_nr);
 }
 
 std::optional<std::int64_t> async_depth_readback(std::int64_t value, std::int64_t nr_requests,
                                                  std::string_view scheduler) {
-    kernel_row("async-depth-write:capped-refused-under-none");
+    kernel_row(KRow::async_depth_write_capped_refused_under_none);
     if (value <= 0 || scheduler == "none" || scheduler.empty()) return std::nullopt;
     return std::min(value, nr_requests);
 }
@@ -660,29 +757,27 @@ const KernelRow* disturbed_by(WriteCause cause, std::string_view attribute, cons
 }
 
 const KernelRow& rotational_row(RotationalSource s) {
-    constexpr util::Named<RotationalSource> kIds[] = {
-        {RotationalSource::virtio_blk, "rotational-default:virtio-blk"},
-        {RotationalSource::nvme, "rotational-default:nvme"},
-        {RotationalSource::sd_vpd_b1, "rotational-default:sd-vpd-b1"},
-        {RotationalSource::sd_no_vpd, "rotational-default:sd-no-vpd"},
-        {RotationalSource::loop_backing, "rotational-default:loop-backing"},
-        {RotationalSource::loop_unbound, "rotational-default:loop-unbound"},
-        {RotationalSource::stacked, "rotational-default:stacked"},
-        {RotationalSource::driver, "rotational-default:driver"},
+    // The rows of "rotational-default", in the order of RotationalSource.
+    constexpr KRow kRowsBySource[] = {
+        KRow::rotational_default_virtio_blk,   KRow::rotational_default_nvme,
+        KRow::rotational_default_sd_vpd_b1,    KRow::rotational_default_sd_no_vpd,
+        KRow::rotational_default_loop_backing, KRow::rotational_default_loop_unbound,
+        KRow::rotational_default_stacked,      KRow::rotational_default_driver,
     };
-    static_assert(util::in_enum_order(kIds));
-    return kernel_row(util::name_of(kIds, s));
+    static_assert(std::size(kRowsBySource) == static_cast<std::size_t>(RotationalSource::driver) + 1);
+    return kernel_row(kRowsBySource[static_cast<std::size_t>(s)]);
 }
 
 const KernelRow& scheduler_default_row(SchedulerDefault s) {
-    constexpr util::Named<SchedulerDefault> kIds[] = {
-        {SchedulerDefault::loop_none, "scheduler-default:loop-none"},
-        {SchedulerDefault::one_queue_mq_deadline, "scheduler-default:one-queue-mq-deadline"},
-        {SchedulerDefault::many_queues_none, "scheduler-default:many-queues-none"},
-        {SchedulerDefault::bio_based, "scheduler-default:bio-based"},
+    // The rows of "scheduler-default", in the order of SchedulerDefault.
+    constexpr KRow kRowsByDefault[] = {
+        KRow::scheduler_default_loop_none,
+        KRow::scheduler_default_one_queue_mq_deadline,
+        KRow::scheduler_default_many_queues_none,
+        KRow::scheduler_default_bio_based,
     };
-    static_assert(util::in_enum_order(kIds));
-    return kernel_row(util::name_of(kIds, s));
+    static_assert(std::size(kRowsByDefault) == static_cast<std::size_t>(SchedulerDefault::bio_based) + 1);
+    return kernel_row(kRowsByDefault[static_cast<std::size_t>(s)]);
 }
 
 }  // namespace blkpolicy::policy

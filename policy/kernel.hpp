@@ -52,11 +52,75 @@ enum class KnownBy {
 };
 const char* to_string(KnownBy k);
 
+// One handle per row, in the rows' order (checked at compile time): code
+// names a row by its handle, so a row that does not exist does not build.
+enum class KRow : std::uint8_t {
+    readahead_on_commit_raise,
+    readahead_on_commit_unknown,
+    readahead_on_commit_reset,
+    readahead_on_commit_untouched,
+    readahead_default_2x_max_sectors,
+    readahead_default_2x_io_opt,
+    read_ahead_whole_pages,
+    limits_commit_recomputes_read_ahead,
+    scheduler_switch_resets_nr_requests,
+    scheduler_switch_recreates_iosched,
+    scheduler_switch_resets_async_depth,
+    bfq_attach_turns_default_wbt_off,
+    nr_requests_write_rescales_async_depth,
+    bfq_off_wbt_reads_0,
+    bfq_off_wbt_reads_latency,
+    wbt_default_rotational_at_init,
+    wbt_store_retained_value_noop,
+    wbt_store_unknown,
+    wbt_store_off_retained_applies,
+    write_contended_ebusy,
+    write_contended_unknown,
+    write_contended_waits,
+    async_depth_queue_attribute,
+    async_depth_iosched_tunable,
+    async_depth_default_by_scheduler,
+    async_depth_write_capped_refused_under_none,
+    loop_created_rotational_1,
+    loop_created_rotational_0,
+    nr_requests_default_scheduler,
+    nr_requests_default_none,
+    nr_requests_default_bio_based,
+    write_cache_two_words,
+    rq_affinity_3_ignored,
+    rotational_default_virtio_blk,
+    rotational_default_nvme,
+    rotational_default_sd_vpd_b1,
+    rotational_default_sd_no_vpd,
+    rotational_default_loop_backing,
+    rotational_default_loop_unbound,
+    rotational_default_stacked,
+    rotational_default_driver,
+    scheduler_default_loop_none,
+    scheduler_default_one_queue_mq_deadline,
+    scheduler_default_many_queues_none,
+    scheduler_default_bio_based,
+};
+inline constexpr std::size_t kKernelRowCount = 45;
+
+// The questions a kernel's version answers: one row of each holds on every
+// release (checked at compile time at every range's ends).
+enum class KQuestion {
+    readahead_on_commit,
+    readahead_default,
+    wbt_store,
+    write_contended,
+    async_depth,
+    bfq_off_wbt_reads,
+    loop_created_rotational,
+};
+
 // What a write can disturb: a queue-limits commit, a scheduler switch, or a
 // write of nr_requests (which rescales async_depth on 7.0+).
 enum class WriteCause { none, limits_commit, scheduler_switch, nr_requests_write };
 
 struct KernelRow {
+    KRow handle;
     std::string_view id;                   // "question:answer"; the rows of one question exclude each other
     std::string_view behaviour;            // what the kernel does, in a sentence
     std::array<VersionRange, 2> versions;  // where it holds: either range (the second may be unused)
@@ -70,7 +134,11 @@ struct KernelRow {
     // kernel series it was observed on here. On a newer kernel blkpolicy
     // does not take the version's word for it (see beyond_observed).
     KernelVersion newest_seen{};
-    bool holds_on(const KernelVersion& v) const;
+    constexpr bool holds_on(const KernelVersion& v) const {
+        for (const auto& r : versions)
+            if (r.contains(v)) return true;
+        return false;
+    }
     // Whether the row is keyed on the version (known_by version or
     // version+probe) and `v` lies past the newest kernel it was observed on,
     // in a range that is open-ended: nobody here has seen it hold there.
@@ -83,10 +151,9 @@ struct KernelRow {
 
 // Every row, in the order the questions are asked.
 std::span<const KernelRow> kernel_rows();
-// The row with this id (it must exist: ids are compile-time constants).
-const KernelRow& kernel_row(std::string_view id);
-// The first row of a question that holds on `v`.
-const KernelRow& kernel_row_for(std::string_view question, const KernelVersion& v);
+const KernelRow& kernel_row(KRow handle);
+// The first row of a version question that holds on `v` (there is one).
+const KernelRow& kernel_row_for(KQuestion question, const KernelVersion& v);
 // The rows every call above has returned in this process, for the test that
 // checks each row is exercised by some test.
 std::vector<std::string_view> kernel_rows_consulted();

@@ -225,7 +225,7 @@ DevicePlan plan_device(const Policy& policy, const DeviceFacts& facts, const Val
             a.value = a.expected = w.setting->values.front();  // what the policy asks, as it says it
             a.note = "device has no " + spec->path;
             if (key == "async_depth") {
-                kernel_row("async-depth:iosched-tunable");
+                kernel_row(KRow::async_depth_iosched_tunable);
                 a.note =
                     "this kernel has no queue/async_depth (7.0 and later have it; before, mq-deadline has "
                     "iosched.async_depth)";
@@ -261,7 +261,7 @@ DevicePlan plan_device(const Policy& policy, const DeviceFacts& facts, const Val
                 a.note = "scheduler none has no tunables";
             } else if (a.attribute == "iosched.async_depth" && final_scheduler == "mq-deadline" &&
                        current.count("async_depth")) {
-                kernel_row("async-depth:queue-attribute");
+                kernel_row(KRow::async_depth_queue_attribute);
                 a.kind = ActionKind::unavailable;
                 a.note = "moved: since 7.0 mq-deadline has no iosched/async_depth; set async_depth instead";
             } else if (a.current.empty() && !written.count(WriteCause::scheduler_switch)) {
@@ -277,11 +277,11 @@ DevicePlan plan_device(const Policy& policy, const DeviceFacts& facts, const Val
         } else if (a.attribute == "async_depth") {
             const auto want = parse_int(a.expected).value_or(0);
             if (final_scheduler == "none") {
-                kernel_row("async-depth-write:capped-refused-under-none");
+                kernel_row(KRow::async_depth_write_capped_refused_under_none);
                 a.kind = ActionKind::skip;
                 a.note = "under scheduler none the kernel refuses async_depth (EINVAL): it follows nr_requests";
             } else if (final_nr > 0 && want > final_nr) {
-                kernel_row("async-depth-write:capped-refused-under-none");
+                kernel_row(KRow::async_depth_write_capped_refused_under_none);
                 a.kind = ActionKind::refuse;
                 a.note = "above nr_requests (" + std::to_string(final_nr) + "): the kernel would cap it at that";
             } else if (by_switch) {
@@ -297,7 +297,7 @@ DevicePlan plan_device(const Policy& policy, const DeviceFacts& facts, const Val
                 a.zero_first = true;
                 a.note = "switching to bfq turns default wbt off: written as 0, then the value";
             } else if (a.current == "0") {
-                kernel_row("wbt-store:retained-value-noop");
+                kernel_row(KRow::wbt_store_retained_value_noop);
                 a.zero_first = true;
                 a.note = "wbt is off: written as 0, then the value (the value alone can be a no-op)";
             }

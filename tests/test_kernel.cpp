@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "policy/kernel.hpp"
@@ -48,14 +49,19 @@ TEST_CASE("kernel rows: each says what, where it holds, how blkpolicy knows, and
 // row is the exception: it holds only for a rotational queue without
 // optimal_io_size, and is asked only then).
 TEST_CASE("kernel rows: every version question has exactly one answer for every release from 4.0 to 7.20") {
-    std::set<std::string_view> questions = {
-        "readahead-on-commit", "bfq-off-wbt-reads", "loop-created-rotational", "readahead-default", "write-contended",
-        "async-depth",         "wbt-store"};
+    const std::map<std::string_view, KQuestion> questions = {
+        {"readahead-on-commit", KQuestion::readahead_on_commit},
+        {"bfq-off-wbt-reads", KQuestion::bfq_off_wbt_reads},
+        {"loop-created-rotational", KQuestion::loop_created_rotational},
+        {"readahead-default", KQuestion::readahead_default},
+        {"write-contended", KQuestion::write_contended},
+        {"async-depth", KQuestion::async_depth},
+        {"wbt-store", KQuestion::wbt_store}};
     for (int major = 4; major <= 7; ++major)
         for (int minor = 0; minor <= 20; ++minor)
             for (int patch : {0, 1, 116, 117, 300}) {
                 const KernelVersion v{major, minor, patch};
-                for (auto q : questions) {
+                for (const auto& [q, question] : questions) {
                     int answers = 0;
                     for (const auto& r : kernel_rows())
                         if (r.question() == q && r.holds_on(v)) ++answers;
@@ -64,7 +70,8 @@ TEST_CASE("kernel rows: every version question has exactly one answer for every 
                     CAPTURE(minor);
                     // readahead-default has a row for every version plus the 6.17 one.
                     CHECK(answers == (q == "readahead-default" && v.at_least(6, 17) ? 2 : 1));
-                    CHECK_NOTHROW(kernel_row_for(q, v));
+                    CHECK(kernel_row_for(question, v).question() == q);
+                    CHECK(kernel_row_for(question, v).holds_on(v));
                 }
             }
 }
@@ -81,7 +88,7 @@ TEST_CASE("read_ahead_kb on a queue-limits commit, per kernel (observed: 6.1.0, 
     CHECK(readahead_on_commit({6, 14, 3}) == ReadaheadOnCommit::unknown);
     CHECK(readahead_on_commit({6, 15, 0}) == ReadaheadOnCommit::raise);
     CHECK(readahead_on_commit({6, 18, 44}) == ReadaheadOnCommit::raise);
-    CHECK(kernel_row_for("readahead-on-commit", {6, 14, 3}).known_by == KnownBy::read_back);
+    CHECK(kernel_row_for(KQuestion::readahead_on_commit, {6, 14, 3}).known_by == KnownBy::read_back);
 }
 
 TEST_CASE("the read_ahead_kb the kernel computes, per kernel") {
@@ -175,39 +182,40 @@ TEST_CASE("kernel rows keyed on the version say the newest kernel they were obse
 }
 
 TEST_CASE("where the model ends: past the newest kernel a row was seen on, blkpolicy reads back or probes") {
-    const auto& raise = kernel_row("readahead-on-commit:raise");
+    const auto& raise = kernel_row(KRow::readahead_on_commit_raise);
     CHECK_FALSE(raise.beyond_observed({7, 3, 4}));
     CHECK_FALSE(raise.beyond_observed({7, 3, 99}));  // a later stable release of a series seen here
     CHECK(raise.beyond_observed({7, 4, 0}));
     CHECK(raise.beyond_observed({9, 0, 0}));
     CHECK_FALSE(raise.beyond_observed({6, 15, 0}));
     // Not keyed on the version: the same everywhere, or only a probe knows.
-    CHECK_FALSE(kernel_row("wbt-default:rotational-at-init").beyond_observed({9, 0, 0}));
-    CHECK_FALSE(kernel_row("write-contended:ebusy").beyond_observed({9, 0, 0}));
+    CHECK_FALSE(kernel_row(KRow::wbt_default_rotational_at_init).beyond_observed({9, 0, 0}));
+    CHECK_FALSE(kernel_row(KRow::write_contended_ebusy).beyond_observed({9, 0, 0}));
     // A closed range ends before the question can arise.
-    CHECK_FALSE(kernel_row("readahead-on-commit:untouched").beyond_observed({6, 1, 0}));
+    CHECK_FALSE(kernel_row(KRow::readahead_on_commit_untouched).beyond_observed({6, 1, 0}));
 
     // The behaviour: on 9.0 the only-raise rule is not taken on the version's word.
     CHECK(readahead_on_commit({9, 0, 0}) == ReadaheadOnCommit::unknown);
     CHECK(readahead_on_commit({7, 3, 4}) == ReadaheadOnCommit::raise);
     CHECK(standing_on(raise, {9, 0, 0}) == "not observed past 7.3: read back");
-    CHECK(standing_on(kernel_row("limits-commit:recomputes-read-ahead"), {9, 0, 0}) == "not observed past 7.3: probe");
+    CHECK(standing_on(kernel_row(KRow::limits_commit_recomputes_read_ahead), {9, 0, 0}) ==
+          "not observed past 7.3: probe");
     CHECK(standing_on(raise, {7, 3, 4}) == "holds");
     CHECK(standing_on(raise, {6, 1, 0}) == "does not hold");
 }
 
 TEST_CASE("contended writes: EBUSY from 7.0 and the 6.18 series it was seen on; unknown between; waits before") {
-    CHECK(kernel_row_for("write-contended", {6, 1, 0}).id == "write-contended:waits");
-    CHECK(kernel_row_for("write-contended", {6, 12, 117}).id == "write-contended:waits");
-    CHECK(kernel_row_for("write-contended", {6, 18, 10}).id == "write-contended:unknown");
-    CHECK(kernel_row_for("write-contended", {6, 18, 44}).id == "write-contended:ebusy");
-    CHECK(kernel_row_for("write-contended", {6, 19, 3}).id == "write-contended:unknown");
-    CHECK(kernel_row_for("write-contended", {7, 3, 4}).id == "write-contended:ebusy");
+    CHECK(kernel_row_for(KQuestion::write_contended, {6, 1, 0}).id == "write-contended:waits");
+    CHECK(kernel_row_for(KQuestion::write_contended, {6, 12, 117}).id == "write-contended:waits");
+    CHECK(kernel_row_for(KQuestion::write_contended, {6, 18, 10}).id == "write-contended:unknown");
+    CHECK(kernel_row_for(KQuestion::write_contended, {6, 18, 44}).id == "write-contended:ebusy");
+    CHECK(kernel_row_for(KQuestion::write_contended, {6, 19, 3}).id == "write-contended:unknown");
+    CHECK(kernel_row_for(KQuestion::write_contended, {7, 3, 4}).id == "write-contended:ebusy");
 }
 
 TEST_CASE("async_depth (7.0+): the default per scheduler, rescaling by nr_requests, read-back and refusals") {
-    CHECK(kernel_row_for("async-depth", {7, 3, 4}).id == "async-depth:queue-attribute");
-    CHECK(kernel_row_for("async-depth", {6, 18, 44}).id == "async-depth:iosched-tunable");
+    CHECK(kernel_row_for(KQuestion::async_depth, {7, 3, 4}).id == "async-depth:queue-attribute");
+    CHECK(kernel_row_for(KQuestion::async_depth, {6, 18, 44}).id == "async-depth:iosched-tunable");
     // Measured on 7.3.4: 256 under none and mq-deadline, 192 under kyber and bfq.
     CHECK(async_depth_default(256, "none") == 256);
     CHECK(async_depth_default(256, "mq-deadline") == 256);
@@ -231,8 +239,8 @@ TEST_CASE("async_depth (7.0+): the default per scheduler, rescaling by nr_reques
 }
 
 TEST_CASE("wbt: writing the retained latency turns a wbt bfq turned off back on only from 7.3 (observed 7.3.4)") {
-    CHECK(kernel_row_for("wbt-store", {6, 1, 0}).id == "wbt-store:retained-value-noop");
-    CHECK(kernel_row_for("wbt-store", {6, 18, 44}).id == "wbt-store:retained-value-noop");
-    CHECK(kernel_row_for("wbt-store", {7, 0, 0}).id == "wbt-store:unknown");
-    CHECK(kernel_row_for("wbt-store", {7, 3, 4}).id == "wbt-store:off-retained-applies");
+    CHECK(kernel_row_for(KQuestion::wbt_store, {6, 1, 0}).id == "wbt-store:retained-value-noop");
+    CHECK(kernel_row_for(KQuestion::wbt_store, {6, 18, 44}).id == "wbt-store:retained-value-noop");
+    CHECK(kernel_row_for(KQuestion::wbt_store, {7, 0, 0}).id == "wbt-store:unknown");
+    CHECK(kernel_row_for(KQuestion::wbt_store, {7, 3, 4}).id == "wbt-store:off-retained-applies");
 }
