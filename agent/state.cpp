@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "policy/values.hpp"
+#include "util/fd.hpp"
 #include "util/files.hpp"
 #include "util/json_text.hpp"
 
@@ -145,18 +146,17 @@ std::optional<StateDir::Frozen> StateDir::load(const policy::DeviceFacts& live, 
     // open(2) rather than an ifstream: a new device has no record, and the
     // daemon asks on the way to its first write.
     const auto path = facts_path(live.name);
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return std::nullopt;
+    const util::Fd fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+    if (!fd) return std::nullopt;
     std::string text;
     char buf[4096];
     ssize_t n;
     // A read that does not fill the buffer reached the end of a regular
     // file: no second read(2) to be told so.
-    while ((n = ::read(fd, buf, sizeof buf)) > 0 && text.size() < (1u << 16)) {
+    while ((n = ::read(fd.get(), buf, sizeof buf)) > 0 && text.size() < (1u << 16)) {
         text.append(buf, static_cast<std::size_t>(n));
         if (static_cast<std::size_t>(n) < sizeof buf) break;
     }
-    ::close(fd);
     const auto identity = identity_of(live);
     if (auto exact = exact_record(text, record_head(live.name, identity))) return exact;
     json j = json::parse(text, nullptr, false);

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "measure/tracefs.hpp"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -137,15 +136,13 @@ std::string find_tracefs(const std::string& sysfs_root, std::string* why_not) {
 
 int remove_stale_instances(const std::string& tracefs) {
     const std::string dir = tracefs + "/instances";
-    DIR* d = ::opendir(dir.c_str());
-    if (!d) return 0;
-    std::vector<std::string> stale;
-    while (const dirent* e = ::readdir(d)) {
-        const long pid = pid_in_name(e->d_name);
+    std::vector<std::string> names, stale;
+    if (util::list_directory(dir, names) != 0) return 0;
+    for (const auto& name : names) {
+        const long pid = pid_in_name(name);
         if (pid <= 0 || pid == ::getpid()) continue;
-        if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) stale.emplace_back(e->d_name);
+        if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) stale.push_back(name);
     }
-    ::closedir(d);
     int removed = 0;
     for (const auto& name : stale)
         if (remove_instance(dir + "/" + name)) ++removed;
@@ -229,17 +226,15 @@ util::Status TraceInstance::configure(const TraceOptions& o) {
     }
 
     const std::string per_cpu = path_ + "/per_cpu";
-    DIR* d = ::opendir(per_cpu.c_str());
-    if (!d) return fail("list " + per_cpu, errno);
+    std::vector<std::string> entries;
+    if (int e = util::list_directory(per_cpu, entries)) return fail("list " + per_cpu, e);
     std::vector<int> numbers;
-    while (const dirent* e = ::readdir(d)) {
+    for (const std::string_view name : entries) {
         int n = 0;
-        const std::string_view name = e->d_name;
         if (name.rfind("cpu", 0) != 0) continue;
         const auto [end, ec] = std::from_chars(name.data() + 3, name.data() + name.size(), n);
         if (ec == std::errc() && end == name.data() + name.size()) numbers.push_back(n);
     }
-    ::closedir(d);
     std::sort(numbers.begin(), numbers.end());
     for (int n : numbers) {
         const std::string file = per_cpu + "/cpu" + std::to_string(n) + "/trace_pipe_raw";

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
-// util/files: bounded reads, atomic writes, errno text; util/json_text.
+// util/files: bounded reads, atomic writes, directory lists, errno text;
+// util/fd; util/json_text.
 #include <doctest/doctest.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 
 #include <cerrno>
@@ -8,8 +10,10 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <set>
 
 #include "support/temp_dir.hpp"
+#include "util/fd.hpp"
 #include "util/files.hpp"
 #include "util/json_text.hpp"
 
@@ -68,6 +72,37 @@ TEST_CASE("write_atomically keeps the old file and leaves no temporary file when
     const auto nodir = util::write_atomically((dir.path() / "gone" / "x.json").string(), "{}\n");
     CHECK(nodir.message() ==
           "cannot write " + (dir.path() / "gone" / "x.json.tmp").string() + ": No such file or directory");
+}
+
+TEST_CASE("list_directory gives the names without . and .., or opendir's errno") {
+    TempDir dir;
+    put(dir.path() / "a", "");
+    std::filesystem::create_directory(dir.path() / "b");
+    std::vector<std::string> names;
+    REQUIRE(util::list_directory(dir.path().string(), names) == 0);
+    CHECK(std::set<std::string>(names.begin(), names.end()) == std::set<std::string>{"a", "b"});
+    names.clear();
+    CHECK(util::list_directory((dir.path() / "missing").string(), names) == ENOENT);
+    CHECK(util::list_directory((dir.path() / "a").string(), names) == ENOTDIR);
+    CHECK(names.empty());
+}
+
+TEST_CASE("util::Fd closes once, and close() says how it went") {
+    TempDir dir;
+    put(dir.path() / "f", "x");
+    util::Fd fd{::open((dir.path() / "f").c_str(), O_RDONLY | O_CLOEXEC)};
+    REQUIRE(fd);
+    const int raw = fd.get();
+    CHECK(fd.close() == 0);
+    CHECK_FALSE(fd);
+    CHECK(fd.close() == 0);  // nothing left to close
+    // The descriptor is really closed: fcntl on it fails (nothing reopened it meanwhile).
+    CHECK(::fcntl(raw, F_GETFD) == -1);
+    CHECK(errno == EBADF);
+    util::Fd moved{::open((dir.path() / "f").c_str(), O_RDONLY | O_CLOEXEC)};
+    util::Fd owner = std::move(moved);
+    CHECK_FALSE(moved);
+    CHECK(owner);
 }
 
 TEST_CASE("errno text names the constant") {

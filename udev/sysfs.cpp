@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "udev/sysfs.hpp"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -9,6 +8,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+
+#include "util/fd.hpp"
+#include "util/files.hpp"
 
 namespace blkpolicy::udev {
 
@@ -37,14 +39,14 @@ std::string Sysfs::at(const std::string& rel) const {
 ReadResult Sysfs::read(const std::string& rel) const {
     ReadResult r;
     const auto path = at(rel);
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
+    const util::Fd fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+    if (!fd) {
         r.err = errno;
         return r;
     }
     char buf[4096];
     for (;;) {
-        ssize_t n = ::read(fd, buf, sizeof buf);
+        ssize_t n = ::read(fd.get(), buf, sizeof buf);
         if (n < 0) {
             if (errno == EINTR) continue;
             r.err = errno;
@@ -56,7 +58,6 @@ ReadResult Sysfs::read(const std::string& rel) const {
         if (static_cast<std::size_t>(n) < sizeof buf) break;
         if (r.value.size() > (1u << 20)) break;  // no sysfs attribute is this large
     }
-    ::close(fd);
     return r;
 }
 
@@ -64,19 +65,19 @@ int Sysfs::write(const std::string& rel, std::string_view value) {
     if (rel.empty() || rel.front() == '/' || rel.find("..") != std::string::npos) return EPERM;
     const auto path = at(rel);
     // O_TRUNC is ignored by sysfs and makes a fake tree's regular file behave like it.
-    int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_TRUNC);
-    if (fd < 0) return errno;
+    util::Fd fd{::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_TRUNC)};
+    if (!fd) return errno;
     int err = 0;
     ssize_t n;
     do {
-        n = ::write(fd, value.data(), value.size());
+        n = ::write(fd.get(), value.data(), value.size());
     } while (n < 0 && errno == EINTR);
     if (n < 0)
         err = errno;
     else if (static_cast<std::size_t>(n) != value.size())
         err = EIO;
-    if (::close(fd) < 0 && err == 0) err = errno;
-    return err;
+    const int closed = fd.close();
+    return err != 0 ? err : closed;
 }
 
 bool Sysfs::has_debugfs_block() const {
@@ -93,13 +94,7 @@ bool Sysfs::is_dir(const std::string& rel) const {
 
 std::vector<std::string> Sysfs::list(const std::string& rel) const {
     std::vector<std::string> out;
-    DIR* d = ::opendir(at(rel).c_str());
-    if (!d) return out;
-    while (const dirent* e = ::readdir(d)) {
-        const std::string_view n = e->d_name;
-        if (n != "." && n != "..") out.emplace_back(n);
-    }
-    ::closedir(d);
+    if (util::list_directory(at(rel), out) != 0) return out;
     std::sort(out.begin(), out.end());
     return out;
 }

@@ -8,6 +8,7 @@
 
 #include <unistd.h>
 
+#include <cerrno>
 #include <utility>
 
 namespace blkpolicy::util {
@@ -33,6 +34,12 @@ public:
     void reset(int fd = -1) {
         if (fd_ >= 0) ::close(fd_);
         fd_ = fd;
+    }
+    // Closes it now and says how that went (0, or errno): a write's error
+    // can come only at close(2).
+    int close() {
+        if (fd_ < 0) return 0;
+        return ::close(std::exchange(fd_, -1)) < 0 ? errno : 0;
     }
 
 private:

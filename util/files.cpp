@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "util/files.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -9,30 +10,31 @@
 
 #include <cerrno>
 #include <cstring>
+#include <memory>
+#include <string_view>
+
+#include "util/fd.hpp"
 
 namespace blkpolicy::util {
 
 Result<std::string> read_bounded_file(const std::string& path, std::size_t limit, const std::string& what) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) return Status::failure(std::string("cannot read: ") + std::strerror(errno));
+    const Fd fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)};
+    if (!fd) return Status::failure(std::string("cannot read: ") + std::strerror(errno));
     struct stat st {};
-    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        ::close(fd);
+    if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
         return Status::failure("not a regular file: " + what + " must be one");
     }
     auto too_big = [&](std::size_t size) {
         return "the file is " + std::to_string(size) + " bytes; " + what + " may have at most " +
                std::to_string(limit >> 20) + " MiB";
     };
-    if (static_cast<std::size_t>(st.st_size) > limit) {
-        ::close(fd);
+    if (static_cast<std::size_t>(st.st_size) > limit)
         return Status::failure(too_big(static_cast<std::size_t>(st.st_size)));
-    }
     std::string text;
     char buf[65536];
     std::string err;
     for (;;) {
-        const ssize_t n = ::read(fd, buf, sizeof buf);
+        const ssize_t n = ::read(fd.get(), buf, sizeof buf);
         if (n < 0 && errno == EINTR) continue;
         if (n < 0) {
             err = std::string("cannot read: ") + std::strerror(errno);
@@ -45,22 +47,21 @@ Result<std::string> read_bounded_file(const std::string& path, std::size_t limit
             break;
         }
     }
-    ::close(fd);
     if (!err.empty()) return Status::failure(err);
     return text;
 }
 
 Status write_atomically(const std::string& path, const std::string& text) {
     const std::string tmp = path + ".tmp";
-    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) return Status::failure("cannot write " + tmp + ": " + std::strerror(errno));
+    Fd fd{::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)};
+    if (!fd) return Status::failure("cannot write " + tmp + ": " + std::strerror(errno));
     std::size_t done = 0;
     while (done < text.size()) {
-        const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+        const ssize_t n = ::write(fd.get(), text.data() + done, text.size() - done);
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) {
             const std::string why = n < 0 ? std::strerror(errno) : "short write";
-            ::close(fd);
+            fd.reset();
             ::unlink(tmp.c_str());
             return Status::failure("cannot write " + tmp + ": " + why);
         }
@@ -69,13 +70,12 @@ Status write_atomically(const std::string& path, const std::string& text) {
     // Whatever fails from here on, the temporary file goes: the next write
     // would truncate it anyway, but a reader of the directory should never
     // find a half-kept state file beside the real one.
-    const auto fail = [&tmp](const std::string& what) {
-        const std::string why = std::strerror(errno);
+    const auto fail = [&tmp](const std::string& what, int err) {
         ::unlink(tmp.c_str());
-        return Status::failure(what + tmp + ": " + why);
+        return Status::failure(what + tmp + ": " + std::strerror(err));
     };
-    if (::close(fd) != 0) return fail("cannot write ");
-    if (::rename(tmp.c_str(), path.c_str()) != 0) return fail("cannot rename ");
+    if (const int err = fd.close()) return fail("cannot write ", err);
+    if (::rename(tmp.c_str(), path.c_str()) != 0) return fail("cannot rename ", errno);
     return {};
 }
 
@@ -86,15 +86,23 @@ std::string errno_text(int err) {
     return s;
 }
 
+int list_directory(const std::string& path, std::vector<std::string>& names) {
+    const std::unique_ptr<DIR, int (*)(DIR*)> d{::opendir(path.c_str()), &::closedir};
+    if (!d) return errno;
+    while (const dirent* e = ::readdir(d.get())) {
+        const std::string_view n = e->d_name;
+        if (n != "." && n != "..") names.emplace_back(n);
+    }
+    return 0;
+}
+
 bool unix_socket_accepts(const char* path, int type) {
-    int fd = ::socket(AF_UNIX, type | SOCK_CLOEXEC, 0);
-    if (fd < 0) return false;
+    const Fd fd{::socket(AF_UNIX, type | SOCK_CLOEXEC, 0)};
+    if (!fd) return false;
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
     std::strncpy(addr.sun_path, path, sizeof addr.sun_path - 1);
-    const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
-    ::close(fd);
-    return ok;
+    return ::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
 }
 
 }  // namespace blkpolicy::util

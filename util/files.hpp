@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "util/status.hpp"
 
@@ -22,6 +23,10 @@ Status write_atomically(const std::string& path, const std::string& text);
 
 // "Invalid argument (EINVAL)"
 std::string errno_text(int err);
+
+// The names in a directory, "." and ".." left out, in the order readdir
+// gives them, into `names`; 0, or the errno of opendir.
+int list_directory(const std::string& path, std::vector<std::string>& names);
 
 // Whether a server accepts connections on the unix socket at `path` (a
 // socket file outlives its server: only a successful connect tells).
