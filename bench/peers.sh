@@ -9,7 +9,10 @@
 #   bench/peers.sh                       # Debian 13 (6.12) and Debian 13 with the 7.x kernel
 #   bench/peers.sh --suite bookworm      # another guest
 # BLKPOLICY_PEERS_BURST (default 64) and BLKPOLICY_PEERS_IDLE_SECONDS
-# (default 60) make a shorter run for trying it out.
+# (default 60) make a shorter run for trying it out; BLKPOLICY_PEERS_TOOLS
+# (blkpolicy tuned udev floor) and BLKPOLICY_PEERS_ROWS (hotplug burst idle
+# boot) run some of it:
+#   BLKPOLICY_PEERS_TOOLS="blkpolicy floor" BLKPOLICY_PEERS_ROWS=burst bench/peers.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh --tests

@@ -10,8 +10,9 @@ Each tool runs alone (the others stopped or removed), and for each:
    the kernel's add uevent (udevadm monitor) to the values on the disk
    (a poller reading sysfs, builtin reads only);
 2. a burst of 64 SCSI disks added at once: per disk median and max, the
-   disks left without the values, and the kernel's own share (the floor
-   times each of its writes);
+   disks left without the values, the kernel's own share (the floor
+   times each of its writes), and where the guest's CPU time went (the
+   tool's unit, udevd, journald, the whole guest);
 3. drift: read_ahead_kb moved behind the tool's back on a hot-added disk:
    the time until it is back, if it comes back;
 4. idle: wake-ups (context switches of every thread) and CPU time per hour
@@ -51,6 +52,10 @@ TWO = {"scheduler", "read_ahead_kb"}
 BURST = int(os.environ.get("BLKPOLICY_PEERS_BURST", test_devices.BURST))
 IDLE_SECONDS = int(os.environ.get("BLKPOLICY_PEERS_IDLE_SECONDS", 60))
 TOOLS = ["blkpolicy", "tuned", "udev", "floor"]
+# A shorter run for one question: BLKPOLICY_PEERS_TOOLS="blkpolicy floor"
+# BLKPOLICY_PEERS_ROWS="burst" (rows: hotplug burst idle boot).
+RUN_TOOLS = [t for t in TOOLS if t in os.environ.get("BLKPOLICY_PEERS_TOOLS", " ".join(TOOLS)).replace(",", " ").split()]
+ROWS = set(os.environ.get("BLKPOLICY_PEERS_ROWS", "hotplug burst idle boot").replace(",", " ").split())
 # Every disk but the root (vda): the patterns each tool is given.
 KERNEL_GLOBS = ["sd*", "vd[b-z]", "nvme*n*"]
 FLOOR_PREFIXES = "sd,vd,nvme"
@@ -150,8 +155,10 @@ def _median_max(values):
 
 # --- the tools ---------------------------------------------------------------
 
-# The unit each tool runs as (the udev rule's: udevd's; the floor has none).
-UNITS = {"blkpolicy": UNIT, "tuned": "tuned.service", "udev": "systemd-udevd.service"}
+# The unit each tool runs as (the udev rule's: udevd's; the floor is run as
+# a transient unit, so that its CPU time is counted as the others' are).
+FLOOR_UNIT = "bp-floor.service"
+UNITS = {"blkpolicy": UNIT, "tuned": "tuned.service", "udev": "systemd-udevd.service", "floor": FLOOR_UNIT}
 
 
 def _start(g, tool, daemon_extra=""):
@@ -167,7 +174,9 @@ def _start(g, tool, daemon_extra=""):
         g.sh("udevadm control --reload")
     elif tool == "floor":
         args = " ".join(f"{k}={v}" for k, v in VALUES)
-        g.sh(f"rm -f /run/bp-floor.log; setsid {FLOOR} {FLOOR_PREFIXES} {args} >/run/bp-floor.log 2>&1 </dev/null &")
+        g.sh(f"systemctl stop {FLOOR_UNIT} 2>/dev/null; systemctl reset-failed {FLOOR_UNIT} 2>/dev/null; "
+             f"rm -f /run/bp-floor.log; systemd-run -q --unit={FLOOR_UNIT} -p StandardOutput=file:/run/bp-floor.log "
+             f"-p StandardError=file:/run/bp-floor.log {FLOOR} {FLOOR_PREFIXES} {args}")
         g.wait_for("grep -q ready /run/bp-floor.log", timeout=10, what="the floor listening")
 
 
@@ -178,7 +187,7 @@ def _stop(g, tool, disable=False):
     elif tool == "udev":
         g.sh(f"rm -f {UDEV_RULE_PATH} && udevadm control --reload")
     elif tool == "floor":
-        g.sh("pkill -x uevent_floor || true")
+        g.sh(f"systemctl stop {FLOOR_UNIT} 2>/dev/null || true")
 
 
 def _floor_writes(g):
@@ -232,6 +241,49 @@ def _wait_set(g, names, which, timeout, stall=None):
 def _promise(tool):
     """How many of the values TOOL sets on a hot-added disk."""
     return 2 if tool == "tuned" else 5
+
+
+# --- where the CPU went --------------------------------------------------------
+
+# Under TCG the guest's two vCPUs are busy through a burst (the SCSI scan,
+# udevd's workers, the tool, journald), so CPU time one of them takes is
+# time the others wait: each unit's cgroup (its processes and their
+# children, usage_usec of cpu.stat) and the whole guest (/proc/stat).
+CPU_UNITS = ["systemd-udevd.service", "systemd-journald.service"]
+
+
+def _cpu_sample(g, tool):
+    units = [UNITS[tool]] + [u for u in CPU_UNITS if u != UNITS[tool]]
+    out = g.sh("for u in " + " ".join(units) + "; do printf '%s ' $u; "
+               "sed -n 's/^usage_usec //p' /sys/fs/cgroup/system.slice/$u/cpu.stat 2>/dev/null | grep . || echo 0; "
+               "done; head -n1 /proc/stat; cat /proc/uptime; nproc; date +%s.%N")
+    lines = out.splitlines()
+    usec = {}
+    for line in lines[:len(units)]:
+        unit, _, value = line.partition(" ")
+        usec[unit] = int(value or 0)
+    ticks = [int(x) for x in lines[len(units)].split()[1:]]
+    busy = sum(ticks[:8]) - ticks[3] - ticks[4]  # user..steal, less idle and iowait (guest time is in user)
+    return {"units": usec, "busy_ticks": busy, "uptime": float(lines[len(units) + 1].split()[0]),
+            "cpus": int(lines[len(units) + 2]), "epoch": float(lines[len(units) + 3])}
+
+
+def _cpu_figures(ctx, tool, before, after, disks):
+    g, s, R = ctx.guest, ctx.suite, ctx.results
+    hz = int(g.sh("getconf CLK_TCK"))
+    used = {u: (after["units"][u] - before["units"][u]) / 1e6 for u in after["units"]}
+    wall = after["uptime"] - before["uptime"]
+    guest = (after["busy_ticks"] - before["busy_ticks"]) / hz
+    mine = used[UNITS[tool]]
+    names = [u.split(".")[0].replace("systemd-", "") for u in CPU_UNITS]  # the udev rule's unit is udevd
+    others = " / ".join(f"{used[u]:.1f}" for u in CPU_UNITS)
+    R.figure(s, f"peers burst of {BURST}: CPU s in the burst: the tool's unit / {' / '.join(names)} / "
+             f"the whole guest, of vCPUs x wall time ({tool})",
+             f"{mine:.1f} / {others} / {guest:.1f} of {after['cpus'] * wall:.0f}")
+    R.figure(s, f"peers burst of {BURST}: the tool's CPU per disk ({tool})", round(mine * 1000 / disks), "ms")
+    if tool == "blkpolicy":
+        entries = g.sh(f"journalctl -q -u {UNIT} -o cat --since @{before['epoch']:.0f} | wc -l").strip()
+        R.figure(s, f"peers burst of {BURST}: journal lines the tool wrote ({tool})", int(entries))
 
 
 # --- the rows ----------------------------------------------------------------
@@ -292,6 +344,7 @@ def burst(ctx, tool):
     prefix = f"bp-{tool[0]}b"
     with R.step(s, f"peers {tool}: a burst of {BURST} SCSI disks"):
         _watch(g)
+        before = _cpu_sample(g, tool)
         try:
             for i in range(BURST):
                 g.hotplug(f"{prefix}{i:02d}", "scsi-hd", bus="scsi0.0")
@@ -301,14 +354,16 @@ def burst(ctx, tool):
             # is empty (TuneD hears of a disk from udevd, after its rules).
             g.sh("udevadm settle --timeout=180", timeout=200)
             left = _wait_set(g, names, _promise(tool), timeout=300, stall=30)
+            after = _cpu_sample(g, tool)
         finally:
             adds, two, five = _unwatch(g)
+        _cpu_figures(ctx, tool, before, after, BURST)
         got = two if _promise(tool) == 2 else five
         lat = [got[n] - adds[n] for n in names if n in got and n in adds]
         R.figure(s, f"peers burst of {BURST}: add -> {_promise(tool)} values per disk, median / max ({tool})",
                  _median_max(lat), "ms")
-        R.figure(s, f"peers burst of {BURST}: disks left without {_promise(tool)} values ({tool})", len(left),
-                 " ".join(sorted(left)[:8]))
+        R.figure(s, f"peers burst of {BURST}: disks left without {_promise(tool)} values ({tool})",
+                 f"{len(left)} ({' '.join(sorted(left)[:8])})" if left else 0)
         if left:
             partly = [n for n in left if n in two]
             R.figure(s, f"peers burst of {BURST}: of those, with the scheduler and read_ahead_kb right ({tool})",
@@ -323,8 +378,9 @@ def burst(ctx, tool):
             failed = {n: w[n][2] for n in names if n in w and w[n][1]}
             R.figure(s, f"peers burst of {BURST}: the kernel's share, time inside the writes per disk, "
                      "median / max (floor)", _median_max(inside), "ms")
-            R.figure(s, f"peers burst of {BURST}: failed writes (floor)", len(failed),
-                     "; ".join(f"{n}:{e}" for n, e in sorted(failed.items())[:5]))
+            R.figure(s, f"peers burst of {BURST}: failed writes (floor)",
+                     f"{len(failed)} ({'; '.join(f'{n}:{e}' for n, e in sorted(failed.items())[:5])})" if failed
+                     else 0)
         if tool == "blkpolicy":
             expect(not left, f"blkpolicy left {len(left)} disks without their values")
     test_devices._unplug_burst(g, prefix, BURST)
@@ -423,16 +479,27 @@ def run(ctx):
         machine.wait_all_disks(g)
         R.figure(s, "peers: TuneD", g.sh("dpkg-query -W -f '${Version}' tuned"))
         R.figure(s, "peers: udev", g.sh("dpkg-query -W -f '${Version}' udev"))
-    for tool in TOOLS:
+    for tool in RUN_TOOLS:
         _start(g, tool)
         try:
-            hotplug_and_drift(ctx, tool)
-            burst(ctx, tool)
-            if tool != "floor":
+            if "hotplug" in ROWS:
+                hotplug_and_drift(ctx, tool)
+            if "burst" in ROWS:
+                burst(ctx, tool)
+            if tool != "floor" and "idle" in ROWS:
                 idle(ctx, tool)
         finally:
             _stop(g, tool)
-    # blkpolicy with a metrics file and measuring on, idle.
+    if "idle" in ROWS and "blkpolicy" in RUN_TOOLS:
+        idle_measuring(ctx)
+    for tool in ("blkpolicy", "tuned", "udev"):
+        if "boot" in ROWS and tool in RUN_TOOLS:
+            boot(ctx, tool)
+
+
+def idle_measuring(ctx):
+    """blkpolicy with a metrics file and measuring on, idle."""
+    g = ctx.guest
     g.sh("mkdir -p /etc/systemd/system/blkpolicy.service.d")
     g.write_file("/etc/systemd/system/blkpolicy.service.d/peers.conf",
                  "[Service]\nExecStart=\nExecStart=/usr/sbin/blkpolicy run --metrics-file /run/blkpolicy/metrics.prom\n")
@@ -443,5 +510,3 @@ def run(ctx):
     finally:
         _stop(g, "blkpolicy")
         g.sh("rm -f /etc/systemd/system/blkpolicy.service.d/peers.conf && systemctl daemon-reload")
-    for tool in ("blkpolicy", "tuned", "udev"):
-        boot(ctx, tool)
