@@ -182,24 +182,6 @@ constexpr Command kCommands[] = {
      }},
 };
 
-constexpr OptionScope kOptionScopes[] = {
-    {"--mode", "run"},
-    {"--metrics-file", "run"},
-    {"--log-target", "run"},
-    {"--receive-buffer", "run"},
-    {"--udev-rules-dir", "run audit explain"},
-    {"--config-root", "run audit explain import import-udev"},
-    {"--from", "import import-udev"},
-    {"--pid", "reload"},
-    {"--no-policy", "explain audit"},
-    {"--all", "audit"},
-    {"--kernel-release", "plan apply status explain"},
-    {"--kernel-rules", "explain"},
-    {"--for", "measure"},
-    {"--trace-buffer-kb", "measure"},
-    {"--sample", "measure"},
-};
-
 }  // namespace
 
 std::span<const Command> commands() { return kCommands; }
@@ -224,8 +206,6 @@ bool OptionScope::allows(std::string_view command) const {
     const auto n = names();
     return std::find(n.begin(), n.end(), command) != n.end();
 }
-
-std::span<const OptionScope> option_scopes() { return kOptionScopes; }
 
 int run_command(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::ostream& err) {
     const auto* c = find_command(o.command);

@@ -62,68 +62,262 @@ std::string command_list_text(const std::vector<std::string_view>& names) {
 
 }  // namespace
 
+namespace {
+
+// --- the option table: parsing, scopes and --help from one row per option ---
+
+using Store = std::string (*)(Options& o, const std::string& value);  // the error, empty when fine
+
+// The whole of `text` as a decimal number from `lo` to `hi`, or nullopt.
+std::optional<long> number_in(const std::string& text, long lo, long hi) {
+    char* end = nullptr;
+    errno = 0;
+    const long n = std::strtol(text.c_str(), &end, 10);
+    if (text.empty() || *end || errno == ERANGE || n < lo || n > hi) return std::nullopt;
+    return n;
+}
+
+struct OptionRow {
+    std::string_view name;        // "--policy"
+    std::string_view short_name;  // "-p", or empty
+    std::string_view value;       // "PATH"; empty: a flag, no value
+    // The commands it is for, space-separated; empty: every command.
+    std::string_view commands;
+    // The --help block it is listed in: empty for the general one, else
+    // the commands after "Options of ".
+    std::string_view section;
+    std::string_view help;  // lines; the first beside the option
+    Store store;
+};
+
+constexpr OptionRow kOptions[] = {
+    {"--policy", "-p", "PATH", "", "",
+     "policy file or directory of *.toml files; repeatable\n(default: /etc/blkpolicy/policy.toml and drop-ins in\n"
+     "/usr/lib, /run and /etc/blkpolicy/policy.d)",
+     [](Options& o, const std::string& v) {
+         o.policies.push_back(v);
+         return std::string();
+     }},
+    {"--sysfs-root", "", "DIR", "", "", "where sysfs is mounted (default: /sys)",
+     [](Options& o, const std::string& v) {
+         o.sysfs_root = v;
+         return std::string();
+     }},
+    {"--state-dir", "", "DIR", "", "", "where facts are frozen (default: /run/blkpolicy)",
+     [](Options& o, const std::string& v) {
+         o.state_dir = v;
+         return std::string();
+     }},
+    {"--udev-db", "", "DIR", "", "",
+     "udev's database, for env.* matches (default:\n/run/udev/data when --sysfs-root is /sys)",
+     [](Options& o, const std::string& v) {
+         o.udev_db_dir = v;
+         return std::string();
+     }},
+    {"--json", "", "", "", "", "machine-readable output (stable format, see blkpolicy(8))",
+     [](Options& o, const std::string&) {
+         o.json = true;
+         return std::string();
+     }},
+    {"--help", "-h", "", "", "", "show this help",
+     [](Options& o, const std::string&) {
+         o.help = true;
+         return std::string();
+     }},
+    {"--version", "-V", "", "", "", "show the version",
+     [](Options& o, const std::string&) {
+         o.version = true;
+         return std::string();
+     }},
+
+    {"--mode", "", "MODE", "run", "run",
+     "enforce (re-apply and alert) or observe (alert\nonly); overrides daemon.mode of the policy",
+     [](Options& o, const std::string& v) {
+         const auto m = policy::mode_from_string(v);
+         if (!m) return "--mode must be enforce or observe, not " + v;
+         o.mode = *m;
+         return std::string();
+     }},
+    {"--metrics-file", "", "PATH", "run", "run",
+     "write Prometheus text metrics there after a pass\n(at most every 100 ms)",
+     [](Options& o, const std::string& v) {
+         o.metrics_file = v;
+         return std::string();
+     }},
+    {"--log-target", "", "TARGET", "run", "run", "auto (console on a terminal, else journal),\njournal or console",
+     [](Options& o, const std::string& v) {
+         if (v != "auto" && v != "journal" && v != "console")
+             return "--log-target must be auto, journal or console, not " + v;
+         o.log_target = v;
+         return std::string();
+     }},
+    {"--udev-rules-dir", "", "DIR", "run audit explain", "run",
+     "(run, audit, explain) where udev rules live, to\nname conflicting rules; repeatable (default:\n/etc, /run, "
+     "/usr/lib and /lib udev/rules.d)",
+     [](Options& o, const std::string& v) {
+         o.udev_rules_dirs.push_back(v);
+         return std::string();
+     }},
+    {"--config-root", "", "DIR", "run audit explain import import-udev", "run",
+     "(run, audit, explain, import) read the other\nwriters' files (TuneD, sysfsutils, tmpfiles.d,\nunits, rc.local, "
+     "udev rules) under DIR, not /",
+     [](Options& o, const std::string& v) {
+         o.config_root = v;
+         return std::string();
+     }},
+    {"--receive-buffer", "", "N", "run", "run", "uevent socket buffer in bytes (default 128 MiB)",
+     [](Options& o, const std::string& v) {
+         const auto n = number_in(v, 4096, 1L << 30);
+         if (!n) return std::string("--receive-buffer must be a number of bytes from 4096 to 1073741824");
+         o.receive_buffer = static_cast<int>(*n);
+         return std::string();
+     }},
+
+    {"--pid", "", "PID", "reload", "reload", "the daemon to reload (default: the pid in\nSTATE-DIR/daemon.json)",
+     [](Options& o, const std::string& v) {
+         const auto n = number_in(v, 1, std::numeric_limits<long>::max());
+         if (!n) return "--pid must be a process id, not " + v;
+         o.pid = *n;
+         return std::string();
+     }},
+
+    {"--no-policy", "", "", "explain audit", "explain and audit",
+     "look at the kernel side only, even where a\npolicy is installed",
+     [](Options& o, const std::string&) {
+         o.no_policy = true;
+         return std::string();
+     }},
+    {"--all", "", "", "audit", "explain and audit",
+     "(audit) also devices without a medium (unbound\nloop devices, empty removable drives)",
+     [](Options& o, const std::string&) {
+         o.all = true;
+         return std::string();
+     }},
+
+    {"--kernel-release", "", "R", "plan apply status explain", "plan, apply, status and explain",
+     "act and explain as if the running kernel were\nrelease R (e.g. 6.12.0 or 9.0): what blkpolicy\nexpects of it; "
+     "default: the running kernel",
+     [](Options& o, const std::string& v) {
+         o.kernel_release = v;
+         return std::string();
+     }},
+
+    {"--for", "", "DURATION", "measure", "measure",
+     "how long to watch (default 10s; 100ms to 24h);\nSIGINT ends it early with the figures so far",
+     [](Options& o, const std::string& v) {
+         const auto d = policy::parse_duration(v);
+         if (!d || *d < std::chrono::milliseconds(100) || *d > std::chrono::hours(24))
+             return "--for wants a duration from 100ms to 24h such as 10s, 500ms or 5m, not \"" + v + "\"";
+         o.measure_for = *d;
+         return std::string();
+     }},
+    {"--trace-buffer-kb", "", "N", "measure", "measure",
+     "the tracing buffer per CPU (default 256); a\nwindow that loses events says so",
+     [](Options& o, const std::string& v) {
+         const auto n = number_in(v, 4, 1048576);
+         if (!n) return "--trace-buffer-kb must be a number of KiB from 4 to 1048576, not " + v;
+         o.trace_buffer_kb = static_cast<unsigned>(*n);
+         return std::string();
+     }},
+    {"--sample", "", "PERCENT", "measure", "measure",
+     "trace the requests (one or two events per I/O)\nthat share of each 10 s (default 100); less\nbounds the cost on "
+     "a busy disk",
+     [](Options& o, const std::string& v) {
+         const auto n = number_in(v, 0, 100);
+         if (!n) return "--sample must be a percentage from 0 to 100, not " + v;
+         o.sample_percent = static_cast<unsigned>(*n);
+         return std::string();
+     }},
+
+    {"--kernel-rules", "", "", "explain", "explain",
+     "instead of a device, list what blkpolicy expects\nthe kernel to do (the rules that hold on this\nkernel or on "
+     "R), "
+     "how it knows, where each was seen",
+     [](Options& o, const std::string&) {
+         o.kernel_rules = true;
+         return std::string();
+     }},
+
+    {"--from", "", "KIND", "import import-udev", "import",
+     "udev, tuned, sysfsutils or tmpfiles: what writes\nthe operands, instead of guessing from their names",
+     [](Options& o, const std::string& v) {
+         o.import_from = v;
+         return std::string();
+     }},
+};
+
+// The row `arg` names: "-p", "--policy", or "--policy=..." for an option
+// that takes a value.
+const OptionRow* option_named(const std::string& arg) {
+    for (const auto& row : kOptions) {
+        if (arg == row.name || (!row.short_name.empty() && arg == row.short_name)) return &row;
+        if (!row.value.empty() && arg.size() > row.name.size() && arg.compare(0, row.name.size(), row.name) == 0 &&
+            arg[row.name.size()] == '=')
+            return &row;
+    }
+    return nullptr;
+}
+
+// One --help block: the heading, then each option with its help beside it
+// from column `column`.
+std::string options_block(std::string_view section) {
+    const bool general = section.empty();
+    const std::size_t column = general ? 24 : 28;
+    std::string out = general ? "Options:\n" : "Options of " + std::string(section) + ":\n";
+    for (const auto& row : kOptions) {
+        if (row.section != section) continue;
+        std::string head = general ? (row.short_name.empty() ? "      " : "  " + std::string(row.short_name) + ", ")
+                                   : std::string(6, ' ');
+        head += std::string(row.name);
+        if (!row.value.empty()) head += " " + std::string(row.value);
+        std::string_view help = row.help;
+        bool first = true;
+        if (head.size() + 2 > column) {
+            out += head + "\n";
+            first = false;
+        }
+        while (!help.empty()) {
+            const auto nl = help.find('\n');
+            out += (first ? head + std::string(column - head.size(), ' ') : std::string(column, ' ')) +
+                   std::string(help.substr(0, nl)) + "\n";
+            first = false;
+            help = nl == std::string_view::npos ? std::string_view() : help.substr(nl + 1);
+        }
+    }
+    return out;
+}
+
+// Every block, in the order of the table's first row of each.
+std::string options_section() {
+    std::vector<std::string_view> sections;
+    for (const auto& row : kOptions)
+        if (std::find(sections.begin(), sections.end(), row.section) == sections.end()) sections.push_back(row.section);
+    std::string out;
+    for (const auto section : sections) out += (out.empty() ? "" : "\n") + options_block(section);
+    return out;
+}
+
+std::vector<OptionScope> scopes_of_table() {
+    std::vector<OptionScope> out;
+    for (const auto& row : kOptions)
+        if (!row.commands.empty()) out.push_back({row.name, row.commands});
+    return out;
+}
+
+}  // namespace
+
+std::span<const OptionScope> option_scopes() {
+    static const std::vector<OptionScope> scopes = scopes_of_table();
+    return scopes;
+}
+
 std::string usage_text() {
     std::string text = R"(Usage: blkpolicy COMMAND [OPTIONS] [DEVICE...]
 
 Keeps block-queue settings (scheduler, read_ahead_kb, wbt_lat_usec, ...) the
 way a declarative TOML policy says.
 
-@COMMANDS@Options:
-  -p, --policy PATH     policy file or directory of *.toml files; repeatable
-                        (default: /etc/blkpolicy/policy.toml and drop-ins in
-                        /usr/lib, /run and /etc/blkpolicy/policy.d)
-      --sysfs-root DIR  where sysfs is mounted (default: /sys)
-      --state-dir DIR   where facts are frozen (default: /run/blkpolicy)
-      --udev-db DIR     udev's database, for env.* matches (default:
-                        /run/udev/data when --sysfs-root is /sys)
-      --json            machine-readable output (stable format, see blkpolicy(8))
-  -h, --help            show this help
-  -V, --version         show the version
-
-Options of run:
-      --mode MODE           enforce (re-apply and alert) or observe (alert
-                            only); overrides daemon.mode of the policy
-      --metrics-file PATH   write Prometheus text metrics there after a pass
-                            (at most every 100 ms)
-      --log-target TARGET   auto (console on a terminal, else journal),
-                            journal or console
-      --udev-rules-dir DIR  (run, audit, explain) where udev rules live, to
-                            name conflicting rules; repeatable (default:
-                            /etc, /run, /usr/lib and /lib udev/rules.d)
-      --config-root DIR     (run, audit, explain, import) read the other
-                            writers' files (TuneD, sysfsutils, tmpfiles.d,
-                            units, rc.local, udev rules) under DIR, not /
-      --receive-buffer N    uevent socket buffer in bytes (default 128 MiB)
-
-Options of reload:
-      --pid PID             the daemon to reload (default: the pid in
-                            STATE-DIR/daemon.json)
-
-Options of explain and audit:
-      --no-policy           look at the kernel side only, even where a
-                            policy is installed
-      --all                 (audit) also devices without a medium (unbound
-                            loop devices, empty removable drives)
-
-Options of plan, apply, status and explain:
-      --kernel-release R    act and explain as if the running kernel were
-                            release R (e.g. 6.12.0 or 9.0): what blkpolicy
-                            expects of it; default: the running kernel
-
-Options of measure:
-      --for DURATION        how long to watch (default 10s; 100ms to 24h);
-                            SIGINT ends it early with the figures so far
-      --trace-buffer-kb N   the tracing buffer per CPU (default 256); a
-                            window that loses events says so
-      --sample PERCENT      trace the requests (one or two events per I/O)
-                            that share of each 10 s (default 100); less
-                            bounds the cost on a busy disk
-
-Options of explain:
-      --kernel-rules        instead of a device, list what blkpolicy expects
-                            the kernel to do (the rules that hold on this
-                            kernel or on R), how it knows, where each was seen
-
+@COMMANDS@@OPTIONS@
 DEVICE limits plan, apply, status, audit and measure to the named block devices (e.g. sda).
 
 Exit status: 0 success (run: stopped by SIGTERM or SIGINT); 1 apply left
@@ -133,150 +327,44 @@ found data at risk; 2 usage error; 3 invalid policy;
 4 system error.
 )";
     text.replace(text.find("@COMMANDS@"), 10, commands_section());
+    text.replace(text.find("@OPTIONS@"), 9, options_section());
     return text;
 }
-
-namespace {
-// Options that take one string and keep it as given.
-struct StringOption {
-    const char* name;
-    std::string Options::*field;
-};
-constexpr StringOption kStringOptions[] = {
-    {"--sysfs-root", &Options::sysfs_root},     {"--state-dir", &Options::state_dir},
-    {"--metrics-file", &Options::metrics_file}, {"--kernel-release", &Options::kernel_release},
-    {"--udev-db", &Options::udev_db_dir},       {"--config-root", &Options::config_root},
-    {"--from", &Options::import_from},
-};
-// The whole of `text` as a decimal number from `lo` to `hi`, or nullopt.
-std::optional<long> number_in(const std::string& text, long lo, long hi) {
-    char* end = nullptr;
-    errno = 0;
-    const long n = std::strtol(text.c_str(), &end, 10);
-    if (text.empty() || *end || errno == ERANGE || n < lo || n > hi) return std::nullopt;
-    return n;
-}
-const StringOption* string_option(const std::string& arg) {
-    for (const auto& o : kStringOptions) {
-        const std::string name = o.name;
-        if (arg == name || arg.rfind(name + "=", 0) == 0) return &o;
-    }
-    return nullptr;
-}
-}  // namespace
 
 ParseResult parse_command_line(const std::vector<std::string>& args) {
     ParseResult r;
     auto& o = r.options;
     bool only_positional = false;
-    std::set<std::string> given;  // long options seen, for the scope checks
+    std::set<std::string_view> given;  // options seen, by long name, for the scope checks
     for (std::size_t i = 0; i < args.size(); ++i) {
         const std::string& a = args[i];
-        auto value = [&](const std::string& name) -> std::optional<std::string> {
-            auto eq = a.find('=');
-            if (eq != std::string::npos) return a.substr(eq + 1);
-            if (i + 1 >= args.size()) {
-                r.error = "option " + name + " needs a value";
-                return std::nullopt;
-            }
-            return args[++i];
-        };
-        auto is = [&](const char* long_name) {
-            return a == long_name || a.rfind(std::string(long_name) + "=", 0) == 0;
-        };
-        if (!only_positional && a.rfind("--", 0) == 0 && a.size() > 2) given.insert(a.substr(0, a.find('=')));
-        if (!only_positional && a == "-p") given.insert("--policy");
         if (!only_positional && a == "--") {
             only_positional = true;
-        } else if (!only_positional && (a == "-h" || a == "--help")) {
-            o.help = true;
-        } else if (!only_positional && (a == "-V" || a == "--version")) {
-            o.version = true;
-        } else if (!only_positional && a == "--json") {
-            o.json = true;
-        } else if (!only_positional && a == "--no-policy") {
-            o.no_policy = true;
-        } else if (!only_positional && a == "--all") {
-            o.all = true;
-        } else if (!only_positional && a == "--kernel-rules") {
-            o.kernel_rules = true;
-        } else if (!only_positional && (a == "-p" || is("--policy"))) {
-            auto v = value("--policy");
-            if (!v) return r;
-            o.policies.push_back(*v);
-        } else if (!only_positional && is("--udev-rules-dir")) {
-            auto v = value("--udev-rules-dir");
-            if (!v) return r;
-            o.udev_rules_dirs.push_back(*v);
-        } else if (const auto* opt = only_positional ? nullptr : string_option(a)) {
-            auto v = value(opt->name);
-            if (!v) return r;
-            o.*(opt->field) = *v;
-        } else if (!only_positional && is("--mode")) {
-            auto v = value("--mode");
-            if (!v) return r;
-            if (auto m = policy::mode_from_string(*v))
-                o.mode = *m;
-            else {
-                r.error = "--mode must be enforce or observe, not " + *v;
+            continue;
+        }
+        if (!only_positional && a.size() > 1 && a[0] == '-') {
+            const auto* row = option_named(a);
+            if (!row) {
+                r.error = "unknown option " + a;
                 return r;
             }
-        } else if (!only_positional && is("--log-target")) {
-            auto v = value("--log-target");
-            if (!v) return r;
-            if (*v != "auto" && *v != "journal" && *v != "console") {
-                r.error = "--log-target must be auto, journal or console, not " + *v;
+            given.insert(row->name);
+            std::string value;
+            if (!row->value.empty()) {
+                const auto eq = a.find('=');
+                if (eq != std::string::npos) {
+                    value = a.substr(eq + 1);
+                } else if (i + 1 < args.size()) {
+                    value = args[++i];
+                } else {
+                    r.error = "option " + std::string(row->name) + " needs a value";
+                    return r;
+                }
+            }
+            if (auto error = row->store(o, value); !error.empty()) {
+                r.error = std::move(error);
                 return r;
             }
-            o.log_target = *v;
-        } else if (!only_positional && is("--receive-buffer")) {
-            auto v = value("--receive-buffer");
-            if (!v) return r;
-            const auto n = number_in(*v, 4096, 1L << 30);
-            if (!n) {
-                r.error = "--receive-buffer must be a number of bytes from 4096 to 1073741824";
-                return r;
-            }
-            o.receive_buffer = static_cast<int>(*n);
-        } else if (!only_positional && is("--for")) {
-            auto v = value("--for");
-            if (!v) return r;
-            auto d = policy::parse_duration(*v);
-            if (!d || *d < std::chrono::milliseconds(100) || *d > std::chrono::hours(24)) {
-                r.error = "--for wants a duration from 100ms to 24h such as 10s, 500ms or 5m, not \"" + *v + "\"";
-                return r;
-            }
-            o.measure_for = *d;
-        } else if (!only_positional && is("--trace-buffer-kb")) {
-            auto v = value("--trace-buffer-kb");
-            if (!v) return r;
-            const auto n = number_in(*v, 4, 1048576);
-            if (!n) {
-                r.error = "--trace-buffer-kb must be a number of KiB from 4 to 1048576, not " + *v;
-                return r;
-            }
-            o.trace_buffer_kb = static_cast<unsigned>(*n);
-        } else if (!only_positional && is("--sample")) {
-            auto v = value("--sample");
-            if (!v) return r;
-            const auto n = number_in(*v, 0, 100);
-            if (!n) {
-                r.error = "--sample must be a percentage from 0 to 100, not " + *v;
-                return r;
-            }
-            o.sample_percent = static_cast<unsigned>(*n);
-        } else if (!only_positional && is("--pid")) {
-            auto v = value("--pid");
-            if (!v) return r;
-            const auto n = number_in(*v, 1, std::numeric_limits<long>::max());
-            if (!n) {
-                r.error = "--pid must be a process id, not " + *v;
-                return r;
-            }
-            o.pid = *n;
-        } else if (!only_positional && a.size() > 1 && a[0] == '-') {
-            r.error = "unknown option " + a;
-            return r;
         } else if (o.command.empty()) {
             if (!find_command(a)) {
                 r.error = "unknown command " + a + " (commands: " + command_names(", ") + ")";
@@ -297,7 +385,7 @@ ParseResult parse_command_line(const std::vector<std::string>& args) {
         r.error = "--kernel-release wants a release such as 6.12.0, not \"" + o.kernel_release + "\"";
     // Options of some commands only, as the scope table says.
     for (const auto& scope : option_scopes()) {
-        if (!command || !given.count(std::string(scope.option)) || scope.allows(o.command)) continue;
+        if (!command || !given.count(scope.option) || scope.allows(o.command)) continue;
         r.error = std::string(scope.option) + " is for " + command_list_text(scope.names());
         if (scope.option == "--no-policy") r.error += "; " + o.command + " needs a policy";
     }
