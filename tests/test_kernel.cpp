@@ -61,7 +61,9 @@ TEST_CASE("kernel rows: every version question has exactly one answer for every 
         for (int minor = 0; minor <= 20; ++minor)
             for (int patch : {0, 1, 116, 117, 300}) {
                 const KernelVersion v{major, minor, patch};
-                for (const auto& [q, question] : questions) {
+                for (const auto& entry : questions) {
+                    const std::string_view q = entry.first;
+                    const KQuestion question = entry.second;
                     int answers = 0;
                     for (const auto& r : kernel_rows())
                         if (r.question() == q && r.holds_on(v)) ++answers;
