@@ -25,6 +25,10 @@ class GuestError(Exception):
     pass
 
 
+class OutputLost(GuestError):
+    """The command ran, but its standard output did not come back whole."""
+
+
 class CommandFailed(GuestError):
     def __init__(self, cmd, rc, out, err):
         super().__init__(f"guest command failed (exit {rc}): {cmd}\n--- stdout\n{out}\n--- stderr\n{err}")
@@ -366,10 +370,30 @@ class Guest:
 
     # --- commands ---
 
-    def run(self, cmd, timeout=300, check=True, stdin=None):
+    # Printed after every command's own output: a reply without it lost
+    # output on the way back. qemu-guest-agent under a busy TCG guest
+    # answered twice with an exit code of 0 and no output at all (Debian 13,
+    # a sysfs read and a journalctl query), which a test then read as
+    # "nothing there".
+    END_MARK = "\n@bp-harness-end@\n"
+
+    def run(self, cmd, timeout=300, check=True, stdin=None, retries=0):
         """Runs CMD (a shell command line) in the guest; returns
-        (exit code, stdout, stderr)."""
-        args = {"path": "/bin/sh", "arg": ["-c", cmd], "capture-output": True}
+        (exit code, stdout, stderr). A reply whose output did not come back
+        whole raises OutputLost, after running CMD again up to RETRIES more
+        times (for commands that only read)."""
+        for attempt in range(retries + 1):
+            try:
+                return self._run_once(cmd, timeout, check, stdin)
+            except OutputLost as e:
+                if attempt == retries:
+                    raise
+                log(f"{self.image.suite}: {e}; running it again")
+
+    def _run_once(self, cmd, timeout, check, stdin):
+        # In a subshell, so that an `exit` in CMD still prints the mark.
+        wrapped = f"( {cmd}\n); bp_rc=$?; printf '\\n@bp-harness-end@\\n'; exit $bp_rc"
+        args = {"path": "/bin/sh", "arg": ["-c", wrapped], "capture-output": True}
         if stdin is not None:
             args["input-data"] = base64.b64encode(stdin.encode()).decode()
         pid = self._agent_call("guest-exec", args)["pid"]
@@ -386,6 +410,14 @@ class Guest:
         out = base64.b64decode(st.get("out-data", "")).decode(errors="replace")
         err = base64.b64decode(st.get("err-data", "")).decode(errors="replace")
         rc = st.get("exitcode", -st.get("signal", 0) or -1)
+        # The last mark: a process CMD left running may still write after it.
+        end = out.rfind(self.END_MARK)
+        if end < 0:
+            if "signal" in st:
+                raise CommandFailed(cmd, rc, out, err)  # killed before the mark: not a lost reply
+            raise OutputLost(f"the output of `{cmd[:120]}` came back without its end (exit {rc}, "
+                             f"{len(out)} bytes: {out[-200:]!r})")
+        out = out[:end] + out[end + len(self.END_MARK):]
         if check and rc != 0:
             raise CommandFailed(cmd, rc, out, err)
         return rc, out, err
@@ -421,7 +453,10 @@ class Guest:
         """Runs CMD until it exits 0; returns its stdout."""
         deadline = time.monotonic() + timeout
         while True:
-            rc, out, err = self.run(cmd, check=False)
+            try:
+                rc, out, err = self.run(cmd, check=False)
+            except OutputLost as e:  # a probe: ask again
+                rc, out, err = -1, "", str(e)
             if rc == 0:
                 return out
             if time.monotonic() > deadline:

@@ -176,7 +176,7 @@ def read_queue(guest, name, attrs):
     script = "; ".join(f"printf '%s\\t%s\\n' {shlex.quote(a)} \"$(cat /sys/block/{name}/queue/{a} 2>/dev/null)\""
                        for a in attrs)
     for attempt in range(3):
-        out = guest.sh(script)
+        out = guest.sh(script, retries=2)
         vals = dict(line.split("\t", 1) for line in out.splitlines() if "\t" in line)
         if all(a in vals for a in attrs):
             break
@@ -227,7 +227,7 @@ def mismatches(guest, expected=None):
 
 def journal(guest, args):
     """journalctl -o json entries as dicts."""
-    out = guest.sh(f"journalctl --no-pager -o json {args}")
+    out = guest.sh(f"journalctl --no-pager -o json {args}", retries=2)
     return [json.loads(line) for line in out.splitlines() if line.strip()]
 
 
