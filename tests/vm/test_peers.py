@@ -264,8 +264,17 @@ def _cpu_sample(g, tool):
         usec[unit] = int(value or 0)
     ticks = [int(x) for x in lines[len(units)].split()[1:]]
     busy = sum(ticks[:8]) - ticks[3] - ticks[4]  # user..steal, less idle and iowait (guest time is in user)
-    return {"units": usec, "busy_ticks": busy, "uptime": float(lines[len(units) + 1].split()[0]),
-            "cpus": int(lines[len(units) + 2]), "epoch": float(lines[len(units) + 3])}
+    sample = {"units": usec, "busy_ticks": busy, "uptime": float(lines[len(units) + 1].split()[0]),
+              "cpus": int(lines[len(units) + 2]), "epoch": float(lines[len(units) + 3])}
+    # The tool's own split: user and system CPU of its unit, and the read
+    # and write system calls of its main process (the udev rule has none:
+    # udevd's workers come and go).
+    if tool in ("blkpolicy", "floor"):
+        unit = UNITS[tool]
+        split = g.sh(f"sed -n 's/^\\(user\\|system\\)_usec //p' /sys/fs/cgroup/system.slice/{unit}/cpu.stat; "
+                     f"sed -n 's/^sysc\\(r\\|w\\): //p' /proc/$(systemctl show -p MainPID --value {unit})/io")
+        sample["split"] = [int(x) for x in split.split()]  # user_usec, system_usec, syscr, syscw
+    return sample
 
 
 def _cpu_figures(ctx, tool, before, after, disks):
@@ -281,6 +290,11 @@ def _cpu_figures(ctx, tool, before, after, disks):
              f"the whole guest, of vCPUs x wall time ({tool})",
              f"{mine:.1f} / {others} / {guest:.1f} of {after['cpus'] * wall:.0f}")
     R.figure(s, f"peers burst of {BURST}: the tool's CPU per disk ({tool})", round(mine * 1000 / disks), "ms")
+    if "split" in after and "split" in before and len(after["split"]) == len(before["split"]) == 4:
+        d = [a - b for a, b in zip(after["split"], before["split"])]
+        R.figure(s, f"peers burst of {BURST}: the tool's user / system CPU per disk, ms; read / write system calls "
+                 f"per disk ({tool})",
+                 f"{d[0] / 1000 / disks:.0f} / {d[1] / 1000 / disks:.0f}; {d[2] / disks:.0f} / {d[3] / disks:.0f}")
     if tool == "blkpolicy":
         entries = g.sh(f"journalctl -q -u {UNIT} -o cat --since @{before['epoch']:.0f} | wc -l").strip()
         R.figure(s, f"peers burst of {BURST}: journal lines the tool wrote ({tool})", int(entries))
