@@ -252,10 +252,22 @@ def wait_journal(guest, cursor_, timeout, what, **fields):
 
 
 def cursor(guest):
-    """The journal's current end, to read only what comes after it."""
-    out = guest.sh("journalctl --no-pager -n 0 --show-cursor -q; journalctl --no-pager -n 1 -o json")
-    last = [line for line in out.splitlines() if line.startswith("{")]
-    return json.loads(last[-1])["__CURSOR"] if last else ""
+    """The journal's current end, to read only what comes after it: the
+    last entry's cursor, else the one --show-cursor prints. Never empty,
+    which since() would read as "the whole boot": once, in the clock-jump
+    fault row, `journalctl -n 1 -o json` printed no entry, the cursor came
+    back empty, and the check read every entry of the boot as new."""
+    for attempt in range(5):
+        out = guest.sh("journalctl --no-pager -n 0 --show-cursor -q; journalctl --no-pager -n 1 -o json",
+                       retries=2)
+        last = [line for line in out.splitlines() if line.startswith("{")]
+        if last:
+            return json.loads(last[-1])["__CURSOR"]
+        shown = [line.split(":", 1)[1].strip() for line in out.splitlines() if line.startswith("-- cursor:")]
+        if shown:
+            return shown[-1]
+        time.sleep(0.5)
+    raise GuestError(f"journalctl gave no cursor five times: {out!r}")
 
 
 def unit_prop(guest, unit, prop):
