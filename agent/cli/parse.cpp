@@ -77,6 +77,23 @@ std::optional<long> number_in(const std::string& text, long lo, long hi) {
     return n;
 }
 
+// The stores most rows need: keep the text, add it to a list, set a flag.
+template <std::string Options::*Field>
+std::string keep(Options& o, const std::string& v) {
+    o.*Field = v;
+    return {};
+}
+template <std::vector<std::string> Options::*Field>
+std::string append(Options& o, const std::string& v) {
+    (o.*Field).push_back(v);
+    return {};
+}
+template <bool Options::*Field>
+std::string set_flag(Options& o, const std::string&) {
+    o.*Field = true;
+    return {};
+}
+
 struct OptionRow {
     std::string_view name;        // "--policy"
     std::string_view short_name;  // "-p", or empty
@@ -94,41 +111,15 @@ constexpr OptionRow kOptions[] = {
     {"--policy", "-p", "PATH", "", "",
      "policy file or directory of *.toml files; repeatable\n(default: /etc/blkpolicy/policy.toml and drop-ins in\n"
      "/usr/lib, /run and /etc/blkpolicy/policy.d)",
-     [](Options& o, const std::string& v) {
-         o.policies.push_back(v);
-         return std::string();
-     }},
-    {"--sysfs-root", "", "DIR", "", "", "where sysfs is mounted (default: /sys)",
-     [](Options& o, const std::string& v) {
-         o.sysfs_root = v;
-         return std::string();
-     }},
-    {"--state-dir", "", "DIR", "", "", "where facts are frozen (default: /run/blkpolicy)",
-     [](Options& o, const std::string& v) {
-         o.state_dir = v;
-         return std::string();
-     }},
+     append<&Options::policies>},
+    {"--sysfs-root", "", "DIR", "", "", "where sysfs is mounted (default: /sys)", keep<&Options::sysfs_root>},
+    {"--state-dir", "", "DIR", "", "", "where facts are frozen (default: /run/blkpolicy)", keep<&Options::state_dir>},
     {"--udev-db", "", "DIR", "", "",
      "udev's database, for env.* matches (default:\n/run/udev/data when --sysfs-root is /sys)",
-     [](Options& o, const std::string& v) {
-         o.udev_db_dir = v;
-         return std::string();
-     }},
-    {"--json", "", "", "", "", "machine-readable output (stable format, see blkpolicy(8))",
-     [](Options& o, const std::string&) {
-         o.json = true;
-         return std::string();
-     }},
-    {"--help", "-h", "", "", "", "show this help",
-     [](Options& o, const std::string&) {
-         o.help = true;
-         return std::string();
-     }},
-    {"--version", "-V", "", "", "", "show the version",
-     [](Options& o, const std::string&) {
-         o.version = true;
-         return std::string();
-     }},
+     keep<&Options::udev_db_dir>},
+    {"--json", "", "", "", "", "machine-readable output (stable format, see blkpolicy(8))", set_flag<&Options::json>},
+    {"--help", "-h", "", "", "", "show this help", set_flag<&Options::help>},
+    {"--version", "-V", "", "", "", "show the version", set_flag<&Options::version>},
 
     {"--mode", "", "MODE", "run", "run",
      "enforce (re-apply and alert) or observe (alert\nonly); overrides daemon.mode of the policy",
@@ -139,11 +130,7 @@ constexpr OptionRow kOptions[] = {
          return std::string();
      }},
     {"--metrics-file", "", "PATH", "run", "run",
-     "write Prometheus text metrics there after a pass\n(at most every 100 ms)",
-     [](Options& o, const std::string& v) {
-         o.metrics_file = v;
-         return std::string();
-     }},
+     "write Prometheus text metrics there after a pass\n(at most every 100 ms)", keep<&Options::metrics_file>},
     {"--log-target", "", "TARGET", "run", "run", "auto (console on a terminal, else journal),\njournal or console",
      [](Options& o, const std::string& v) {
          if (v != "auto" && v != "journal" && v != "console")
@@ -154,17 +141,11 @@ constexpr OptionRow kOptions[] = {
     {"--udev-rules-dir", "", "DIR", "run audit explain", "run",
      "(run, audit, explain) where udev rules live, to\nname conflicting rules; repeatable (default:\n/etc, /run, "
      "/usr/lib and /lib udev/rules.d)",
-     [](Options& o, const std::string& v) {
-         o.udev_rules_dirs.push_back(v);
-         return std::string();
-     }},
+     append<&Options::udev_rules_dirs>},
     {"--config-root", "", "DIR", "run audit explain import import-udev", "run",
      "(run, audit, explain, import) read the other\nwriters' files (TuneD, sysfsutils, tmpfiles.d,\nunits, rc.local, "
      "udev rules) under DIR, not /",
-     [](Options& o, const std::string& v) {
-         o.config_root = v;
-         return std::string();
-     }},
+     keep<&Options::config_root>},
     {"--receive-buffer", "", "N", "run", "run", "uevent socket buffer in bytes (default 128 MiB)",
      [](Options& o, const std::string& v) {
          const auto n = number_in(v, 4096, 1L << 30);
@@ -182,25 +163,14 @@ constexpr OptionRow kOptions[] = {
      }},
 
     {"--no-policy", "", "", "explain audit", "explain and audit",
-     "look at the kernel side only, even where a\npolicy is installed",
-     [](Options& o, const std::string&) {
-         o.no_policy = true;
-         return std::string();
-     }},
+     "look at the kernel side only, even where a\npolicy is installed", set_flag<&Options::no_policy>},
     {"--all", "", "", "audit", "explain and audit",
-     "(audit) also devices without a medium (unbound\nloop devices, empty removable drives)",
-     [](Options& o, const std::string&) {
-         o.all = true;
-         return std::string();
-     }},
+     "(audit) also devices without a medium (unbound\nloop devices, empty removable drives)", set_flag<&Options::all>},
 
     {"--kernel-release", "", "R", "plan apply status explain", "plan, apply, status and explain",
      "act and explain as if the running kernel were\nrelease R (e.g. 6.12.0 or 9.0): what blkpolicy\nexpects of it; "
      "default: the running kernel",
-     [](Options& o, const std::string& v) {
-         o.kernel_release = v;
-         return std::string();
-     }},
+     keep<&Options::kernel_release>},
 
     {"--for", "", "DURATION", "measure", "measure",
      "how long to watch (default 10s; 100ms to 24h);\nSIGINT ends it early with the figures so far",
@@ -233,14 +203,13 @@ constexpr OptionRow kOptions[] = {
      "instead of a device, list what blkpolicy expects\nthe kernel to do (the rules that hold on this\nkernel or on "
      "R), "
      "how it knows, where each was seen",
-     [](Options& o, const std::string&) {
-         o.kernel_rules = true;
-         return std::string();
-     }},
+     set_flag<&Options::kernel_rules>},
 
     {"--from", "", "KIND", "import import-udev", "import",
      "udev, tuned, sysfsutils or tmpfiles: what writes\nthe operands, instead of guessing from their names",
      [](Options& o, const std::string& v) {
+         if (!v.empty() && v != "udev" && v != "tuned" && v != "sysfsutils" && v != "tmpfiles")
+             return "--from wants udev, tuned, sysfsutils or tmpfiles, not \"" + v + "\"";
          o.import_from = v;
          return std::string();
      }},
@@ -389,9 +358,6 @@ ParseResult parse_command_line(const std::vector<std::string>& args) {
         r.error = std::string(scope.option) + " is for " + command_list_text(scope.names());
         if (scope.option == "--no-policy") r.error += "; " + o.command + " needs a policy";
     }
-    if (!o.import_from.empty() && o.import_from != "udev" && o.import_from != "tuned" &&
-        o.import_from != "sysfsutils" && o.import_from != "tmpfiles")
-        r.error = "--from wants udev, tuned, sysfsutils or tmpfiles, not \"" + o.import_from + "\"";
     if (o.udev_rules_dirs.empty()) {
         // Under --config-root, udev's directories there too.
         const std::string root = o.config_root == "/" ? std::string() : o.config_root;

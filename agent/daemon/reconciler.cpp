@@ -280,7 +280,6 @@ bool Reconciler::reconcile(const std::string& device, Trigger trigger) {
         if (fresh)
             r = AttrRecord{a.expected, a.current, a.current, rule_text(a.rule), AttrStatus::ok, r.drifts, r.failures};
         r.rule = rule_text(a.rule);
-        const std::string what = a.attribute + " of " + device;
 
         // What the attribute read just before blkpolicy would write it: after
         // the earlier writes of this pass (a bfq switch zeroes wbt).
@@ -304,11 +303,12 @@ bool Reconciler::reconcile(const std::string& device, Trigger trigger) {
         pass.stuck = res != results.end() && res->second.after == a.expected &&
                      (res->second.outcome == Outcome::applied || res->second.outcome == Outcome::unchanged);
         pass.busy = res != results.end() && res->second.outcome == Outcome::busy;
-        policy::Action seen = a;
-        seen.current = before;
         const policy::WriterAssignment* writer = nullptr;
-        if (!pass.unattainable && !pass.in_policy && !fresh)
+        if (!pass.unattainable && !pass.in_policy && !fresh) {
+            policy::Action seen = a;
+            seen.current = before;
             pass.moved_by = classify(device, seen, r, values, trigger, writer);
+        }
 
         const Verdict v = verdict(pass);
         const std::string after = res == results.end() ? before : res->second.after;
