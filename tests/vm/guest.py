@@ -375,7 +375,8 @@ class Guest:
     # answered twice with an exit code of 0 and no output at all (Debian 13,
     # a sysfs read and a journalctl query), which a test then read as
     # "nothing there".
-    END_MARK = "\n@bp-harness-end@\n"
+    MARK = "@bp-harness-end@"
+    END_MARK = f"\n{MARK}\n"
 
     def run(self, cmd, timeout=300, check=True, stdin=None, retries=0):
         """Runs CMD (a shell command line) in the guest; returns
@@ -392,7 +393,7 @@ class Guest:
 
     def _run_once(self, cmd, timeout, check, stdin):
         # In a subshell, so that an `exit` in CMD still prints the mark.
-        wrapped = f"( {cmd}\n); bp_rc=$?; printf '\\n@bp-harness-end@\\n'; exit $bp_rc"
+        wrapped = f"( {cmd}\n); bp_rc=$?; printf '\\n{self.MARK}\\n'; exit $bp_rc"
         args = {"path": "/bin/sh", "arg": ["-c", wrapped], "capture-output": True}
         if stdin is not None:
             args["input-data"] = base64.b64encode(stdin.encode()).decode()

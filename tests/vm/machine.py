@@ -4,7 +4,6 @@ and what that policy must leave on each disk. Disks are found by the serial
 given to qemu (sdX names change between boots)."""
 
 import json
-import os
 import shlex
 import time
 
@@ -175,21 +174,13 @@ def read_queue(guest, name, attrs):
     """{attr: value} for queue/ATTR of NAME; the scheduler as its active name."""
     script = "; ".join(f"printf '%s\\t%s\\n' {shlex.quote(a)} \"$(cat /sys/block/{name}/queue/{a} 2>/dev/null)\""
                        for a in attrs)
-    for attempt in range(3):
-        out = guest.sh(script, retries=2)
-        vals = dict(line.split("\t", 1) for line in out.splitlines() if "\t" in line)
-        if all(a in vals for a in attrs):
-            break
-        # The shell prints one line per attribute even when a read fails, so
-        # a line missing is the reply lost on its way back (qemu-ga under a
-        # busy TCG guest returned an exit code of 0 with no output once, in
-        # the udev rule's burst on 7.3): ask again, and say so.
-        print(f"[vm] {os.path.basename(guest.run_dir)}: the reading of {name}'s queue came back without "
-              f"{sorted(set(attrs) - set(vals))} ({out!r}); asking again", flush=True)
-        time.sleep(0.5)
-    else:
-        raise GuestError(f"reading {name}'s queue three times returned no line for "
-                         f"{sorted(set(attrs) - set(vals))}")
+    # A reply that lost its output is asked again by Guest.run (its end
+    # mark); the shell prints a line per attribute even when a read fails.
+    out = guest.sh(script, retries=2)
+    vals = dict(line.split("\t", 1) for line in out.splitlines() if "\t" in line)
+    missing = sorted(set(attrs) - set(vals))
+    if missing:
+        raise GuestError(f"reading {name}'s queue returned no line for {missing}: {out!r}")
     if "scheduler" in vals:
         v = vals["scheduler"]
         vals["scheduler"] = v[v.find("[") + 1:v.find("]")] if "[" in v else v
