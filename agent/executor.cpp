@@ -171,16 +171,21 @@ private:
             r.detail = a.note;
             return r;
         }
-        // Read again just before writing only what an earlier write of this
-        // plan can have moved (the kernel rows, policy/kernel.cpp); the plan's own reading is fresh
-        // otherwise. Everything is read back once at the end.
-        if (disturbed(a)) {
+        // Read again just before writing once this pass has written: an
+        // earlier write (a scheduler switch freezes the queue) takes time in
+        // which another writer can move the value. What the kernel rows
+        // (policy/kernel.cpp) say an earlier write of this pass moves is its
+        // own doing; anything else that moved is another writer's. The plan's
+        // own reading is fresh before the first write. Everything is read
+        // back once at the end.
+        if (wrote_) {
             const auto now = current(a);
             if (!now.ok()) {
                 r.before.clear();  // unknown now
                 read_failed(a, now.err, r);
                 return r;
             }
+            if (!disturbed(a) && now.value != a.current) r.moved_outside = now.value;
             r.before = now.value;
         } else if (a.current.empty() && !sysfs_.exists(dir_ + a.path)) {
             r.outcome = Outcome::skipped;
@@ -216,6 +221,7 @@ private:
     // iosched/ and can turn a default wbt off; an nr_requests write rescales
     // async_depth.
     void note_write(const Action& a) {
+        wrote_ = true;
         if (a.cause != policy::WriteCause::none) written_.insert(a.cause);
     }
     // The kernel rows say which writes move which attribute; the executor
@@ -242,6 +248,9 @@ private:
             if (r.after == r.expected) continue;
 
             const bool was_unchanged = r.outcome == Outcome::unchanged;
+            // Nothing this pass wrote moves this attribute: someone else
+            // wrote it while the pass ran (a tool restarted beside the daemon).
+            const bool outside = !disturbed(a);
             if (int werr = write(a, value_of(a, r), r.after, r)) {
                 if (werr == EBUSY) {
                     busy(r, r.outcome, r.detail);
@@ -260,6 +269,10 @@ private:
                 r.outcome = Outcome::applied;
                 r.detail = "re-applied: a later write had changed it to " + undone_to;
                 if (was_unchanged) r.detail = "re-applied: a write to another attribute changed it to " + undone_to;
+                if (outside) {
+                    r.moved_outside = undone_to;
+                    r.detail = "re-applied: changed to " + undone_to + " outside blkpolicy while it was being written";
+                }
             } else {
                 r.outcome = Outcome::not_stuck;
                 r.detail = "wrote " + value_of(a, r) + ", reads back " + (r.after.empty() ? "nothing" : r.after);
@@ -272,6 +285,7 @@ private:
     const BusyRetry& retry_;
     std::string dir_;
     std::set<policy::WriteCause> written_;
+    bool wrote_ = false;  // anything written yet in this pass
 };
 
 }  // namespace

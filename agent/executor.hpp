@@ -48,8 +48,11 @@ const BusyRetry& default_busy_retry();
 
 struct AttributeResult {
     std::string attribute;
-    std::string before;                // read just before writing
-    std::string after;                 // read back at the end
+    std::string before;  // read just before writing
+    std::string after;   // read back at the end
+    // Read back at the end as a value no write of this pass can have put
+    // there (no kernel row links them): another writer's, written over.
+    std::string moved_outside;
     std::string expected;              // what a correct read-back shows (a scheduler: the name the kernel accepted)
     std::vector<std::string> refused;  // scheduler names the kernel refused (EINVAL) before one was accepted
     int attempts = 0;                  // writes made, EBUSY retries included (0: nothing written)

@@ -149,17 +149,19 @@ struct SwallowingSysfs : KernelModelSysfs {
         return KernelModelSysfs::write(rel, value);
     }
 };
-// Writing read_ahead_kb resets nomerges: something a later write undoes.
+// Writing read_ahead_kb resets another attribute (nomerges unless told):
+// something a later write undoes.
 struct UndoingSysfs : KernelModelSysfs {
     using KernelModelSysfs::KernelModelSysfs;
     int write(const std::string& rel, std::string_view value) override {
         int err = KernelModelSysfs::write(rel, value);
         if (rel.ends_with("/queue/read_ahead_kb") && !undone) {
             undone = true;
-            udev::Sysfs::write("block/loop0/queue/nomerges", "0");
+            udev::Sysfs::write("block/loop0/queue/" + undo.first, undo.second);
         }
         return err;
     }
+    std::pair<std::string, std::string> undo{"nomerges", "0"};
     bool undone = false;
 };
 // The device disappears after the first write.
@@ -183,16 +185,31 @@ TEST_CASE("a write that does not stick is reported with what reads back") {
     CHECK(s.writes.size() == 0);  // swallowed before the model saw them
 }
 
-TEST_CASE("what a later write undid is re-applied once") {
+TEST_CASE("what moved during the pass is re-applied once, and said to be another writer's unless a row explains it") {
     FakeSysfs t;
     t.add_loop("loop0", 0, "/img");
-    UndoingSysfs s(t.root());
-    auto r =
-        by_attr(agent::execute(s, plan_for(s, "loop0", test::one_rule_policy("nomerges = 1\nread_ahead_kb = 64\n"))));
-    CHECK(r["nomerges"].outcome == agent::Outcome::applied);
-    CHECK(r["nomerges"].detail == "re-applied: a later write had changed it to 0");
-    CHECK(t.read(t.devpath_of("loop0") + "/queue/nomerges") == "1");
-    CHECK(writes_of(s) == std::vector<std::string>{"queue/nomerges=1", "queue/read_ahead_kb=64", "queue/nomerges=1"});
+    SUBCASE("no kernel row links a read_ahead_kb write to nomerges: moved outside blkpolicy") {
+        UndoingSysfs s(t.root());
+        auto r = by_attr(
+            agent::execute(s, plan_for(s, "loop0", test::one_rule_policy("nomerges = 1\nread_ahead_kb = 64\n"))));
+        CHECK(r["nomerges"].outcome == agent::Outcome::applied);
+        CHECK(r["nomerges"].moved_outside == "0");
+        CHECK(r["nomerges"].detail == "re-applied: changed to 0 outside blkpolicy while it was being written");
+        CHECK(t.read(t.devpath_of("loop0") + "/queue/nomerges") == "1");
+        CHECK(writes_of(s) ==
+              std::vector<std::string>{"queue/nomerges=1", "queue/read_ahead_kb=64", "queue/nomerges=1"});
+    }
+    SUBCASE("a scheduler switch of this pass can move nr_requests: blkpolicy's own doing") {
+        UndoingSysfs s(t.root());
+        s.undo = {"nr_requests", "32"};
+        auto r = by_attr(agent::execute(
+            s, plan_for(s, "loop0",
+                        test::one_rule_policy("scheduler = \"mq-deadline\"\nnr_requests = 64\nread_ahead_kb = 64\n"))));
+        CHECK(r["nr_requests"].outcome == agent::Outcome::applied);
+        CHECK(r["nr_requests"].moved_outside.empty());
+        CHECK(r["nr_requests"].detail == "re-applied: a later write had changed it to 32");
+        CHECK(t.read(t.devpath_of("loop0") + "/queue/nr_requests") == "64");
+    }
 }
 
 TEST_CASE("a device vanishing mid-apply: the rest is skipped - not failed") {

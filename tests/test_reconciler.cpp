@@ -139,6 +139,40 @@ TEST_CASE("daemon scenario: enforce mode") {
         CHECK(w.log.take() == V{"drift loop0 read_ahead_kb 128 512"});
         CHECK(w.log.full.back().writer.empty());
     }
+    SUBCASE("a writer that writes while the pass switches the scheduler is named, not written over unsaid") {
+        // TuneD restarted beside the daemon: its elevator is seen at a
+        // verify pass, and its readahead lands while blkpolicy's scheduler
+        // switch (a queue freeze) is under way, after the pass read 128.
+        w.rec.set_writers(policy::parse_sysfs_conf("/etc/sysfs.conf", "block/loop0/queue/read_ahead_kb = 1024\n"));
+        w.poke("scheduler", "kyber");
+        w.sysfs.before_write["queue/scheduler"] = [&] { w.poke("read_ahead_kb", "1024"); };
+        w.rec.reconcile("loop0", Trigger::verify);
+        CHECK(w.log.take() == V{"drift loop0 scheduler mq-deadline kyber", "drift loop0 nr_requests 64 256",
+                                "conflict loop0 read_ahead_kb 128 1024"});
+        CHECK(w.log.full.back().writer == "/etc/sysfs.conf:1");
+        CHECK(w.log.full.back().message ==
+              "sysfsutils /etc/sysfs.conf:1 set read_ahead_kb of loop0 to 1024 (policy says 128); re-applied");
+        CHECK(w.q("read_ahead_kb") == "128");
+        CHECK(w.q("scheduler") == "none [mq-deadline] kyber bfq");
+        w.sysfs.before_write.clear();
+        w.rec.reconcile("loop0", Trigger::verify);
+        CHECK(w.log.take().empty());
+    }
+    SUBCASE("a value out of policy when the pass read it, then another writer's before it was written back") {
+        // A tool that puts the device's old value back when it stops and
+        // its own when it starts: the pass read the old value; the new one
+        // landed during the scheduler switch. The writer is named, and the
+        // pass writes over the value it found just before its write.
+        w.rec.set_writers(policy::parse_sysfs_conf("/etc/sysfs.conf", "block/loop0/queue/read_ahead_kb = 1024\n"));
+        w.poke("scheduler", "kyber");
+        w.poke("read_ahead_kb", "512");
+        w.sysfs.before_write["queue/scheduler"] = [&] { w.poke("read_ahead_kb", "1024"); };
+        w.rec.reconcile("loop0", Trigger::verify);
+        CHECK(w.log.take() == V{"drift loop0 scheduler mq-deadline kyber", "drift loop0 nr_requests 64 256",
+                                "conflict loop0 read_ahead_kb 128 1024"});
+        CHECK(w.log.full.back().writer == "/etc/sysfs.conf:1");
+        CHECK(w.q("read_ahead_kb") == "128");
+    }
     SUBCASE("a changed policy is applied, not called drift") {
         w.rec.set_policy(loops_policy("read_ahead_kb = 256\nscheduler = \"mq-deadline\"\nnr_requests = 64\n"));
         w.rec.reconcile("loop0", Trigger::verify);

@@ -284,11 +284,18 @@ bool Reconciler::reconcile(const std::string& device, Trigger trigger) {
         // What the attribute read just before blkpolicy would write it: after
         // the earlier writes of this pass (a bfq switch zeroes wbt).
         const bool written = res != results.end() && res->second.outcome != Outcome::unchanged;
+        // Moved while this pass ran by something no write of it can have
+        // done, and written back: that other writer's value is what is said
+        // (at first sight, what the device had is).
+        const bool moved_outside = written && !fresh && !res->second.moved_outside.empty();
         // In policy when planned, moved by this pass's own earlier write (a
         // scheduler switch resets nr_requests) and written back: part of
         // applying, nobody else's doing.
-        const bool own_write_moved_it = written && a.current == a.expected && res->second.outcome == Outcome::applied;
-        const std::string before = written && !own_write_moved_it ? res->second.before : a.current;
+        const bool own_write_moved_it =
+            written && !moved_outside && a.current == a.expected && res->second.outcome == Outcome::applied;
+        const std::string before = moved_outside                    ? res->second.moved_outside
+                                   : written && !own_write_moved_it ? res->second.before
+                                                                    : a.current;
 
         AttrPass pass;
         pass.unattainable = a.kind == ActionKind::refuse || a.kind == ActionKind::unavailable;

@@ -107,6 +107,14 @@ void LoopDevice::write_queue(const std::string& attr, const std::string& value) 
         throw std::runtime_error("write " + attr + "=" + value + ": " + std::strerror(err));
 }
 
+std::string switch_scheduler_or_reason(const LoopDevice& loop, const std::string& name) {
+    const int err = loop.try_write_queue("scheduler", name);
+    if (err == 0) return {};
+    if (err != EINVAL) throw std::runtime_error("write scheduler=" + name + ": " + std::strerror(err));
+    return "SKIPPED: this kernel has no " + name + " scheduler, built in or loadable (" + loop.name() +
+           " lists: " + loop.queue("scheduler") + "); tests/vm proves this on Debian's kernels";
+}
+
 int remove_leftover_loops() {
     int removed = 0;
     std::error_code ec;

@@ -33,6 +33,13 @@ private:
     bool bound_ = false;
 };
 
+// Switches the device to scheduler NAME. Empty when it took it; the reason
+// when this kernel has no such scheduler, built in or as a module it can
+// load (EINVAL), as on a host kernel built without bfq: the tests that need
+// it say so and stop, and the guests prove the same traps on Debian's
+// kernels. Any other error throws.
+std::string switch_scheduler_or_reason(const LoopDevice& loop, const std::string& name);
+
 // Detaches and removes loop devices left bound to our backing files by a
 // run that crashed. Returns how many it removed.
 int remove_leftover_loops();
