@@ -11,6 +11,7 @@
 #include "policy/attributes.hpp"
 #include "policy/loader.hpp"
 #include "policy/values.hpp"
+#include "util/utf8.hpp"
 
 namespace blkpolicy::policy {
 
@@ -43,54 +44,10 @@ std::string toml_quote(const std::string& s) {
     return out + "\"";
 }
 
-namespace {
-
-// Well-formed UTF-8 (RFC 3629): no overlong forms, no surrogates, nothing
-// above U+10FFFF. toml++ rejects anything else.
-bool valid_utf8(const std::string& s) {
-    std::size_t i = 0;
-    while (i < s.size()) {
-        const auto c = static_cast<unsigned char>(s[i]);
-        if (c < 0x80) {
-            ++i;
-            continue;
-        }
-        std::size_t n = 0;
-        unsigned char lo = 0x80, hi = 0xBF;  // allowed range of the second byte
-        if (c >= 0xC2 && c <= 0xDF)
-            n = 2;
-        else if (c == 0xE0)
-            n = 3, lo = 0xA0;
-        else if (c >= 0xE1 && c <= 0xEC)
-            n = 3;
-        else if (c == 0xED)
-            n = 3, hi = 0x9F;
-        else if (c >= 0xEE && c <= 0xEF)
-            n = 3;
-        else if (c == 0xF0)
-            n = 4, lo = 0x90;
-        else if (c >= 0xF1 && c <= 0xF3)
-            n = 4;
-        else if (c == 0xF4)
-            n = 4, hi = 0x8F;
-        else
-            return false;
-        if (i + n > s.size()) return false;
-        const auto second = static_cast<unsigned char>(s[i + 1]);
-        if (second < lo || second > hi) return false;
-        for (std::size_t k = 2; k < n; ++k)
-            if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return false;
-        i += n;
-    }
-    return true;
-}
-
 // The original rule as a TOML comment: one line, valid UTF-8, no control characters.
-}  // namespace
-
 std::string comment_text(const std::string& s) {
     std::string out;
-    const bool utf8 = valid_utf8(s);
+    const bool utf8 = util::valid_utf8(s);
     for (char c : s) {
         const auto u = static_cast<unsigned char>(c);
         if (u < 0x20 || u == 0x7f || (!utf8 && u >= 0x80))
@@ -341,7 +298,7 @@ ImportResult import_udev_rules(const std::vector<UdevRule>& rules, const std::ve
             if (!pending_goto.empty())
                 c.left_out =
                     "a GOTO at " + pending_goto.begin()->second + " may skip this rule, which a policy cannot express";
-            if (!valid_utf8(r.text)) c.left_out = "the rule has bytes that are not UTF-8";
+            if (!util::valid_utf8(r.text)) c.left_out = "the rule has bytes that are not UTF-8";
             for (const auto& t : r.tokens) {
                 if (!c.left_out.empty()) break;
                 if (t.key == "ATTR" && is_assignment(t.op) && !policy_key_for_attr(t.attr).empty()) continue;
