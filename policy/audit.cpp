@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 
+#include "policy/toml_text.hpp"
 #include "policy/values.hpp"
 #include "util/names.hpp"
 
@@ -27,8 +28,8 @@ namespace {
 
 bool glob(const char* pattern, const std::string& value) { return ::fnmatch(pattern, value.c_str(), 0) == 0; }
 
-std::string fix_rule(const std::string& name, const std::string& device, const std::string& set) {
-    return "[[rule]]\nname = \"" + name + "\"\n[rule.match]\nkernel = \"" + device + "\"\n[rule.set]\n" + set + "\n";
+std::string fix_rule(const std::string& name, const std::string& device, std::vector<TomlEntry> set) {
+    return emit_rule({name, {}, {}, {{"kernel", toml_quote(device), {}}}, std::move(set)});
 }
 
 std::string id_text(const DeviceFacts& f) {
@@ -124,7 +125,7 @@ void rotational_claim_virtual(const Subject& s, AuditState&, Findings& out) {
                    s.name + " claims to spin, but its " + s.why_virtual +
                        " says it is virtual: the kernel derives wbt and readahead defaults from that claim",
                    {{"queue/rotational", "1"}, {"identity", id_text(s.f)}},
-                   fix_rule("virtual disks do not spin", s.name, "rotational = 0")});
+                   fix_rule("virtual disks do not spin", s.name, {{"rotational", "0", {}}})});
 }
 
 void readahead_amplification(const Subject& s, AuditState&, Findings& out) {
@@ -136,7 +137,7 @@ void readahead_amplification(const Subject& s, AuditState&, Findings& out) {
                    {{"queue/read_ahead_kb", value_of(s.v, "read_ahead_kb")},
                     {"queue/max_sectors_kb", value_of(s.v, "max_sectors_kb")},
                     {"queue/rotational", value_of(s.v, "rotational")}},
-                   fix_rule("virtual disks read ahead like SSDs", s.name, "read_ahead_kb = 128")});
+                   fix_rule("virtual disks read ahead like SSDs", s.name, {{"read_ahead_kb", "128", {}}})});
 }
 
 void wbt_rotational_default_virtual(const Subject& s, AuditState&, Findings& out) {
@@ -144,7 +145,7 @@ void wbt_rotational_default_virtual(const Subject& s, AuditState&, Findings& out
     out.push_back({s.name,
                    s.name + " throttles writeback to a 75 ms target, the default for spinning disks",
                    {{"queue/wbt_lat_usec", "75000"}, {"identity", id_text(s.f)}},
-                   fix_rule("virtual disks do not spin", s.name, "wbt_lat_usec = 2000")});
+                   fix_rule("virtual disks do not spin", s.name, {{"wbt_lat_usec", "2000", {}}})});
 }
 
 // The device's own cache mode against queue/write_cache: nullopt when
@@ -162,7 +163,7 @@ void write_through_volatile_cache(const Subject& s, AuditState&, Findings& out) 
                    s.name + " has a volatile write-back cache, but queue/write_cache says write through: the "
                             "kernel sends no flushes, fsync returns 0 and data is lost on power failure",
                    {{"queue/write_cache", value_of(s.v, "write_cache")}, {"cache_type", s.f.cache_type}},
-                   fix_rule("keep flushes", s.name, "write_cache = \"write back\"")});
+                   fix_rule("keep flushes", s.name, {{"write_cache", "\"write back\"", {}}})});
 }
 
 void write_cache_mismatch(const Subject& s, AuditState&, Findings& out) {
@@ -187,10 +188,11 @@ void bfq_disabled_wbt(const Subject& s, AuditState& st, Findings& out) {
     if (!off) return;
     std::vector<std::pair<std::string, std::string>> ev = {{"queue/scheduler", "bfq"}, {"queue/wbt_lat_usec", shown}};
     if (s.d.wbt_state) ev.push_back({"debugfs rqos/wbt/enabled", "3 (off-default)"});
-    out.push_back({s.name,
-                   s.name + " runs bfq, which turned the default writeback throttling off; writing the old "
-                            "latency back alone does nothing",
-                   ev, fix_rule("keep wbt under bfq", s.name, "scheduler = \"bfq\"\nwbt_lat_usec = 2000")});
+    out.push_back(
+        {s.name,
+         s.name + " runs bfq, which turned the default writeback throttling off; writing the old "
+                  "latency back alone does nothing",
+         ev, fix_rule("keep wbt under bfq", s.name, {{"scheduler", "\"bfq\"", {}}, {"wbt_lat_usec", "2000", {}}})});
 }
 
 void stack_lower_only(const Subject& s, AuditState& st, Findings& out) {
@@ -202,7 +204,7 @@ void stack_lower_only(const Subject& s, AuditState& st, Findings& out) {
                        s.name + " is tuned by the policy, but filesystems read through " + top +
                            ", which no rule tunes: readahead and scheduling of " + top + " decide",
                        {{"holders", join(s.f.holders, " ")}, {"top", top}},
-                       fix_rule("tune the device filesystems use", top, "read_ahead_kb = 128")});
+                       fix_rule("tune the device filesystems use", top, {{"read_ahead_kb", "128", {}}})});
     }
 }
 
@@ -264,7 +266,7 @@ void rq_affinity_inert(AuditState& st, Findings& out) {
                    {{"devices", join(st.rq_affinity_inert, " ")},
                     {"queue/rq_affinity", "1"},
                     {"cpu cache", "one last-level cache for all CPUs"}},
-                   "[[rule]]\nname = \"complete on the submitting CPU\"\n[rule.set]\nrq_affinity = 2\n"});
+                   emit_rule({"complete on the submitting CPU", {}, {}, {}, {{"rq_affinity", "2", {}}}})});
 }
 
 // Every finding, in the order a device's findings are listed. A check runs

@@ -3,67 +3,17 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <set>
 
 #include "policy/attributes.hpp"
 #include "policy/loader.hpp"
+#include "policy/toml_text.hpp"
 #include "policy/values.hpp"
 #include "util/utf8.hpp"
 
 namespace blkpolicy::policy {
-
-std::string toml_quote(const std::string& s) {
-    std::string out = "\"";
-    for (char c : s) {
-        switch (c) {
-            case '"':
-                out += "\\\"";
-                break;
-            case '\\':
-                out += "\\\\";
-                break;
-            case '\n':
-                out += "\\n";
-                break;
-            case '\t':
-                out += "\\t";
-                break;
-            default:
-                if (static_cast<unsigned char>(c) < 0x20) {
-                    char buf[8];
-                    std::snprintf(buf, sizeof buf, "\\u%04x", c);
-                    out += buf;
-                } else {
-                    out += c;
-                }
-        }
-    }
-    return out + "\"";
-}
-
-// The original rule as a TOML comment: one line, valid UTF-8, no control characters.
-std::string comment_text(const std::string& s) {
-    std::string out;
-    const bool utf8 = util::valid_utf8(s);
-    for (char c : s) {
-        const auto u = static_cast<unsigned char>(c);
-        if (u < 0x20 || u == 0x7f || (!utf8 && u >= 0x80))
-            out += '?';
-        else
-            out += c;
-    }
-    return out;
-}
-
-std::string toml_list(const std::vector<std::string>& items) {
-    if (items.size() == 1) return toml_quote(items.front());
-    std::string s = "[";
-    for (std::size_t i = 0; i < items.size(); ++i) s += (i ? ", " : "") + toml_quote(items[i]);
-    return s + "]";
-}
 
 namespace {
 
@@ -135,20 +85,20 @@ bool is_condition(const UdevToken& t) {
 }
 
 struct Converted {
-    std::vector<std::string> match;  // TOML lines under [rule.match]
+    std::vector<TomlEntry> match;  // under [rule.match]
     // Adds "key = value"; a key can appear once in a policy, so the same key
     // with another value (KERNEL=="a*", KERNEL=="*b": both must hold) cannot
     // be converted exactly. Returns why not, or empty.
     std::string add_match(const std::string& key, const std::string& value) {
         for (const auto& m : match) {
-            if (m.rfind(key + " = ", 0) != 0) continue;
-            if (m == key + " = " + value) return {};
+            if (m.key != key) continue;
+            if (m.value == value) return {};
             return "it matches " + key + " twice with different patterns, which a policy cannot express";
         }
-        match.push_back(key + " = " + value);
+        match.push_back({key, value, {}});
         return {};
     }
-    std::vector<std::pair<std::string, std::string>> set;  // key, TOML value
+    std::vector<TomlEntry> set;  // key, TOML value
     bool write_through = false;
     std::string left_out;            // non-empty: the whole rule is left out, and why
     std::vector<std::string> notes;  // per-rule diagnostics that do not stop it
@@ -220,9 +170,9 @@ std::string convert_assignment(const UdevToken& t, Converted& c) {
     std::string value;
     if (auto why = convert_policy_value(key, t.value, value); !why.empty()) return token_text(t) + ": " + why;
     if (key == "write_cache" && trim(t.value) == "write through") c.write_through = true;
-    c.set.erase(std::remove_if(c.set.begin(), c.set.end(), [&](const auto& kv) { return kv.first == key; }),
+    c.set.erase(std::remove_if(c.set.begin(), c.set.end(), [&](const TomlEntry& e) { return e.key == key; }),
                 c.set.end());
-    c.set.emplace_back(key, value);
+    c.set.push_back({key, value, {}});
     return {};
 }
 
@@ -250,9 +200,7 @@ std::string convert_policy_value(const std::string& key, const std::string& raw,
             break;
     }
     // Validate exactly as `blkpolicy check` would.
-    std::string probe = "[[rule]]\nname = \"probe\"\nacknowledge = [\"" + std::string(kAckWriteThrough) +
-                        "\"]\n[rule.set]\n" + key + " = " + toml_value + "\n";
-    auto r = load_policy({{"probe", probe}});
+    auto r = load_policy({{"probe", emit_rule({"probe", {kAckWriteThrough}, {}, {}, {{key, toml_value, {}}}})}});
     if (!r.ok()) return r.errors.front().message;
     return {};
 }
@@ -330,16 +278,12 @@ ImportResult import_udev_rules(const std::vector<UdevRule>& rules, const std::ve
             if (c.left_out.empty()) {
                 name = comment_text(std::filesystem::path(r.file).filename().string() + ":" + std::to_string(r.line));
                 while (names.count(name)) name += "'";
-                rule_toml = "[[rule]]\nname = " + toml_quote(name) + "\n";
-                if (c.write_through)
-                    rule_toml +=
-                        "acknowledge = [\"" + std::string(kAckWriteThrough) + "\"]  # the udev rule already did this\n";
-                if (!c.match.empty()) {
-                    rule_toml += "[rule.match]\n";
-                    for (const auto& m : c.match) rule_toml += m + "\n";
+                RuleToml rule{name, {}, {}, c.match, c.set};
+                if (c.write_through) {
+                    rule.acknowledge = {kAckWriteThrough};
+                    rule.acknowledge_comment = "the udev rule already did this";
                 }
-                rule_toml += "[rule.set]\n";
-                for (const auto& [k, v] : c.set) rule_toml += k + " = " + v + "\n";
+                rule_toml = emit_rule(rule);
                 // Whatever check would refuse (bounds on patterns, values)
                 // leaves the rule out here, with check's own words.
                 auto probe = load_policy({{"rule", rule_toml}});

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "policy/toml_text.hpp"
 #include "policy/udev_rules.hpp"
 
 namespace blkpolicy::policy {
@@ -23,12 +24,6 @@ struct ImportResult {
 // `rules` in reading order (all files); `sources` names them for the header.
 ImportResult import_udev_rules(const std::vector<UdevRule>& rules, const std::vector<std::string>& sources);
 
-// A TOML basic string, quoted and escaped.
-std::string toml_quote(const std::string& s);
-// One string as it is, a list of several: "a" or ["a", "b"].
-std::string toml_list(const std::vector<std::string>& items);
-// Text fit for a TOML comment (control bytes and bad UTF-8 as "?").
-std::string comment_text(const std::string& s);
 // A writer's value of policy key `key` as a TOML value, validated as check
 // validates it; returns why it cannot be one, or empty.
 std::string convert_policy_value(const std::string& key, const std::string& raw, std::string& toml_value);

@@ -7,6 +7,7 @@
 
 #include "policy/loader.hpp"
 #include "policy/policy.hpp"
+#include "policy/toml_text.hpp"
 #include "policy/values.hpp"
 
 namespace blkpolicy::policy {
@@ -21,8 +22,8 @@ struct Group {
     std::string where;   // file:line of the first assignment
     std::string origin;  // what the comment says it came from
     std::vector<std::string> kernel;
-    bool disks_only = false;                               // TuneD's disk plugin: non-removable disks
-    std::vector<std::pair<std::string, std::string>> set;  // key, TOML value
+    bool disks_only = false;     // TuneD's disk plugin: non-removable disks
+    std::vector<TomlEntry> set;  // key, TOML value
     std::vector<const WriterAssignment*> from;
 };
 
@@ -96,27 +97,25 @@ ImportResult import_writers(const std::vector<WriterAssignment>& writers, const 
             names.insert(name);
             g->name = name;
         }
-        for (auto& kv : g->set)
-            if (kv.first == w.attribute) kv.second = value;
+        for (auto& e : g->set)
+            if (e.key == w.attribute) e.value = value;
         bool have = false;
-        for (const auto& kv : g->set) have |= kv.first == w.attribute;
-        if (!have) g->set.emplace_back(w.attribute, value);
+        for (const auto& e : g->set) have |= e.key == w.attribute;
+        if (!have) g->set.push_back({w.attribute, value, {}});
         g->from.push_back(&w);
     }
 
     for (const auto& g : groups) {
-        std::string rule = "[[rule]]\nname = " + toml_quote(g.name) + "\n";
-        bool write_through = false;
-        for (const auto& [k, v] : g.set) write_through |= k == "write_cache" && v == "\"write through\"";
-        if (write_through)
-            rule += "acknowledge = [\"" + std::string(kAckWriteThrough) + "\"]  # the original already did this\n";
-        if (!g.kernel.empty() || g.disks_only) {
-            rule += "[rule.match]\n";
-            if (!g.kernel.empty()) rule += "kernel = " + toml_list(g.kernel) + "\n";
-            if (g.disks_only) rule += "removable = false  # TuneD's disk plugin tunes disks that are not removable\n";
-        }
-        rule += "[rule.set]\n";
-        for (const auto& [k, v] : g.set) rule += k + " = " + v + "\n";
+        RuleToml parts{g.name, {}, {}, {}, g.set};
+        for (const auto& e : g.set)
+            if (e.key == "write_cache" && e.value == "\"write through\"") {
+                parts.acknowledge = {kAckWriteThrough};
+                parts.acknowledge_comment = "the original already did this";
+            }
+        if (!g.kernel.empty()) parts.match.push_back({"kernel", toml_list(g.kernel), {}});
+        if (g.disks_only)
+            parts.match.push_back({"removable", "false", "TuneD's disk plugin tunes disks that are not removable"});
+        const std::string rule = emit_rule(parts);
         auto probe = load_policy({{"rule", rule}});
         if (!probe.ok()) {
             for (const auto* w : g.from) {

@@ -81,7 +81,10 @@ TEST_CASE("figures: flushes-dropped is critical exactly for unflushed writes, wr
                   "vdb: 200 writes and no flush in 60 s: queue/write_cache says write through over a "
                   "volatile write-back cache (cache_type \"write back\"), so the kernel drops every flush "
                   "and fsync no longer makes data durable");
-            CHECK(x.fix == "[rule.set]\nwrite_cache = \"write back\"");
+            // The same fix as audit's write-through finding: a whole rule for this disk.
+            CHECK(x.fix ==
+                  "[[rule]]\nname = \"keep flushes\"\n[rule.match]\nkernel = \"vdb\"\n[rule.set]\nwrite_cache = "
+                  "\"write back\"\n");
         }
         if (r.cache == DeviceCache::Mode::unknown)
             CHECK(f.flush.note.find("whether the device's own cache is volatile is not known") != std::string::npos);

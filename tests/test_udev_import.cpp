@@ -275,3 +275,29 @@ TEST_CASE("import: every udev key is a condition, an effect or control flow; no 
         }
     }
 }
+
+TEST_CASE("emit_rule: the one shape of every rule blkpolicy writes, and check reads it back as written") {
+    const RuleToml parts{"a \"quoted\" name",
+                         {kAckWriteThrough},
+                         "the original\nalready did this",
+                         {{"kernel", toml_list({"sd*", "vd*"}), {}}, {"removable", "false", "not removable"}},
+                         {{"write_cache", "\"write through\"", {}}, {"read_ahead_kb", "256", {}}}};
+    const auto text = emit_rule(parts);
+    CHECK(text ==
+          "[[rule]]\n"
+          "name = \"a \\\"quoted\\\" name\"\n"
+          "acknowledge = [\"write-through-drops-flushes\"]  # the original?already did this\n"
+          "[rule.match]\n"
+          "kernel = [\"sd*\", \"vd*\"]\n"
+          "removable = false  # not removable\n"
+          "[rule.set]\n"
+          "write_cache = \"write through\"\n"
+          "read_ahead_kb = 256\n");
+    const auto loaded = load_policy({{"emitted", text}});
+    REQUIRE(loaded.ok());
+    REQUIRE(loaded.policy.rules.size() == 1);
+    CHECK(loaded.policy.rules[0].name == "a \"quoted\" name");
+    // No match table: every device.
+    CHECK(emit_rule({"all", {}, {}, {}, {{"rq_affinity", "2", {}}}}) ==
+          "[[rule]]\nname = \"all\"\n[rule.set]\nrq_affinity = 2\n");
+}

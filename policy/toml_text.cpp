@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: MIT
+#include "policy/toml_text.hpp"
+
+#include <cstdio>
+
+#include "util/utf8.hpp"
+
+namespace blkpolicy::policy {
+
+std::string toml_quote(const std::string& s) {
+    std::string out = "\"";
+    for (char c : s) {
+        switch (c) {
+            case '"':
+                out += "\\\"";
+                break;
+            case '\\':
+                out += "\\\\";
+                break;
+            case '\n':
+                out += "\\n";
+                break;
+            case '\t':
+                out += "\\t";
+                break;
+            default:
+                if (static_cast<unsigned char>(c) < 0x20) {
+                    char buf[8];
+                    std::snprintf(buf, sizeof buf, "\\u%04x", c);
+                    out += buf;
+                } else {
+                    out += c;
+                }
+        }
+    }
+    return out + "\"";
+}
+
+// One line, valid UTF-8, no control characters: the original rule, say.
+std::string comment_text(const std::string& s) {
+    std::string out;
+    const bool utf8 = util::valid_utf8(s);
+    for (char c : s) {
+        const auto u = static_cast<unsigned char>(c);
+        if (u < 0x20 || u == 0x7f || (!utf8 && u >= 0x80))
+            out += '?';
+        else
+            out += c;
+    }
+    return out;
+}
+
+std::string toml_list(const std::vector<std::string>& items) {
+    if (items.size() == 1) return toml_quote(items.front());
+    std::string s = "[";
+    for (std::size_t i = 0; i < items.size(); ++i) s += (i ? ", " : "") + toml_quote(items[i]);
+    return s + "]";
+}
+
+namespace {
+std::string line(const TomlEntry& e) {
+    return e.key + " = " + e.value + (e.comment.empty() ? "" : "  # " + comment_text(e.comment)) + "\n";
+}
+}  // namespace
+
+std::string emit_rule(const RuleToml& rule) {
+    std::string out = "[[rule]]\nname = " + toml_quote(rule.name) + "\n";
+    if (!rule.acknowledge.empty()) {
+        std::string codes;
+        for (const auto& c : rule.acknowledge) codes += (codes.empty() ? "" : ", ") + toml_quote(c);
+        out += line({"acknowledge", "[" + codes + "]", rule.acknowledge_comment});
+    }
+    if (!rule.match.empty()) {
+        out += "[rule.match]\n";
+        for (const auto& m : rule.match) out += line(m);
+    }
+    out += "[rule.set]\n";
+    for (const auto& e : rule.set) out += line(e);
+    return out;
+}
+
+}  // namespace blkpolicy::policy
