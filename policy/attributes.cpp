@@ -125,6 +125,78 @@ const std::vector<std::string>& known_schedulers() {
     return names;
 }
 
+namespace {
+
+std::string in_quotes(std::string_view s) { return "\"" + std::string(s) + "\""; }
+
+std::string quoted_list(const std::vector<std::string>& names) {
+    std::string out;
+    for (const auto& n : names) out += (out.empty() ? "" : ", ") + in_quotes(n);
+    return out;
+}
+
+CheckedValue refused(std::string why) { return {{}, std::move(why)}; }
+
+CheckedValue in_range(const AttributeSpec& spec, std::int64_t n) {
+    if (n >= spec.min && n <= spec.max) return {{std::to_string(n)}, {}};
+    std::string msg = spec.key + " = " + std::to_string(n) + " is out of range: ";
+    if (n < 0 && spec.min >= 0) msg = spec.key + " = " + std::to_string(n) + " is negative: ";
+    msg += "must be " + std::to_string(spec.min) + ".." + std::to_string(spec.max);
+    if (!spec.range_note.empty()) msg += " (" + spec.range_note + ")";
+    return refused(msg);
+}
+
+}  // namespace
+
+CheckedValue check_value(const AttributeSpec& spec, const GivenValue& given) {
+    using T = GivenValue::Type;
+    switch (spec.kind) {
+        case ValueKind::integer:
+            if (given.type != T::integer) return refused(spec.key + " must be an integer, not " + given.type_name);
+            return in_range(spec, given.integer);
+        case ValueKind::flag:
+            if (given.type == T::boolean) return {{given.boolean ? "1" : "0"}, {}};
+            if (given.type != T::integer || (given.integer != 0 && given.integer != 1))
+                return refused(spec.key + " must be 0, 1, true or false");
+            return {{std::to_string(given.integer)}, {}};
+        case ValueKind::choice: {
+            const bool one = given.type == T::string;
+            if (one && std::find(spec.choices.begin(), spec.choices.end(), given.strings.front()) != spec.choices.end())
+                return {{given.strings.front()}, {}};
+            std::string msg = spec.key + " must be exactly one of " + quoted_list(spec.choices);
+            if (one)
+                msg = spec.key + " = " + in_quotes(given.strings.front()) + " is not exactly one of " +
+                      quoted_list(spec.choices);
+            if (spec.key == "write_cache")
+                msg +=
+                    " (the kernel matches only the start of the text, so a typo would silently apply another "
+                    "mode)";
+            return refused(msg);
+        }
+        case ValueKind::scheduler: {
+            if (given.type != T::string && given.type != T::strings)
+                return refused(spec.key + " must be a string or an array of strings, not " + given.type_name);
+            const auto& known = known_schedulers();
+            for (const auto& name : given.strings) {
+                if (std::find(known.begin(), known.end(), name) == known.end())
+                    return refused("unknown scheduler " + in_quotes(name) + " (known: " + quoted_list(known) + ")");
+                if (std::count(given.strings.begin(), given.strings.end(), name) > 1)
+                    return refused("scheduler " + in_quotes(name) + " is listed twice");
+            }
+            return {given.strings, {}};
+        }
+        case ValueKind::wbt:
+            if (given.type == T::string) {
+                if (given.strings.front() == "default") return {{"default"}, {}};
+                return refused(spec.key + " must be an integer (microseconds, 0 turns wbt off) or \"default\"");
+            }
+            if (given.type != T::integer)
+                return refused(spec.key + " must be an integer (microseconds) or \"default\", not " + given.type_name);
+            return in_range(spec, given.integer);
+    }
+    return refused(spec.key + ": no check for this kind of value");
+}
+
 int write_rank(const AttributeSpec& spec) { return static_cast<int>(spec.phase) * 100 + spec.order; }
 
 }  // namespace blkpolicy::policy

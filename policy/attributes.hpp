@@ -65,6 +65,36 @@ std::vector<std::string> fixed_attribute_keys();
 // The schedulers the kernel ships; the policy accepts only these names.
 const std::vector<std::string>& known_schedulers();
 
+// A value for an attribute as its author wrote it, whoever wrote it down:
+// a policy file (the loader turns the TOML node into one), a udev rule or
+// another tool's file (the importers turn the text into one).
+struct GivenValue {
+    enum class Type { integer, boolean, string, strings, other };
+    Type type = Type::other;
+    std::int64_t integer = 0;
+    bool boolean = false;
+    std::vector<std::string> strings;  // one for Type::string
+    std::string type_name;             // "a float", for Type::other: what the author wrote instead
+
+    static GivenValue of_integer(std::int64_t n) { return {Type::integer, n, false, {}, "an integer"}; }
+    static GivenValue of_boolean(bool b) { return {Type::boolean, 0, b, {}, "a boolean"}; }
+    static GivenValue of_string(std::string s) { return {Type::string, 0, false, {std::move(s)}, "a string"}; }
+    static GivenValue of_strings(std::vector<std::string> l) {
+        return {Type::strings, 0, false, std::move(l), "an array"};
+    }
+};
+
+// The one check of a value against its attribute's row (kind, range,
+// choices, known schedulers), for the loader and both importers alike.
+// `values` is what is to be written (a scheduler preference list can hold
+// several names); `error` says why not, in the words `blkpolicy check` uses.
+struct CheckedValue {
+    std::vector<std::string> values;
+    std::string error;
+    bool ok() const { return error.empty(); }
+};
+CheckedValue check_value(const AttributeSpec& spec, const GivenValue& given);
+
 // Rank for sorting actions into write order.
 int write_rank(const AttributeSpec& spec);
 

@@ -400,95 +400,32 @@ private:
         rule.set.push_back(std::move(s));
     }
 
-    bool check_range(const AttributeSpec& spec, const toml::node& v, std::int64_t n) {
-        if (n >= spec.min && n <= spec.max) return true;
-        std::string msg = spec.key + " = " + std::to_string(n) + " is out of range: ";
-        if (n < 0 && spec.min >= 0) msg = spec.key + " = " + std::to_string(n) + " is negative: ";
-        msg += "must be " + std::to_string(spec.min) + ".." + std::to_string(spec.max);
-        if (!spec.range_note.empty()) msg += " (" + spec.range_note + ")";
-        error(pos(v), msg);
-        return false;
+    // The node as a value for check_value; an array of anything but
+    // strings is refused here, where each element's position is known.
+    std::optional<GivenValue> given(const AttributeSpec& spec, const toml::node& v) {
+        if (const auto* i = v.as_integer()) return GivenValue::of_integer(i->get());
+        if (const auto* b = v.as_boolean()) return GivenValue::of_boolean(b->get());
+        if (const auto* s = v.as_string()) return GivenValue::of_string(s->get());
+        if (v.is_array() && spec.kind == ValueKind::scheduler) {
+            auto list = string_list(v, spec.key);
+            if (!list) return std::nullopt;
+            return GivenValue::of_strings(std::move(*list));
+        }
+        GivenValue other;
+        other.type_name = type_name(v);
+        return other;
     }
 
     bool validate(const AttributeSpec& spec, const toml::node& v, std::vector<std::string>& out) {
-        switch (spec.kind) {
-            case ValueKind::integer: {
-                const auto* i = v.as_integer();
-                if (!i) {
-                    error(pos(v), spec.key + " must be an integer, not " + type_name(v));
-                    return false;
-                }
-                if (!check_range(spec, v, i->get())) return false;
-                out = {std::to_string(i->get())};
-                return true;
-            }
-            case ValueKind::flag: {
-                if (const auto* b = v.as_boolean()) {
-                    out = {b->get() ? "1" : "0"};
-                    return true;
-                }
-                const auto* i = v.as_integer();
-                if (!i || (i->get() != 0 && i->get() != 1)) {
-                    error(pos(v), spec.key + " must be 0, 1, true or false");
-                    return false;
-                }
-                out = {std::to_string(i->get())};
-                return true;
-            }
-            case ValueKind::choice: {
-                const auto* s = v.as_string();
-                if (!s || std::find(spec.choices.begin(), spec.choices.end(), s->get()) == spec.choices.end()) {
-                    std::string msg = spec.key + " must be exactly one of " + known_list(spec.choices);
-                    if (s)
-                        msg = spec.key + " = " + in_quotes(s->get()) + " is not exactly one of " +
-                              known_list(spec.choices);
-                    if (spec.key == "write_cache")
-                        msg +=
-                            " (the kernel matches only the start of the text, so a typo would silently "
-                            "apply another mode)";
-                    error(pos(v), msg);
-                    return false;
-                }
-                out = {s->get()};
-                return true;
-            }
-            case ValueKind::scheduler: {
-                auto list = string_list(v, spec.key);
-                if (!list) return false;
-                for (const auto& name : *list) {
-                    const auto& known = known_schedulers();
-                    if (std::find(known.begin(), known.end(), name) == known.end()) {
-                        error(pos(v), "unknown scheduler " + in_quotes(name) + " (known: " + known_list(known) + ")");
-                        return false;
-                    }
-                    if (std::count(list->begin(), list->end(), name) > 1) {
-                        error(pos(v), "scheduler " + in_quotes(name) + " is listed twice");
-                        return false;
-                    }
-                }
-                out = std::move(*list);
-                return true;
-            }
-            case ValueKind::wbt: {
-                if (const auto* s = v.as_string()) {
-                    if (s->get() == "default") {
-                        out = {"default"};
-                        return true;
-                    }
-                    error(pos(v), spec.key + " must be an integer (microseconds, 0 turns wbt off) or \"default\"");
-                    return false;
-                }
-                const auto* i = v.as_integer();
-                if (!i) {
-                    error(pos(v), spec.key + " must be an integer (microseconds) or \"default\", not " + type_name(v));
-                    return false;
-                }
-                if (!check_range(spec, v, i->get())) return false;
-                out = {std::to_string(i->get())};
-                return true;
-            }
+        const auto g = given(spec, v);
+        if (!g) return false;
+        auto checked = check_value(spec, *g);
+        if (!checked.ok()) {
+            error(pos(v), checked.error);
+            return false;
         }
-        return false;
+        out = std::move(checked.values);
+        return true;
     }
 
     void load_acknowledge(const toml::node& v, Rule& rule) {

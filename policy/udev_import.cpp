@@ -181,27 +181,27 @@ std::string convert_assignment(const UdevToken& t, Converted& c) {
 std::string convert_policy_value(const std::string& key, const std::string& raw, std::string& toml_value) {
     auto spec = find_attribute(key);
     if (!spec) return "blkpolicy does not manage " + key;
+    GivenValue given;
     switch (spec->kind) {
         case ValueKind::integer:
-        case ValueKind::flag: {
-            auto n = parse_int(raw);
-            if (!n) return key + " must be a whole number";
-            toml_value = std::to_string(*n);
-            break;
-        }
+        case ValueKind::flag:
         case ValueKind::wbt: {
             auto n = parse_int(raw);
-            if (!n) return "wbt_lat_usec must be a whole number";
-            toml_value = *n == -1 ? "\"default\"" : std::to_string(*n);
+            if (!n) return key + " must be a whole number";
+            given = *n == -1 && spec->kind == ValueKind::wbt ? GivenValue::of_string("default")
+                                                             : GivenValue::of_integer(*n);
             break;
         }
-        default:
-            toml_value = toml_quote(trim(raw));
+        case ValueKind::choice:
+        case ValueKind::scheduler:
+            given = GivenValue::of_string(trim(raw));
             break;
     }
-    // Validate exactly as `blkpolicy check` would.
-    auto r = load_policy({{"probe", emit_rule({"probe", {kAckWriteThrough}, {}, {}, {{key, toml_value, {}}}})}});
-    if (!r.ok()) return r.errors.front().message;
+    // The check `blkpolicy check` makes, on the attribute's row.
+    const auto checked = check_value(*spec, given);
+    if (!checked.ok()) return checked.error;
+    toml_value =
+        given.type == GivenValue::Type::integer ? std::to_string(given.integer) : toml_quote(given.strings.front());
     return {};
 }
 

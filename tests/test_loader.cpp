@@ -3,7 +3,9 @@
 
 #include <map>
 
+#include "policy/attributes.hpp"
 #include "policy/loader.hpp"
+#include "policy/udev_import.hpp"
 
 using namespace blkpolicy::policy;
 
@@ -319,4 +321,72 @@ TEST_CASE("warnings: iosched.async_depth is valid but moved to async_depth on 7.
     const auto clean =
         blkpolicy::policy::load_policy({{"p.toml", "[[rule]]\nname = \"x\"\n[rule.set]\nasync_depth = 16\n"}});
     CHECK(blkpolicy::policy::policy_warnings(clean.policy).empty());
+}
+
+TEST_CASE("check_value: one check on the attribute's row, the same words from a policy file and from an import") {
+    using G = GivenValue;
+    struct Row {
+        const char* key;
+        G given;
+        std::vector<std::string> values;  // written, when accepted
+        const char* error;                // otherwise
+    };
+    const std::vector<Row> rows = {
+        {"read_ahead_kb", G::of_integer(256), {"256"}, ""},
+        {"read_ahead_kb",
+         G::of_integer(2'000'000),
+         {},
+         "read_ahead_kb = 2000000 is out of range: must be 0..1048576 (KiB, at most 1 GiB)"},
+        {"read_ahead_kb",
+         G::of_integer(-1),
+         {},
+         "read_ahead_kb = -1 is negative: must be 0..1048576 (KiB, at most 1 GiB)"},
+        {"read_ahead_kb", G::of_string("256"), {}, "read_ahead_kb must be an integer, not a string"},
+        {"rotational", G::of_boolean(true), {"1"}, ""},
+        {"rotational", G::of_integer(0), {"0"}, ""},
+        {"rotational", G::of_integer(2), {}, "rotational must be 0, 1, true or false"},
+        {"write_cache", G::of_string("write back"), {"write back"}, ""},
+        {"write_cache",
+         G::of_string("write backwards"),
+         {},
+         "write_cache = \"write backwards\" is not exactly one of \"write back\", \"write through\" (the kernel "
+         "matches only the start of the text, so a typo would silently apply another mode)"},
+        {"scheduler", G::of_strings({"kyber", "mq-deadline"}), {"kyber", "mq-deadline"}, ""},
+        {"scheduler",
+         G::of_string("cfq"),
+         {},
+         "unknown scheduler \"cfq\" (known: \"none\", \"mq-deadline\", \"kyber\", \"bfq\")"},
+        {"scheduler", G::of_strings({"bfq", "bfq"}), {}, "scheduler \"bfq\" is listed twice"},
+        {"scheduler", G::of_integer(1), {}, "scheduler must be a string or an array of strings, not an integer"},
+        {"wbt_lat_usec", G::of_string("default"), {"default"}, ""},
+        {"wbt_lat_usec", G::of_integer(0), {"0"}, ""},
+        {"wbt_lat_usec",
+         G::of_string("off"),
+         {},
+         "wbt_lat_usec must be an integer (microseconds, 0 turns wbt off) or \"default\""},
+        {"iosched.fifo_batch", G::of_integer(8), {"8"}, ""},
+    };
+    for (const auto& r : rows) {
+        CAPTURE(r.key);
+        const auto spec = find_attribute(r.key);
+        REQUIRE(spec);
+        const auto got = check_value(*spec, r.given);
+        CHECK(got.values == r.values);
+        CHECK(got.error == r.error);
+    }
+    // A float is named by the loader, which alone sees one.
+    CHECK(only_error("[[rule]]\nname = \"x\"\n[rule.set]\nnr_requests = 1.5\n") ==
+          "p.toml:4:15: nr_requests must be an integer, not a float");
+
+    // The same refusal from a policy file and from an imported value.
+    std::string toml_value;
+    CHECK(convert_policy_value("read_ahead_kb", "2000000", toml_value) ==
+          "read_ahead_kb = 2000000 is out of range: must be 0..1048576 (KiB, at most 1 GiB)");
+    CHECK(only_error("[[rule]]\nname = \"x\"\n[rule.set]\nread_ahead_kb = 2000000\n") ==
+          "p.toml:4:17: read_ahead_kb = 2000000 is out of range: must be 0..1048576 (KiB, at most 1 GiB)");
+    CHECK(convert_policy_value("wbt_lat_usec", "-1", toml_value).empty());
+    CHECK(toml_value == "\"default\"");
+    CHECK(convert_policy_value("write_cache", " write through ", toml_value).empty());
+    CHECK(toml_value == "\"write through\"");
+    CHECK(convert_policy_value("nomerges", "x", toml_value) == "nomerges must be a whole number");
 }
