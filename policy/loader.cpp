@@ -84,6 +84,29 @@ std::string known_list(const std::vector<std::string>& names) {
     return join(q, ", ");
 }
 
+// One key of a TOML table and what reads it: the loader's dispatch, and
+// the "expected ..." of its unknown-key messages, come from the same rows.
+template <typename Handler>
+struct KeyRow {
+    std::string_view key;
+    Handler read;
+};
+
+template <typename Row, std::size_t N>
+const Row* find_key(const Row (&rows)[N], std::string_view key) {
+    for (const auto& r : rows)
+        if (r.key == key) return &r;
+    return nullptr;
+}
+
+// "\"a\", \"b\" or \"c\""
+template <typename Row, std::size_t N>
+std::string expected_keys(const Row (&rows)[N]) {
+    std::string out;
+    for (std::size_t i = 0; i < N; ++i) out += (i == 0 ? "" : i + 1 == N ? " or " : ", ") + in_quotes(rows[i].key);
+    return out;
+}
+
 class FileLoader {
 public:
     FileLoader(const PolicySource& src, Policy& policy, std::vector<PolicyError>& errors,
@@ -109,15 +132,15 @@ private:
             error(pos_of(e.source(), src_.name), plain_parse_error(e.description()));
             return;
         }
+        using Read = void (FileLoader::*)(const toml::node&, const toml::key&);
+        static constexpr KeyRow<Read> kTopLevel[] = {{"daemon", &FileLoader::load_daemon},
+                                                     {"rule", &FileLoader::load_rules}};
         for (auto&& [key, node] : root) {
-            const auto k = std::string(key.str());
-            if (k == "daemon") {
-                load_daemon(node, key);
-            } else if (k == "rule") {
-                load_rules(node, key);
-            } else {
-                error(pos(key), "unknown top-level key " + in_quotes(k) + " (expected \"daemon\" or \"rule\")");
-            }
+            if (const auto* row = find_key(kTopLevel, key.str()))
+                (this->*row->read)(node, key);
+            else
+                error(pos(key),
+                      "unknown top-level key " + in_quotes(key.str()) + " (expected " + expected_keys(kTopLevel) + ")");
         }
     }
 
@@ -131,52 +154,64 @@ private:
             error(pos(key), "\"daemon\" must be a table, not " + type_name(node));
             return;
         }
+        using Read = void (FileLoader::*)(const toml::node&);
+        static constexpr KeyRow<Read> kDaemonKeys[] = {{"mode", &FileLoader::daemon_mode},
+                                                       {"verify_interval", &FileLoader::daemon_verify_interval},
+                                                       {"measure", &FileLoader::daemon_measure},
+                                                       {"measure_window", &FileLoader::daemon_measure_window},
+                                                       {"measure_sample", &FileLoader::daemon_measure_sample}};
         for (auto&& [k, v] : *tbl) {
-            const auto name = std::string(k.str());
-            if (name == "mode") {
-                const auto* s = v.as_string();
-                if (auto m = s ? mode_from_string(s->get()) : std::nullopt) {
-                    policy_.daemon.mode = *m;
-                } else {
-                    error(pos(v), "daemon.mode must be \"enforce\" or \"observe\"");
-                }
-            } else if (name == "verify_interval") {
-                const auto* s = v.as_string();
-                auto d = s ? parse_duration(s->get()) : std::nullopt;
-                if (!d) {
-                    error(pos(v), "daemon.verify_interval must be a duration such as \"30s\", \"500ms\" or \"5m\"");
-                } else if (*d < std::chrono::milliseconds(100) || *d > std::chrono::hours(24)) {
-                    error(pos(v), "daemon.verify_interval must be between 100ms and 24h");
-                } else {
-                    policy_.daemon.verify_interval = *d;
-                }
-            } else if (name == "measure") {
-                if (const auto* b = v.as_boolean())
-                    policy_.daemon.measure = b->get();
-                else
-                    error(pos(v), "daemon.measure must be true or false");
-            } else if (name == "measure_window") {
-                const auto* s = v.as_string();
-                auto d = s ? parse_duration(s->get()) : std::nullopt;
-                if (!d) {
-                    error(pos(v), "daemon.measure_window must be a duration such as \"60s\" or \"5m\"");
-                } else if (*d < std::chrono::seconds(1) || *d > std::chrono::hours(24)) {
-                    error(pos(v), "daemon.measure_window must be between 1s and 24h");
-                } else {
-                    policy_.daemon.measure_window = *d;
-                }
-            } else if (name == "measure_sample") {
-                const auto* n = v.as_integer();
-                if (!n || n->get() < 0 || n->get() > 100)
-                    error(pos(v), "daemon.measure_sample must be a percentage from 0 to 100");
-                else
-                    policy_.daemon.measure_sample = static_cast<unsigned>(n->get());
-            } else {
-                error(pos(k), "unknown key " + in_quotes(name) +
-                                  " in [daemon] (expected \"mode\", \"verify_interval\", \"measure\", "
-                                  "\"measure_window\" or \"measure_sample\")");
-            }
+            if (const auto* row = find_key(kDaemonKeys, k.str()))
+                (this->*row->read)(v);
+            else
+                error(pos(k), "unknown key " + in_quotes(k.str()) + " in [daemon] (expected " +
+                                  expected_keys(kDaemonKeys) + ")");
         }
+    }
+
+    void daemon_mode(const toml::node& v) {
+        const auto* s = v.as_string();
+        if (auto m = s ? mode_from_string(s->get()) : std::nullopt)
+            policy_.daemon.mode = *m;
+        else
+            error(pos(v), "daemon.mode must be \"enforce\" or \"observe\"");
+    }
+
+    void daemon_verify_interval(const toml::node& v) {
+        const auto* s = v.as_string();
+        auto d = s ? parse_duration(s->get()) : std::nullopt;
+        if (!d)
+            error(pos(v), "daemon.verify_interval must be a duration such as \"30s\", \"500ms\" or \"5m\"");
+        else if (*d < std::chrono::milliseconds(100) || *d > std::chrono::hours(24))
+            error(pos(v), "daemon.verify_interval must be between 100ms and 24h");
+        else
+            policy_.daemon.verify_interval = *d;
+    }
+
+    void daemon_measure(const toml::node& v) {
+        if (const auto* b = v.as_boolean())
+            policy_.daemon.measure = b->get();
+        else
+            error(pos(v), "daemon.measure must be true or false");
+    }
+
+    void daemon_measure_window(const toml::node& v) {
+        const auto* s = v.as_string();
+        auto d = s ? parse_duration(s->get()) : std::nullopt;
+        if (!d)
+            error(pos(v), "daemon.measure_window must be a duration such as \"60s\" or \"5m\"");
+        else if (*d < std::chrono::seconds(1) || *d > std::chrono::hours(24))
+            error(pos(v), "daemon.measure_window must be between 1s and 24h");
+        else
+            policy_.daemon.measure_window = *d;
+    }
+
+    void daemon_measure_sample(const toml::node& v) {
+        const auto* n = v.as_integer();
+        if (!n || n->get() < 0 || n->get() > 100)
+            error(pos(v), "daemon.measure_sample must be a percentage from 0 to 100");
+        else
+            policy_.daemon.measure_sample = static_cast<unsigned>(n->get());
     }
 
     void load_rules(const toml::node& node, const toml::key& key) {
@@ -195,46 +230,59 @@ private:
         }
     }
 
-    void load_rule(const toml::table& tbl) {
+    // A rule as its keys are read: what the keys say, and what the checks
+    // after them need to know.
+    struct RuleRead {
         Rule rule;
-        rule.pos = pos(tbl);
         bool have_set = false;
-        bool ok = true;
+        bool bad_name = false;
+    };
+
+    void load_rule(const toml::table& tbl) {
+        using Read = void (FileLoader::*)(const toml::node&, const toml::key&, RuleRead&);
+        static constexpr KeyRow<Read> kRuleKeys[] = {{"name", &FileLoader::rule_name},
+                                                     {"match", &FileLoader::rule_match},
+                                                     {"set", &FileLoader::rule_set},
+                                                     {"acknowledge", &FileLoader::rule_acknowledge}};
+        RuleRead r;
+        auto& rule = r.rule;
+        rule.pos = pos(tbl);
         const auto errors_before = errors_.size();
         for (auto&& [k, v] : tbl) {
-            const auto name = std::string(k.str());
-            if (name == "name") {
-                const auto* s = v.as_string();
-                if (!s || trim(s->get()).empty()) {
-                    error(pos(v), "rule name must be a non-empty string");
-                    ok = false;
-                } else {
-                    rule.name = s->get();
-                }
-            } else if (name == "match") {
-                load_match(v, k, rule);
-            } else if (name == "set") {
-                have_set = true;
-                load_set(v, k, rule);
-            } else if (name == "acknowledge") {
-                load_acknowledge(v, rule);
-            } else {
-                error(pos(k), "unknown key " + in_quotes(name) +
-                                  " in rule (expected \"name\", \"match\", \"set\" or \"acknowledge\")");
-            }
+            if (const auto* row = find_key(kRuleKeys, k.str()))
+                (this->*row->read)(v, k, r);
+            else
+                error(pos(k),
+                      "unknown key " + in_quotes(k.str()) + " in rule (expected " + expected_keys(kRuleKeys) + ")");
         }
-        if (rule.name.empty() && ok) error(rule.pos, "rule has no name: add name = \"...\"");
+        if (rule.name.empty() && !r.bad_name) error(rule.pos, "rule has no name: add name = \"...\"");
         if (!rule.name.empty()) {
             auto [it, inserted] = rule_names_.emplace(rule.name, rule.pos);
             if (!inserted)
                 error(rule.pos,
                       "duplicate rule name " + in_quotes(rule.name) + " (first defined at " + it->second.str() + ")");
         }
-        if (!have_set)
+        if (!r.have_set)
             error(rule.pos, "rule " + in_quotes(rule.name) + " has no [rule.set] table: it would do nothing");
         check_write_through(rule);
         if (errors_.size() == errors_before) policy_.rules.push_back(std::move(rule));
     }
+
+    void rule_name(const toml::node& v, const toml::key&, RuleRead& r) {
+        const auto* s = v.as_string();
+        if (!s || trim(s->get()).empty()) {
+            error(pos(v), "rule name must be a non-empty string");
+            r.bad_name = true;
+        } else {
+            r.rule.name = s->get();
+        }
+    }
+    void rule_match(const toml::node& v, const toml::key& k, RuleRead& r) { load_match(v, k, r.rule); }
+    void rule_set(const toml::node& v, const toml::key& k, RuleRead& r) {
+        r.have_set = true;
+        load_set(v, k, r.rule);
+    }
+    void rule_acknowledge(const toml::node& v, const toml::key&, RuleRead& r) { load_acknowledge(v, r.rule); }
 
     // Match patterns: string_list plus the bounds that keep matching cheap.
     std::optional<std::vector<std::string>> pattern_list(const toml::node& v, const std::string& what) {
