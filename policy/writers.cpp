@@ -353,10 +353,6 @@ std::optional<TunedReadahead> parse_tuned_readahead(const std::string& v) {
 
 namespace {
 
-const std::set<std::string> kUnitKeys = {
-    "type",          "devices",     "enabled",    "replace",    "drop", "priority", "devices_udev_regex",
-    "cpuinfo_regex", "uname_regex", "script_pre", "script_post"};
-
 struct MergedOption {
     std::string value, file;
     int line = 0;
@@ -367,9 +363,42 @@ struct MergedUnit {
     std::string file;
     int line = 0;
     std::string profile;
-    std::map<std::string, MergedOption> options;
-    std::vector<std::string> order;
+    std::map<std::string, MergedOption> options;  // the plugin's own options
+    std::vector<std::string> order;               // of those, in the order first seen
 };
+// The profiles merged: TuneD's [variables] and its units by name.
+struct MergedProfiles {
+    std::map<std::string, std::string> variables;
+    std::map<std::string, MergedUnit> units;
+    std::vector<std::string> unit_order;
+};
+
+// The options TuneD reads for the unit itself, not for its plugin: where
+// the merge keeps each one, or nothing (the merge acts on it, or it says
+// nothing about what is written).
+struct UnitKey {
+    std::string_view key;
+    MergedOption MergedUnit::*member;
+};
+constexpr UnitKey kUnitKeys[] = {
+    {"type", &MergedUnit::type},
+    {"devices", &MergedUnit::devices},
+    {"enabled", &MergedUnit::enabled},
+    {"devices_udev_regex", &MergedUnit::udev_regex},
+    {"cpuinfo_regex", &MergedUnit::cpuinfo_regex},
+    {"uname_regex", &MergedUnit::uname_regex},
+    {"replace", nullptr},
+    {"drop", nullptr},
+    {"priority", nullptr},
+    {"script_pre", nullptr},
+    {"script_post", nullptr},
+};
+
+const UnitKey* unit_key(std::string_view key) {
+    for (const auto& k : kUnitKeys)
+        if (k.key == key) return &k;
+    return nullptr;
+}
 
 // TuneD's devices= syntax: words separated by blanks or commas; "!" negates.
 void split_devices(const std::string& spec, std::vector<std::string>& pos, std::vector<std::string>& neg) {
@@ -390,19 +419,20 @@ bool truthy(const std::string& v) {
     return t == "1" || t == "true" || t == "yes" || t == "y" || t == "on";
 }
 
-}  // namespace
+using ProfileLoader = std::function<std::optional<TunedProfileFile>(const std::string&)>;
 
-TunedResult resolve_tuned(const std::vector<std::string>& active,
-                          const std::function<std::optional<TunedProfileFile>(const std::string&)>& load) {
-    TunedResult res;
-    std::vector<TunedProfileFile> files;  // in merge order: includes before their includer
+// The active profiles and everything they include, in merge order
+// (includes before their includer, each file once, as TuneD loads them).
+std::vector<TunedProfileFile> walk_includes(const std::vector<std::string>& active, const ProfileLoader& load,
+                                            TunedResult& res) {
+    std::vector<TunedProfileFile> files;
     std::set<std::string> seen;
     std::function<void(const std::string&, int)> visit = [&](const std::string& name, int depth) {
         if (depth > 16) {
             res.warnings.push_back("TuneD profile " + name + ": includes nested more than 16 deep; not followed");
             return;
         }
-        if (!seen.insert(name).second) return;  // TuneD loads each file once
+        if (!seen.insert(name).second) return;
         auto p = load(name);
         if (!p) {
             res.warnings.push_back("TuneD profile " + name + " is not installed; its settings are not known");
@@ -428,91 +458,125 @@ TunedResult resolve_tuned(const std::vector<std::string>& active,
         files.push_back(std::move(*p));
     };
     for (const auto& a : active) visit(a, 0);
+    return files;
+}
 
-    std::map<std::string, std::string> variables;
-    std::map<std::string, MergedUnit> units;
-    std::vector<std::string> unit_order;
-    for (const auto& p : files) {
-        for (const auto& u : p.units) {
-            auto get = [&](const std::string& k) -> const TunedOption* {
-                for (auto it = u.options.rbegin(); it != u.options.rend(); ++it)
-                    if (it->key == k) return &*it;
-                return nullptr;
-            };
-            if (u.name == "variables") {
-                for (const auto& o : u.options) variables[o.key] = o.value;
-                continue;
-            }
-            const auto* replace = get("replace");
-            auto found = units.find(u.name);
-            if (found == units.end() || (replace && truthy(replace->value))) {
-                if (found == units.end()) unit_order.push_back(u.name);
-                MergedUnit m;
-                m.name = u.name;
-                m.type = {u.name, p.file, u.line};
-                m.enabled = {"true", p.file, u.line};
-                units[u.name] = m;
-            }
-            auto& m = units[u.name];
-            m.file = p.file;
-            m.line = u.line;
-            m.profile = p.name;
-            if (const auto* d = get("drop")) {
-                std::string v = d->value;
-                std::replace(v.begin(), v.end(), ',', ' ');
-                for (const auto& k : words(v)) {
-                    m.options.erase(k);
-                    m.order.erase(std::remove(m.order.begin(), m.order.end(), k), m.order.end());
-                }
-            }
-            for (const auto& o : u.options) {
-                const MergedOption mo{o.value, p.file, o.line};
-                if (o.key == "type")
-                    m.type = mo;
-                else if (o.key == "devices")
-                    m.devices = mo;
-                else if (o.key == "enabled")
-                    m.enabled = mo;
-                else if (o.key == "devices_udev_regex")
-                    m.udev_regex = mo;
-                else if (o.key == "cpuinfo_regex")
-                    m.cpuinfo_regex = mo;
-                else if (o.key == "uname_regex")
-                    m.uname_regex = mo;
-                else if (!kUnitKeys.count(o.key)) {
-                    if (!m.options.count(o.key)) m.order.push_back(o.key);
-                    m.options[o.key] = mo;
-                }
-            }
+// One profile's unit merged over what came before: replace= starts it
+// again, drop= removes options, a later value wins.
+void merge_unit(const TunedProfileFile& p, const TunedUnit& u, MergedProfiles& merged) {
+    auto last = [&](std::string_view k) -> const TunedOption* {
+        for (auto it = u.options.rbegin(); it != u.options.rend(); ++it)
+            if (it->key == k) return &*it;
+        return nullptr;
+    };
+    const auto* replace = last("replace");
+    auto found = merged.units.find(u.name);
+    if (found == merged.units.end() || (replace && truthy(replace->value))) {
+        if (found == merged.units.end()) merged.unit_order.push_back(u.name);
+        MergedUnit fresh;
+        fresh.name = u.name;
+        fresh.type = {u.name, p.file, u.line};
+        fresh.enabled = {"true", p.file, u.line};
+        merged.units[u.name] = fresh;
+    }
+    auto& m = merged.units[u.name];
+    m.file = p.file;
+    m.line = u.line;
+    m.profile = p.name;
+    if (const auto* d = last("drop")) {
+        std::string v = d->value;
+        std::replace(v.begin(), v.end(), ',', ' ');
+        for (const auto& k : words(v)) {
+            m.options.erase(k);
+            m.order.erase(std::remove(m.order.begin(), m.order.end(), k), m.order.end());
         }
     }
-
-    auto expand = [&](const std::string& v, std::string& why) {
-        std::string out;
-        for (std::size_t i = 0; i < v.size();) {
-            if (v.compare(i, 2, "${") == 0) {
-                const auto close = v.find('}', i);
-                if (close == std::string::npos) {
-                    why = "an unclosed ${";
-                    return std::string();
-                }
-                const auto name = v.substr(i + 2, close - i - 2);
-                auto it = variables.find(name);
-                if (name.find(':') != std::string::npos || it == variables.end()) {
-                    why = "the value is computed by TuneD (${" + name + "})";
-                    return std::string();
-                }
-                out += it->second;
-                i = close + 1;
-            } else {
-                out += v[i++];
-            }
+    for (const auto& o : u.options) {
+        const MergedOption mo{o.value, p.file, o.line};
+        if (const auto* k = unit_key(o.key)) {
+            if (k->member) m.*(k->member) = mo;
+            continue;
         }
-        return out;
-    };
+        if (!m.options.count(o.key)) m.order.push_back(o.key);
+        m.options[o.key] = mo;
+    }
+}
 
-    for (const auto& name : unit_order) {
-        const auto& m = units[name];
+MergedProfiles merge_profiles(const std::vector<TunedProfileFile>& files) {
+    MergedProfiles merged;
+    for (const auto& p : files) {
+        for (const auto& u : p.units) {
+            if (u.name == "variables") {
+                for (const auto& o : u.options) merged.variables[o.key] = o.value;
+                continue;
+            }
+            merge_unit(p, u, merged);
+        }
+    }
+    return merged;
+}
+
+// ${name} from [variables]; a value TuneD computes (${f:...}) or an
+// unknown variable is said in `why` and gives no value.
+std::string expand_variables(const std::map<std::string, std::string>& variables, const std::string& v,
+                             std::string& why) {
+    std::string out;
+    for (std::size_t i = 0; i < v.size();) {
+        if (v.compare(i, 2, "${") != 0) {
+            out += v[i++];
+            continue;
+        }
+        const auto close = v.find('}', i);
+        if (close == std::string::npos) {
+            why = "an unclosed ${";
+            return {};
+        }
+        const auto name = v.substr(i + 2, close - i - 2);
+        auto it = variables.find(name);
+        if (name.find(':') != std::string::npos || it == variables.end()) {
+            why = "the value is computed by TuneD (${" + name + "})";
+            return {};
+        }
+        out += it->second;
+        i = close + 1;
+    }
+    return out;
+}
+
+// The disk plugin's options that write a queue attribute (elevator,
+// readahead, readahead_multiply) into `a`; false for any other option
+// (apm, spindown, ...).
+bool disk_option(const std::string& key, const std::string& raw, const std::string& value, WriterAssignment& a,
+                 std::string& why) {
+    if (key == "elevator") {
+        a.attribute = "scheduler";
+        a.value = value;
+        return true;
+    }
+    if (key == "readahead") {
+        a.attribute = "read_ahead_kb";
+        if (auto ra = value.empty() ? std::nullopt : parse_tuned_readahead(value)) {
+            a.value = std::to_string(ra->kib);
+            if (ra->condition)
+                why = "readahead=" + raw + ": written only when it " + (ra->condition == '>' ? "raises" : "lowers") +
+                      " the device's value";
+        } else if (why.empty()) {
+            why = "readahead=" + raw + " is not a value TuneD accepts";
+        }
+        return true;
+    }
+    if (key == "readahead_multiply") {
+        a.attribute = "read_ahead_kb";
+        why = "readahead_multiply=" + raw + " multiplies whatever the device had";
+        return true;
+    }
+    return false;
+}
+
+// The disk and sysfs units of the merged profiles as assignments.
+void emit_assignments(const MergedProfiles& merged, TunedResult& res) {
+    for (const auto& name : merged.unit_order) {
+        const auto& m = merged.units.at(name);
         if (!truthy(m.enabled.value)) continue;
         const std::string type = trim(m.type.value);
         if (type != "disk" && type != "sysfs") continue;
@@ -521,7 +585,7 @@ TunedResult resolve_tuned(const std::vector<std::string>& active,
         std::string unit_why;
         if (!m.devices.value.empty()) {
             std::string why;
-            auto devs = expand(m.devices.value, why);
+            auto devs = expand_variables(merged.variables, m.devices.value, why);
             if (!why.empty()) unit_why = "devices= " + why;
             split_devices(devs, pos, neg);
         }
@@ -533,7 +597,7 @@ TunedResult resolve_tuned(const std::vector<std::string>& active,
         for (const auto& key : m.order) {
             const auto& o = m.options.at(key);
             std::string why = unit_why;
-            const auto value = expand(o.value, why);
+            const auto value = expand_variables(merged.variables, o.value, why);
             WriterAssignment a;
             a.file = o.file;
             a.line = o.line;
@@ -543,25 +607,7 @@ TunedResult resolve_tuned(const std::vector<std::string>& active,
             a.exclude_patterns = neg;
             if (type == "disk") {
                 a.non_removable_only = true;
-                if (key == "elevator") {
-                    a.attribute = "scheduler";
-                    a.value = value;
-                } else if (key == "readahead") {
-                    a.attribute = "read_ahead_kb";
-                    if (auto ra = value.empty() ? std::nullopt : parse_tuned_readahead(value)) {
-                        a.value = std::to_string(ra->kib);
-                        if (ra->condition)
-                            why = "readahead=" + o.value + ": written only when it " +
-                                  (ra->condition == '>' ? "raises" : "lowers") + " the device's value";
-                    } else if (why.empty()) {
-                        why = "readahead=" + o.value + " is not a value TuneD accepts";
-                    }
-                } else if (key == "readahead_multiply") {
-                    a.attribute = "read_ahead_kb";
-                    why = "readahead_multiply=" + o.value + " multiplies whatever the device had";
-                } else {
-                    continue;  // apm, spindown, ...: not queue attributes
-                }
+                if (!disk_option(key, o.value, value, a, why)) continue;
             } else {
                 auto t = sysfs_target(key);
                 if (!t) continue;
@@ -575,6 +621,14 @@ TunedResult resolve_tuned(const std::vector<std::string>& active,
             res.assignments.push_back(a);
         }
     }
+}
+
+}  // namespace
+
+TunedResult resolve_tuned(const std::vector<std::string>& active, const ProfileLoader& load) {
+    TunedResult res;
+    const auto files = walk_includes(active, load, res);
+    emit_assignments(merge_profiles(files), res);
     return res;
 }
 
