@@ -134,6 +134,10 @@ std::string find_tracefs(const std::string& sysfs_root, std::string* why_not) {
     return {};
 }
 
+namespace {
+
+// Removes instances named blkpolicy-PID-N whose process is gone (a measure
+// or a daemon killed with SIGKILL). Returns how many it removed.
 int remove_stale_instances(const std::string& tracefs) {
     const std::string dir = tracefs + "/instances";
     std::vector<std::string> names, stale;
@@ -148,6 +152,8 @@ int remove_stale_instances(const std::string& tracefs) {
         if (remove_instance(dir + "/" + name)) ++removed;
     return removed;
 }
+
+}  // namespace
 
 util::Result<std::unique_ptr<TraceInstance>> TraceInstance::open(const std::string& tracefs,
                                                                  const TraceOptions& options) {

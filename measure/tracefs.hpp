@@ -95,8 +95,4 @@ private:
     std::uint64_t bad_pages_ = 0;
 };
 
-// Removes instances named blkpolicy-PID-N whose process is gone (a measure
-// or a daemon killed with SIGKILL). Returns how many it removed.
-int remove_stale_instances(const std::string& tracefs);
-
 }  // namespace blkpolicy::measure

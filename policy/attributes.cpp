@@ -120,12 +120,13 @@ std::vector<std::string> fixed_attribute_keys() {
     return keys;
 }
 
+namespace {
+
+// The schedulers the kernel ships; the policy accepts only these names.
 const std::vector<std::string>& known_schedulers() {
     static const std::vector<std::string> names = {"none", "mq-deadline", "kyber", "bfq"};
     return names;
 }
-
-namespace {
 
 std::string in_quotes(std::string_view s) { return "\"" + std::string(s) + "\""; }
 

@@ -62,9 +62,6 @@ const AttributeSpec* fixed_attribute(std::string_view key);
 // Every fixed attribute key, in write order (for help texts and documentation).
 std::vector<std::string> fixed_attribute_keys();
 
-// The schedulers the kernel ships; the policy accepts only these names.
-const std::vector<std::string>& known_schedulers();
-
 // A value for an attribute as its author wrote it, whoever wrote it down:
 // a policy file (the loader turns the TOML node into one), a udev rule or
 // another tool's file (the importers turn the text into one).

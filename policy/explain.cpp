@@ -9,6 +9,10 @@
 
 namespace blkpolicy::policy {
 
+namespace {
+
+// wbt state from debugfs (rqos/wbt/enabled): 1 on-default, 2 on-manual,
+// 3 off-default, 4 off-manual.
 std::string wbt_state_name(int state) {
     switch (state) {
         case 1:
@@ -22,8 +26,6 @@ std::string wbt_state_name(int state) {
     }
     return "unknown (" + std::to_string(state) + ")";
 }
-
-namespace {
 
 std::string version_text(const KernelVersion& k) { return std::to_string(k.major) + "." + std::to_string(k.minor); }
 

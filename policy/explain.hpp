@@ -16,10 +16,6 @@
 
 namespace blkpolicy::policy {
 
-// wbt state from debugfs (rqos/wbt/enabled): 1 on-default, 2 on-manual,
-// 3 off-default, 4 off-manual.
-std::string wbt_state_name(int state);
-
 struct ExplainContext {
     KernelVersion kernel;
     std::optional<int> wbt_state;                                 // from debugfs, when readable

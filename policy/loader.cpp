@@ -15,6 +15,11 @@
 
 namespace blkpolicy::policy {
 
+namespace {
+
+// toml++'s description of a syntax error in words a policy's author knows
+// ("unterminated string: ..."), for the common mistakes; others as toml++
+// says them, on one line.
 std::string plain_parse_error(std::string_view description) {
     // What toml++ says (a part of it) -> what to tell the person.
     struct Plain {
@@ -46,8 +51,6 @@ std::string plain_parse_error(std::string_view description) {
         if (c == '\n' || c == '\r') c = ' ';
     return out;
 }
-
-namespace {
 
 SourcePos pos_of(const toml::source_region& r, const std::string& file) {
     SourcePos p;

@@ -38,11 +38,6 @@ LoadResult load_policy(const std::vector<PolicySource>& sources);
 // file:line:col warnings (check prints them; the policy still loads).
 std::vector<PolicyError> policy_warnings(const Policy& policy);
 
-// toml++'s description of a syntax error in words a policy's author knows
-// ("unterminated string: ..."), for the common mistakes; others as toml++
-// says them, on one line.
-std::string plain_parse_error(std::string_view description);
-
 // "30s", "500ms", "5m", "1h", "1m30s" -> milliseconds; nullopt when malformed.
 std::optional<std::chrono::milliseconds> parse_duration(std::string_view text);
 

@@ -67,8 +67,14 @@ std::string known_match_keys_text() {
     return out;
 }
 
+namespace {
+
+// The fact values a match key is compared with (several for `driver`: every
+// driver on the parent chain). Empty when the device does not have the fact.
 std::vector<std::string> fact_values(MatchKey key, const DeviceFacts& f) { return row_of(key).read(f); }
 
+// A glob (fnmatch: *, ?, [...]) against one value. A missing fact (empty
+// value) matches only the empty pattern.
 bool glob_match(const std::string& pattern, const std::string& value) {
     if (value.empty()) return pattern.empty();
     return ::fnmatch(pattern.c_str(), value.c_str(), 0) == 0;
@@ -91,6 +97,8 @@ bool clause_matches(const MatchClause& clause, const DeviceFacts& facts) {
     }
     return false;
 }
+
+}  // namespace
 
 bool rule_matches(const Rule& rule, const DeviceFacts& facts) {
     for (const auto& c : rule.match)

@@ -10,18 +10,8 @@
 
 namespace blkpolicy::policy {
 
-// The fact values a match key is compared with (several for `driver`: every
-// driver on the parent chain). Empty when the device does not have the fact.
-std::vector<std::string> fact_values(MatchKey key, const DeviceFacts& facts);
-
 // "kernel, driver, ..., env.<udev property>": every match key, for errors.
 std::string known_match_keys_text();
-
-// A glob (fnmatch: *, ?, [...]) against one value. A missing fact (empty
-// value) matches only the empty pattern.
-bool glob_match(const std::string& pattern, const std::string& value);
-
-bool clause_matches(const MatchClause& clause, const DeviceFacts& facts);
 
 // Every clause must match; a rule without clauses matches every device.
 bool rule_matches(const Rule& rule, const DeviceFacts& facts);

@@ -15,6 +15,10 @@
 
 namespace blkpolicy::udev {
 
+namespace {
+std::map<std::string, std::string> read_udev_properties(const std::string& db_dir, const std::string& devnum);
+}  // namespace
+
 using policy::DeviceFacts;
 using policy::FactNeeds;
 using policy::trim;
@@ -206,6 +210,10 @@ std::optional<DeviceFacts> read_facts(const Sysfs& s, const std::string& name, c
     return f;
 }
 
+namespace {
+
+// udev's properties for a device (E: lines of <db_dir>/b<major>:<minor>);
+// empty when udevd has not recorded the device.
 std::map<std::string, std::string> read_udev_properties(const std::string& db_dir, const std::string& devnum) {
     std::map<std::string, std::string> out;
     if (db_dir.empty() || devnum.empty()) return out;
@@ -219,8 +227,6 @@ std::map<std::string, std::string> read_udev_properties(const std::string& db_di
     }
     return out;
 }
-
-namespace {
 
 // modprobe's name for a module file: no directory, no .ko[.xz|.zst|.gz],
 // and '-' the same as '_' (kyber-iosched.ko.xz is kyber_iosched).

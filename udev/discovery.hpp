@@ -29,10 +29,6 @@ std::optional<policy::DeviceFacts> read_facts(const Sysfs& sysfs, const std::str
                                               const std::string& udev_db = {},
                                               policy::FactNeeds needs = policy::kAllFacts);
 
-// udev's properties for a device (E: lines of <db_dir>/b<major>:<minor>);
-// empty when udevd has not recorded the device.
-std::map<std::string, std::string> read_udev_properties(const std::string& db_dir, const std::string& devnum);
-
 // I/O schedulers the kernel in MODULES_DIR (/lib/modules/RELEASE) can load
 // when one is named, found as modprobe finds them: an alias NAME-iosched in
 // modules.alias, or a module of that name in modules.dep or

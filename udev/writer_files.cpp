@@ -68,6 +68,9 @@ std::string path_key(const WriterAssignment& a) {
     return (a.kernel_patterns.empty() ? std::string("*") : a.kernel_patterns.front()) + "/" + a.attribute;
 }
 
+namespace {
+
+// The names of units enabled under ROOT (linked from a .wants/ or .requires/ directory).
 std::set<std::string> enabled_units(const std::string& root) {
     std::set<std::string> out;
     for (const auto& d : kUnitDirs) {
@@ -84,6 +87,7 @@ std::set<std::string> enabled_units(const std::string& root) {
     return out;
 }
 
+// ROOT/etc/tuned/active_profile, split; empty when there is none.
 std::vector<std::string> tuned_active_profiles(const std::string& root) {
     auto text = util::read_bounded_file(under(root, "/etc/tuned/active_profile"), 4096, "TuneD's active_profile");
     if (!text.ok()) return {};
@@ -92,6 +96,8 @@ std::vector<std::string> tuned_active_profiles(const std::string& root) {
     for (std::string w; in >> w;) out.push_back(w);
     return out;
 }
+
+}  // namespace
 
 std::optional<policy::TunedProfileFile> load_tuned_profile(const std::string& root, const std::string& name) {
     if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..") return std::nullopt;

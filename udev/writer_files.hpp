@@ -41,15 +41,10 @@ std::vector<policy::WriterAssignment> scan_units(const std::string& root, std::v
 // A TuneD profile by name, from ROOT/etc/tuned and ROOT/usr/lib/tuned (both
 // layouts: NAME/tuned.conf and profiles/NAME/tuned.conf; /etc wins).
 std::optional<policy::TunedProfileFile> load_tuned_profile(const std::string& root, const std::string& name);
-// ROOT/etc/tuned/active_profile, split; empty when there is none.
-std::vector<std::string> tuned_active_profiles(const std::string& root);
 
 // The files named *SUFFIX in `dirs`, one per name (the earliest directory
 // wins, as systemd and udev decide), in name order: name -> path.
 std::map<std::string, std::string> files_by_name(const std::vector<std::string>& dirs, const std::string& suffix);
-
-// The names of units enabled under ROOT (linked from a .wants/ or .requires/ directory).
-std::set<std::string> enabled_units(const std::string& root);
 
 // The largest file of another writer that blkpolicy reads.
 inline constexpr std::size_t kMaxWriterFileBytes = 1 << 20;
