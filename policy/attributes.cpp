@@ -110,6 +110,14 @@ std::optional<AttributeSpec> find_attribute(std::string_view key) {
     return std::nullopt;
 }
 
+std::string policy_key_for_attr(const std::string& attr_path) {
+    if (attr_path.rfind("queue/iosched/", 0) == 0) return "iosched." + attr_path.substr(14);
+    if (attr_path.rfind("queue/", 0) == 0) return attr_path.substr(6);
+    if (attr_path == "bdi/read_ahead_kb") return "read_ahead_kb";
+    if (attr_path.rfind("device/", 0) == 0) return "device." + attr_path.substr(7);
+    return {};
+}
+
 std::vector<std::string> fixed_attribute_keys() {
     std::vector<const AttributeSpec*> specs;
     for (const auto& s : table()) specs.push_back(&s);

@@ -59,6 +59,12 @@ std::optional<AttributeSpec> find_attribute(std::string_view key);
 // no copy, for the per-device paths.
 const AttributeSpec* fixed_attribute(std::string_view key);
 
+// The policy key a sysfs path under the device stands for, as other tools
+// name it ("queue/nr_requests" -> "nr_requests", "bdi/read_ahead_kb" ->
+// "read_ahead_kb", "device/timeout" -> "device.timeout"), or empty for
+// anything else. Whether blkpolicy writes that key is find_attribute's answer.
+std::string policy_key_for_attr(const std::string& attr_path);
+
 // Every fixed attribute key, in write order (for help texts and documentation).
 std::vector<std::string> fixed_attribute_keys();
 

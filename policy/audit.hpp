@@ -12,7 +12,7 @@
 #include "policy/facts.hpp"
 #include "policy/kernel.hpp"
 #include "policy/plan.hpp"
-#include "policy/udev_rules.hpp"
+#include "policy/writers.hpp"
 
 namespace blkpolicy::policy {
 

@@ -6,6 +6,7 @@
 #include <cctype>
 #include <sstream>
 
+#include "policy/attributes.hpp"
 #include "util/names.hpp"
 
 namespace blkpolicy::policy {
@@ -126,14 +127,6 @@ bool udev_pattern_match(const std::string& pattern, const std::string& value) {
     for (const auto& alt : split_alternatives(pattern))
         if (::fnmatch(alt.c_str(), value.c_str(), 0) == 0) return true;
     return false;
-}
-
-std::string policy_key_for_attr(const std::string& attr_path) {
-    if (attr_path.rfind("queue/iosched/", 0) == 0) return "iosched." + attr_path.substr(14);
-    if (attr_path.rfind("queue/", 0) == 0) return attr_path.substr(6);
-    if (attr_path == "bdi/read_ahead_kb") return "read_ahead_kb";
-    if (attr_path.rfind("device/", 0) == 0) return "device." + attr_path.substr(7);
-    return {};
 }
 
 std::vector<WriterAssignment> parse_udev_rules(const std::string& file, const std::string& text) {

@@ -37,11 +37,6 @@ std::vector<UdevRule> parse_udev_rules_text(const std::string& file, const std::
 bool udev_pattern_match(const std::string& pattern, const std::string& value);
 std::vector<std::string> split_alternatives(const std::string& pattern);
 
-// The policy key an ATTR{} path stands for ("queue/nr_requests" ->
-// "nr_requests", "bdi/read_ahead_kb" -> "read_ahead_kb", "device/timeout"
-// -> "device.timeout"), or empty for anything else.
-std::string policy_key_for_attr(const std::string& attr_path);
-
 // Every tuning assignment in one rules file's text.
 std::vector<WriterAssignment> parse_udev_rules(const std::string& file, const std::string& text);
 

@@ -9,7 +9,7 @@
 #include <set>
 #include <sstream>
 
-#include "policy/udev_rules.hpp"
+#include "policy/attributes.hpp"
 #include "policy/values.hpp"
 
 namespace blkpolicy::policy {

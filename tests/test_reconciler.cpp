@@ -10,6 +10,7 @@
 
 #include "agent/daemon/reconciler.hpp"
 #include "policy/loader.hpp"
+#include "policy/udev_rules.hpp"
 #include "policy/values.hpp"
 #include "support/fake_sysfs.hpp"
 #include "support/kernel_model.hpp"

@@ -14,7 +14,7 @@
 #include "policy/kernel.hpp"
 #include "policy/plan.hpp"
 #include "policy/policy.hpp"
-#include "policy/udev_rules.hpp"
+#include "policy/writers.hpp"
 #include "systemd/alerts.hpp"
 #include "udev/sysfs.hpp"
 
