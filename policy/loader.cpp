@@ -180,14 +180,24 @@ private:
             error(pos(v), "daemon.mode must be \"enforce\" or \"observe\"");
     }
 
-    void daemon_verify_interval(const toml::node& v) {
+    // A duration within [least, most], named KEY in its errors ("such as" its examples).
+    std::optional<std::chrono::milliseconds> duration_in(const toml::node& v, const char* key, const char* examples,
+                                                         std::chrono::milliseconds least,
+                                                         std::chrono::milliseconds most, const char* range) {
         const auto* s = v.as_string();
         auto d = s ? parse_duration(s->get()) : std::nullopt;
         if (!d)
-            error(pos(v), "daemon.verify_interval must be a duration such as \"30s\", \"500ms\" or \"5m\"");
-        else if (*d < std::chrono::milliseconds(100) || *d > std::chrono::hours(24))
-            error(pos(v), "daemon.verify_interval must be between 100ms and 24h");
+            error(pos(v), std::string("daemon.") + key + " must be a duration such as " + examples);
+        else if (*d < least || *d > most)
+            error(pos(v), std::string("daemon.") + key + " must be between " + range);
         else
+            return d;
+        return std::nullopt;
+    }
+
+    void daemon_verify_interval(const toml::node& v) {
+        if (auto d = duration_in(v, "verify_interval", "\"30s\", \"500ms\" or \"5m\"", std::chrono::milliseconds(100),
+                                 std::chrono::hours(24), "100ms and 24h"))
             policy_.daemon.verify_interval = *d;
     }
 
@@ -199,13 +209,8 @@ private:
     }
 
     void daemon_measure_window(const toml::node& v) {
-        const auto* s = v.as_string();
-        auto d = s ? parse_duration(s->get()) : std::nullopt;
-        if (!d)
-            error(pos(v), "daemon.measure_window must be a duration such as \"60s\" or \"5m\"");
-        else if (*d < std::chrono::seconds(1) || *d > std::chrono::hours(24))
-            error(pos(v), "daemon.measure_window must be between 1s and 24h");
-        else
+        if (auto d = duration_in(v, "measure_window", "\"60s\" or \"5m\"", std::chrono::seconds(1),
+                                 std::chrono::hours(24), "1s and 24h"))
             policy_.daemon.measure_window = *d;
     }
 

@@ -79,4 +79,11 @@ std::string emit_rule(const RuleToml& rule) {
     return out;
 }
 
+std::string import_document(const std::string& title, const std::vector<std::string>& sources,
+                            const std::string& counts, const std::string& body) {
+    std::string out = "# " + title + "\n";
+    for (const auto& s : sources) out += "#   " + comment_text(s) + "\n";
+    return out + "# " + counts + " (see the comments and the messages on stderr).\n" + body;
+}
+
 }  // namespace blkpolicy::policy

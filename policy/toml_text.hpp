@@ -34,4 +34,9 @@ struct RuleToml {
 // [[rule]], name, acknowledge, [rule.match] and [rule.set], each line ending in a newline.
 std::string emit_rule(const RuleToml& rule);
 
+// An import's output: a comment naming what it was converted from and the
+// counts, then the body.
+std::string import_document(const std::string& title, const std::vector<std::string>& sources,
+                            const std::string& counts, const std::string& body);
+
 }  // namespace blkpolicy::policy

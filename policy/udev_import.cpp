@@ -205,6 +205,13 @@ std::string convert_policy_value(const std::string& key, const std::string& raw,
     return {};
 }
 
+void check_import_output(ImportResult& out) {
+    // The output must pass check; if it does not, that is a bug here.
+    auto verify = load_policy({{"import output", out.toml}});
+    for (const auto& e : verify.errors)
+        out.diagnostics.push_back("internal error: the converted policy is invalid: " + e.str());
+}
+
 ImportResult import_udev_rules(const std::vector<UdevRule>& rules, const std::vector<std::string>& sources) {
     ImportResult out;
     std::string body;
@@ -312,19 +319,12 @@ ImportResult import_udev_rules(const std::vector<UdevRule>& rules, const std::ve
             if (t.key == "GOTO" && is_assignment(t.op)) pending_goto.emplace(t.value, r.where());
     }
 
-    out.toml = "# Converted from udev rules by blkpolicy import:\n";
-    for (const auto& s : sources) out.toml += "#   " + comment_text(s) + "\n";
-    out.toml +=
-        "# " + std::to_string(out.converted) + " rule(s) converted, " + std::to_string(out.left_out) + " left out";
+    std::string counts =
+        std::to_string(out.converted) + " rule(s) converted, " + std::to_string(out.left_out) + " left out";
     if (out.attributes_left_out)
-        out.toml += ", " + std::to_string(out.attributes_left_out) + " assignment(s) left out of converted rules";
-    out.toml += " (see the comments and the messages on stderr).\n";
-    out.toml += body;
-
-    // The output must pass check; if it does not, that is a bug here.
-    auto verify = load_policy({{"import output", out.toml}});
-    for (const auto& e : verify.errors)
-        out.diagnostics.push_back("internal error: the converted policy is invalid: " + e.str());
+        counts += ", " + std::to_string(out.attributes_left_out) + " assignment(s) left out of converted rules";
+    out.toml = import_document("Converted from udev rules by blkpolicy import:", sources, counts, body);
+    check_import_output(out);
     return out;
 }
 

@@ -24,6 +24,10 @@ struct ImportResult {
 // `rules` in reading order (all files); `sources` names them for the header.
 ImportResult import_udev_rules(const std::vector<UdevRule>& rules, const std::vector<std::string>& sources);
 
+// Adds to `out.diagnostics` anything `blkpolicy check` would refuse in
+// `out.toml`: an import's output must always pass (a bug here otherwise).
+void check_import_output(ImportResult& out);
+
 // A writer's value of policy key `key` as a TOML value, validated as check
 // validates it; returns why it cannot be one, or empty.
 std::string convert_policy_value(const std::string& key, const std::string& raw, std::string& toml_value);

@@ -157,14 +157,10 @@ ImportResult import_writers(const std::vector<WriterAssignment>& writers, const 
         body += rule;
     }
 
-    out.toml = "# Converted by blkpolicy import from:\n";
-    for (const auto& s : sources) out.toml += "#   " + comment_text(s) + "\n";
-    out.toml += "# " + std::to_string(out.converted) + " setting(s) converted, " + std::to_string(out.left_out) +
-                " left out (see the comments and the messages on stderr).\n";
-    out.toml += body;
-    auto verify = load_policy({{"import output", out.toml}});
-    for (const auto& e : verify.errors)
-        out.diagnostics.push_back("internal error: the converted policy is invalid: " + e.str());
+    out.toml = import_document(
+        "Converted by blkpolicy import from:", sources,
+        std::to_string(out.converted) + " setting(s) converted, " + std::to_string(out.left_out) + " left out", body);
+    check_import_output(out);
     return out;
 }
 
