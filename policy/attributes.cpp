@@ -4,6 +4,9 @@
 #include <algorithm>
 #include <limits>
 
+#include "policy/policy.hpp"
+#include "policy/values.hpp"
+
 namespace blkpolicy::policy {
 namespace {
 
@@ -24,17 +27,62 @@ AttributeSpec make(std::string key, std::string path, Phase phase, int order, Va
     return s;
 }
 
+// The kernel rejects max_sectors_kb above max_hw_sectors_kb.
+DeviceCheck within_hw_limit(const std::string& value, const Values& current, const DeviceFacts&,
+                            const std::set<std::string>&) {
+    auto hw = current.find("max_hw_sectors_kb");
+    auto want = parse_int(value);
+    if (hw == current.end() || !want) return {};
+    auto hwv = parse_int(hw->second);
+    if (hwv && *want > *hwv)
+        return {DeviceCheck::Verdict::refuse, "above max_hw_sectors_kb (" + hw->second + "): the kernel rejects it"};
+    return {};
+}
+
+// discard_max_bytes on a device without discard, or off its granularity.
+DeviceCheck discard_granular(const std::string& value, const Values& current, const DeviceFacts&,
+                             const std::set<std::string>&) {
+    auto g = current.find("discard_granularity");
+    auto gv = g == current.end() ? std::optional<std::int64_t>{} : parse_int(g->second);
+    auto want = parse_int(value).value_or(0);
+    if (gv && *gv == 0)
+        return {DeviceCheck::Verdict::skip, "device does not support discard (discard_granularity is 0)"};
+    if (gv && want % *gv != 0)
+        return {DeviceCheck::Verdict::refuse, "not a multiple of discard_granularity (" + g->second + ")"};
+    return {};
+}
+
+// write through over a device whose own cache is write back drops the
+// flushes that make that cache durable: only with the acknowledgement.
+DeviceCheck flushes_kept(const std::string& value, const Values&, const DeviceFacts& facts,
+                         const std::set<std::string>& acknowledged) {
+    if (value == "write through" && facts.cache_type.rfind("write back", 0) == 0 &&
+        !acknowledged.count(kAckVolatileCache))
+        return {DeviceCheck::Verdict::refuse,
+                std::string("the device's own cache is write back: write through would drop the flushes that "
+                            "make its volatile cache durable; add \"") +
+                    kAckVolatileCache + "\" to the rule's acknowledge list to allow it"};
+    return {};
+}
+
 std::vector<AttributeSpec> build_table() {
     std::vector<AttributeSpec> t;
     // Phase 1: queue-limits commits. rotational first: it changes the
     // readahead formula the later commits apply.
     t.push_back(make("rotational", "queue/rotational", Phase::limits, 0, ValueKind::flag, 0, 1));
-    t.push_back(make("max_sectors_kb", "queue/max_sectors_kb", Phase::limits, 1, ValueKind::integer, 4, kInt32Max,
-                     "at least one 4 KiB page; the kernel rejects values above max_hw_sectors_kb"));
-    t.push_back(make("discard_max_bytes", "queue/discard_max_bytes", Phase::limits, 2, ValueKind::integer, 1, kInt64Max,
-                     "0 can disable discard for good on recent kernels; leave the key out instead"));
+    auto ms = make("max_sectors_kb", "queue/max_sectors_kb", Phase::limits, 1, ValueKind::integer, 4, kInt32Max,
+                   "at least one 4 KiB page; the kernel rejects values above max_hw_sectors_kb");
+    ms.inputs = {"max_hw_sectors_kb"};
+    ms.device_check = within_hw_limit;
+    t.push_back(ms);
+    auto dm = make("discard_max_bytes", "queue/discard_max_bytes", Phase::limits, 2, ValueKind::integer, 1, kInt64Max,
+                   "0 can disable discard for good on recent kernels; leave the key out instead");
+    dm.inputs = {"discard_granularity"};
+    dm.device_check = discard_granular;
+    t.push_back(dm);
     auto wc = make("write_cache", "queue/write_cache", Phase::limits, 3, ValueKind::choice);
     wc.choices = {"write back", "write through"};
+    wc.device_check = flushes_kept;
     t.push_back(wc);
     t.push_back(make("add_random", "queue/add_random", Phase::limits, 4, ValueKind::flag, 0, 1));
     t.push_back(make("iostats", "queue/iostats", Phase::limits, 5, ValueKind::flag, 0, 1));
@@ -56,6 +104,7 @@ std::vector<AttributeSpec> build_table() {
     auto ad = make("async_depth", "queue/async_depth", Phase::requests, 1, ValueKind::integer, 1, 65536,
                    "at least 1; the kernel caps it at nr_requests and refuses it under scheduler none");
     ad.mq_only = true;
+    ad.inputs = {"nr_requests"};
     t.push_back(ad);
 
     auto wbt = make("wbt_lat_usec", "queue/wbt_lat_usec", Phase::wbt, 0, ValueKind::wbt, 0, 60'000'000,
@@ -105,6 +154,9 @@ std::optional<AttributeSpec> find_attribute(std::string_view key) {
         auto s = make(std::string(key), "queue/iosched/" + std::string(name), Phase::requests, 2, ValueKind::integer, 0,
                       kInt64Max);
         s.mq_only = true;
+        // mq-deadline's async_depth moved to queue/async_depth (7.0): that
+        // file being there says so.
+        if (name == "async_depth") s.inputs = {"async_depth"};
         return s;
     }
     return std::nullopt;

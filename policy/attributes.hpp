@@ -7,10 +7,12 @@
 
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "policy/facts.hpp"
 #include "policy/kernel.hpp"
 
 namespace blkpolicy::policy {
@@ -33,6 +35,18 @@ enum class ValueKind {
     wbt,        // microseconds, or "default" (the kernel's own default, written as -1)
 };
 
+// What a device's limits say of a value the policy asks for, before any
+// write: fine, not for this device (skip), or not to be written (refuse).
+struct DeviceCheck {
+    enum class Verdict { fine, skip, refuse };
+    Verdict verdict = Verdict::fine;
+    std::string note;
+};
+// A row's own check: the value to write, the device's current values (its
+// inputs among them), its facts, and the rule's acknowledgements.
+using DeviceCheckFn = DeviceCheck (*)(const std::string& value, const Values& current, const DeviceFacts& facts,
+                                      const std::set<std::string>& acknowledged);
+
 struct AttributeSpec {
     std::string key;   // policy key, e.g. "read_ahead_kb", "iosched.fifo_batch"
     std::string path;  // relative to the device's sysfs directory
@@ -50,6 +64,11 @@ struct AttributeSpec {
     bool mq_only = false;
     // Why the range is what it is, shown in validation errors.
     std::string range_note;
+    // Other values read to plan it (a limit it must stay within, an
+    // attribute that caps it), beside its own.
+    std::vector<std::string> inputs;
+    // Whether this device can take the value (nullptr: any in range can).
+    DeviceCheckFn device_check = nullptr;
 };
 
 // The spec for a policy set-key, or nullopt when the key is not writable.

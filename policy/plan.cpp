@@ -84,39 +84,11 @@ void resolve(Action& a, const AttributeSpec& spec, const Winner& w, const Device
         if (a.expected != a.value) a.note = "reads back as " + a.expected + " (whole pages)";
     }
 
-    if (spec.key == "write_cache" && a.value == "write through" && starts_with(facts.cache_type, "write back") &&
-        !w.rule_ptr->acknowledge.count(kAckVolatileCache)) {
-        a.kind = ActionKind::refuse;
-        a.note = std::string(
-                     "the device's own cache is write back: write through would drop the flushes that "
-                     "make its volatile cache durable; add \"") +
-                 kAckVolatileCache + "\" to the rule's acknowledge list to allow it";
-        return;
-    }
-    if (spec.key == "max_sectors_kb") {
-        auto hw = current.find("max_hw_sectors_kb");
-        auto want = parse_int(a.value);
-        if (hw != current.end() && want) {
-            auto hwv = parse_int(hw->second);
-            if (hwv && *want > *hwv) {
-                a.kind = ActionKind::refuse;
-                a.note = "above max_hw_sectors_kb (" + hw->second + "): the kernel rejects it";
-                return;
-            }
-        }
-    }
-    if (spec.key == "discard_max_bytes") {
-        auto g = current.find("discard_granularity");
-        auto gv = g == current.end() ? std::optional<std::int64_t>{} : parse_int(g->second);
-        auto want = parse_int(a.value).value_or(0);
-        if (gv && *gv == 0) {
-            a.kind = ActionKind::skip;
-            a.note = "device does not support discard (discard_granularity is 0)";
-            return;
-        }
-        if (gv && want % *gv != 0) {
-            a.kind = ActionKind::refuse;
-            a.note = "not a multiple of discard_granularity (" + g->second + ")";
+    if (spec.device_check) {
+        auto check = spec.device_check(a.value, current, facts, w.rule_ptr->acknowledge);
+        if (check.verdict != DeviceCheck::Verdict::fine) {
+            a.kind = check.verdict == DeviceCheck::Verdict::skip ? ActionKind::skip : ActionKind::refuse;
+            a.note = std::move(check.note);
             return;
         }
     }
@@ -132,14 +104,12 @@ std::vector<std::string> value_keys_for(const Policy& policy, const DeviceFacts&
         for (const auto& s : rule.set) keys.insert(s.attribute);
     }
     if (keys.empty()) return {};
-    keys.insert("rotational");
-    keys.insert("scheduler");
-    if (keys.count("max_sectors_kb")) keys.insert("max_hw_sectors_kb");
-    if (keys.count("discard_max_bytes")) keys.insert("discard_granularity");
-    // async_depth is capped at nr_requests; whether mq-deadline's own
-    // tunable moved to queue/async_depth shows in that file being there.
-    if (keys.count("async_depth")) keys.insert("nr_requests");
-    if (keys.count("iosched.async_depth")) keys.insert("async_depth");
+    // Every plan asks the final rotational flag (defaults follow it) and the
+    // scheduler (what a switch disturbs); each row adds its own inputs.
+    std::set<std::string> inputs = {"rotational", "scheduler"};
+    for (const auto& k : keys)
+        if (auto spec = find_attribute(k)) inputs.insert(spec->inputs.begin(), spec->inputs.end());
+    keys.insert(inputs.begin(), inputs.end());
     return {keys.begin(), keys.end()};
 }
 

@@ -326,3 +326,16 @@ TEST_CASE("read_ahead_kb already as wanted is checked again after a limits write
     ctx.kernel = {6, 1, 0};  // limits commits leave read_ahead_kb alone before 6.9 (observed: Debian 12)
     CHECK(action(plan_device(p, loop_facts(), loop_values(), ctx), "read_ahead_kb").kind == ActionKind::unchanged);
 }
+
+TEST_CASE("the values a plan reads: the policy's keys, each row's inputs, rotational and the scheduler") {
+    auto policy = blkpolicy::test::policy_from_toml(
+        "[[rule]]\nname = \"t\"\n[rule.set]\nmax_sectors_kb = 512\ndiscard_max_bytes = 4096\nasync_depth = 8\n"
+        "iosched.async_depth = 8\n");
+    CHECK(value_keys_for(policy, loop_facts()) ==
+          std::vector<std::string>{"async_depth", "discard_granularity", "discard_max_bytes", "iosched.async_depth",
+                                   "max_hw_sectors_kb", "max_sectors_kb", "nr_requests", "rotational", "scheduler"});
+    // A rule that matches nothing reads nothing.
+    auto none = blkpolicy::test::policy_from_toml(
+        "[[rule]]\nname = \"t\"\n[rule.match]\nkernel = \"sd*\"\n[rule.set]\nmax_sectors_kb = 512\n");
+    CHECK(value_keys_for(none, loop_facts()).empty());
+}
