@@ -80,7 +80,8 @@ std::vector<AttributeSpec> build_table() {
     dm.inputs = {"discard_granularity"};
     dm.device_check = discard_granular;
     t.push_back(dm);
-    auto wc = make("write_cache", "queue/write_cache", Phase::limits, 3, ValueKind::choice);
+    auto wc = make("write_cache", "queue/write_cache", Phase::limits, 3, ValueKind::choice, 0, 0,
+                   "the kernel matches only the start of the text, so a typo would silently apply another mode");
     wc.choices = {"write back", "write through"};
     wc.device_check = flushes_kept;
     t.push_back(wc);
@@ -188,14 +189,6 @@ const std::vector<std::string>& known_schedulers() {
     return names;
 }
 
-std::string in_quotes(std::string_view s) { return "\"" + std::string(s) + "\""; }
-
-std::string quoted_list(const std::vector<std::string>& names) {
-    std::string out;
-    for (const auto& n : names) out += (out.empty() ? "" : ", ") + in_quotes(n);
-    return out;
-}
-
 CheckedValue refused(std::string why) { return {{}, std::move(why)}; }
 
 CheckedValue in_range(const AttributeSpec& spec, std::int64_t n) {
@@ -228,10 +221,7 @@ CheckedValue check_value(const AttributeSpec& spec, const GivenValue& given) {
             if (one)
                 msg = spec.key + " = " + in_quotes(given.strings.front()) + " is not exactly one of " +
                       quoted_list(spec.choices);
-            if (spec.key == "write_cache")
-                msg +=
-                    " (the kernel matches only the start of the text, so a typo would silently apply another "
-                    "mode)";
+            if (!spec.range_note.empty()) msg += " (" + spec.range_note + ")";
             return refused(msg);
         }
         case ValueKind::scheduler: {

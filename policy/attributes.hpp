@@ -62,7 +62,8 @@ struct AttributeSpec {
     WriteCause cause = WriteCause::none;
     // Present only on request-based (blk-mq) queues.
     bool mq_only = false;
-    // Why the range is what it is, shown in validation errors.
+    // Why the range (or for a choice, the exactness) is what it is, shown
+    // in validation errors.
     std::string range_note;
     // Other values read to plan it (a limit it must stay within, an
     // attribute that caps it), beside its own.

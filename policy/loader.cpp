@@ -60,8 +60,6 @@ SourcePos pos_of(const toml::source_region& r, const std::string& file) {
     return p;
 }
 
-std::string in_quotes(std::string_view s) { return "\"" + std::string(s) + "\""; }
-
 std::string type_name(const toml::node& n) {
     switch (n.type()) {
         case toml::node_type::string:
@@ -79,12 +77,6 @@ std::string type_name(const toml::node& n) {
         default:
             return "a date or time";
     }
-}
-
-std::string known_list(const std::vector<std::string>& names) {
-    std::vector<std::string> q;
-    for (const auto& n : names) q.push_back(in_quotes(n));
-    return join(q, ", ");
 }
 
 // One key of a TOML table and what reads it: the loader's dispatch, and
@@ -377,7 +369,7 @@ private:
                     for (const auto& s : *list) {
                         if (!stack_from_string(s)) {
                             error(pos(v),
-                                  "match.stack " + in_quotes(s) + " is not one of " + known_list(stack_names()));
+                                  "match.stack " + in_quotes(s) + " is not one of " + quoted_list(stack_names()));
                             bad = true;
                         }
                     }

@@ -107,8 +107,12 @@ std::vector<std::string> value_keys_for(const Policy& policy, const DeviceFacts&
     // Every plan asks the final rotational flag (defaults follow it) and the
     // scheduler (what a switch disturbs); each row adds its own inputs.
     std::set<std::string> inputs = {"rotational", "scheduler"};
-    for (const auto& k : keys)
-        if (auto spec = find_attribute(k)) inputs.insert(spec->inputs.begin(), spec->inputs.end());
+    for (const auto& k : keys) {
+        if (const auto* spec = fixed_attribute(k))
+            inputs.insert(spec->inputs.begin(), spec->inputs.end());
+        else if (auto made = find_attribute(k))  // iosched.NAME
+            inputs.insert(made->inputs.begin(), made->inputs.end());
+    }
     keys.insert(inputs.begin(), inputs.end());
     return {keys.begin(), keys.end()};
 }

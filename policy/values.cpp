@@ -60,4 +60,12 @@ std::string join(const std::vector<std::string>& parts, std::string_view sep) {
     return out;
 }
 
+std::string in_quotes(std::string_view s) { return "\"" + std::string(s) + "\""; }
+
+std::string quoted_list(const std::vector<std::string>& names) {
+    std::string out;
+    for (const auto& n : names) out += (out.empty() ? "" : ", ") + in_quotes(n);
+    return out;
+}
+
 }  // namespace blkpolicy::policy

@@ -32,4 +32,9 @@ std::string normalise_readback(std::string_view attribute, std::string_view raw)
 // Joins with a separator.
 std::string join(const std::vector<std::string>& parts, std::string_view sep);
 
+// "name", quoted as error messages show a name.
+std::string in_quotes(std::string_view s);
+// "a", "b", "c": each quoted, for "one of ..." messages.
+std::string quoted_list(const std::vector<std::string>& names);
+
 }  // namespace blkpolicy::policy
