@@ -3,8 +3,6 @@
 
 #include <cstdio>
 
-#include "policy/toml_text.hpp"
-
 namespace blkpolicy::measure {
 
 namespace {
@@ -194,11 +192,7 @@ DeviceFigures device_figures(const DeviceSettings& s, double seconds, const IoSt
                             {"stat flushes completed (field 16)", std::to_string(fl.flushes)},
                             {"queue/write_cache", s.write_cache},
                             {"device cache", std::string(to_string(s.cache.mode)) + " (" + s.cache.source + ")"}};
-        finding.fix = policy::emit_rule({"keep flushes",
-                                         {},
-                                         {},
-                                         {{"kernel", policy::toml_quote(s.name), {}}},
-                                         {{"write_cache", "\"write back\"", {}}}});
+        finding.fix = policy::keep_flushes_fix(s.name);
         f.findings.push_back(std::move(finding));
     } else if (fl.counted && fl.writes > 0 && fl.flushes == 0 && starts_with(s.write_cache, "write through") &&
                s.cache.mode == DeviceCache::Mode::unknown) {

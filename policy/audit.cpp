@@ -163,7 +163,7 @@ void write_through_volatile_cache(const Subject& s, AuditState&, Findings& out) 
                    s.name + " has a volatile write-back cache, but queue/write_cache says write through: the "
                             "kernel sends no flushes, fsync returns 0 and data is lost on power failure",
                    {{"queue/write_cache", value_of(s.v, "write_cache")}, {"cache_type", s.f.cache_type}},
-                   fix_rule("keep flushes", s.name, {{"write_cache", "\"write back\"", {}}})});
+                   keep_flushes_fix(s.name)});
 }
 
 void write_cache_mismatch(const Subject& s, AuditState&, Findings& out) {
@@ -316,6 +316,10 @@ std::vector<FindingKind> finding_kinds() {
     std::vector<FindingKind> out;
     for (const auto& r : kFindingRows) out.push_back(r.kind);
     return out;
+}
+
+std::string keep_flushes_fix(const std::string& device) {
+    return fix_rule("keep flushes", device, {{"write_cache", "\"write back\"", {}}});
 }
 
 std::vector<Finding> audit(const AuditInput& in) {

@@ -65,6 +65,11 @@ struct FindingKind {
 };
 std::vector<FindingKind> finding_kinds();
 
+// The fix for writes that drop their flushes over a volatile cache: a rule
+// that sets this device's write_cache back to write back (audit's
+// write-through finding and measure's flushes-dropped finding alike).
+std::string keep_flushes_fix(const std::string& device);
+
 // Findings in device order (a device's in registry order), then the
 // host-wide ones.
 std::vector<Finding> audit(const AuditInput& input);
