@@ -98,7 +98,7 @@ private:
             ++r.attempts;
             const int err = sysfs_.write(dir_ + a.path, value);
             if (err != EBUSY) return err;
-            if (attempt == 1) policy::kernel_row(policy::KRow::write_contended_ebusy);
+            if (attempt == 1) kernel::kernel_row(kernel::KRow::write_contended_ebusy);
             ++r.busy;
             if (attempt >= retry_.max_attempts || waited + pause > retry_.budget) return err;
             if (retry_.pause) retry_.pause(pause);
@@ -113,7 +113,7 @@ private:
     // the retained latency is a silent no-op; writing 0 first makes it stick.
     int write(const Action& a, const std::string& value, const std::string& before, AttributeResult& r) {
         if (a.attribute == "wbt_lat_usec" && value != "0" && (before == "0" || a.zero_first)) {
-            policy::kernel_row(policy::KRow::wbt_store_retained_value_noop);
+            kernel::kernel_row(kernel::KRow::wbt_store_retained_value_noop);
             if (int err = write_settled(a, "0", r)) return err;
         }
         return write_settled(a, value, r);
@@ -174,7 +174,7 @@ private:
         // Read again just before writing once this pass has written: an
         // earlier write (a scheduler switch freezes the queue) takes time in
         // which another writer can move the value. What the kernel rows
-        // (policy/kernel.cpp) say an earlier write of this pass moves is its
+        // (kernel/rows.cpp) say an earlier write of this pass moves is its
         // own doing; anything else that moved is another writer's. The plan's
         // own reading is fresh before the first write. Everything is read
         // back once at the end.
@@ -222,13 +222,13 @@ private:
     // async_depth.
     void note_write(const Action& a) {
         wrote_ = true;
-        if (a.cause != policy::WriteCause::none) written_.insert(a.cause);
+        if (a.cause != kernel::WriteCause::none) written_.insert(a.cause);
     }
     // The kernel rows say which writes move which attribute; the executor
     // does not know the kernel's version, so every such row counts.
     bool disturbed(const Action& a) const {
         return std::any_of(written_.begin(), written_.end(),
-                           [&](policy::WriteCause c) { return policy::disturbed_by(c, a.attribute, {}) != nullptr; });
+                           [&](kernel::WriteCause c) { return kernel::disturbed_by(c, a.attribute, {}) != nullptr; });
     }
 
     // Reads everything back. What differs (undone by a later write, or never
@@ -284,7 +284,7 @@ private:
     const policy::DevicePlan& plan_;
     const BusyRetry& retry_;
     std::string dir_;
-    std::set<policy::WriteCause> written_;
+    std::set<kernel::WriteCause> written_;
     bool wrote_ = false;  // anything written yet in this pass
 };
 

@@ -15,7 +15,7 @@ policy::PlanContext host_plan_context(const std::string& sysfs_root, const std::
     long page = ::sysconf(_SC_PAGESIZE);
     if (page > 0) ctx.page_size = page;
     if (sysfs_root == "/sys") ctx.kernel = running_kernel_version();
-    if (auto k = policy::parse_kernel_release(kernel_release)) ctx.kernel = *k;
+    if (auto k = kernel::parse_kernel_release(kernel_release)) ctx.kernel = *k;
     // Modules belong to the running kernel: only a look at the real /sys
     // asks the real modules directory.
     if (sysfs_root == "/sys") {
@@ -32,8 +32,8 @@ std::string running_kernel_release() {
     return u.release;
 }
 
-policy::KernelVersion running_kernel_version() {
-    return policy::parse_kernel_release(running_kernel_release()).value_or(policy::KernelVersion{});
+kernel::KernelVersion running_kernel_version() {
+    return kernel::parse_kernel_release(running_kernel_release()).value_or(kernel::KernelVersion{});
 }
 
 std::optional<DeviceView> look_one(const udev::Sysfs& sysfs, const StateDir& state, const policy::Policy& policy,
@@ -62,10 +62,10 @@ std::vector<DeviceView> look(const udev::Sysfs& sysfs, const StateDir& state, co
     return out;
 }
 
-policy::AuditInput audit_input(const udev::Sysfs& sysfs, const policy::Policy* policy,
-                               std::vector<policy::WriterAssignment> writers, const std::string& udev_db,
-                               const policy::PlanContext& ctx, policy::KernelVersion kernel) {
-    policy::AuditInput in;
+kernel::AuditInput audit_input(const udev::Sysfs& sysfs, const policy::Policy* policy,
+                               std::vector<writers::WriterAssignment> writers, const std::string& udev_db,
+                               const policy::PlanContext& ctx, kernel::KernelVersion kernel) {
+    kernel::AuditInput in;
     in.with_policy = policy != nullptr;
     in.writers = std::move(writers);
     in.single_llc = udev::single_last_level_cache(sysfs);
@@ -73,7 +73,7 @@ policy::AuditInput audit_input(const udev::Sysfs& sysfs, const policy::Policy* p
     for (const auto& name : udev::list_block_devices(sysfs)) {
         auto f = udev::read_facts(sysfs, name, udev_db);
         if (!f) continue;
-        policy::AuditDevice d;
+        kernel::AuditDevice d;
         d.facts = std::move(*f);
         d.values = udev::read_values(sysfs, name);
         if (policy) d.plan = policy::plan_device(*policy, d.facts, d.values, ctx);

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "agent/state.hpp"
-#include "policy/audit.hpp"
-#include "policy/kernel.hpp"
+#include "kernel/audit.hpp"
+#include "kernel/rows.hpp"
 #include "policy/plan.hpp"
 #include "udev/sysfs.hpp"
 
@@ -47,15 +47,15 @@ std::vector<DeviceView> look(const udev::Sysfs& sysfs, const StateDir& state, co
 // simply tried).
 policy::PlanContext host_plan_context(const std::string& sysfs_root = "/sys", const std::string& kernel_release = {});
 // The running kernel's release as major.minor (0.0 when uname says otherwise).
-policy::KernelVersion running_kernel_version();
+kernel::KernelVersion running_kernel_version();
 std::string running_kernel_release();  // uname -r
 
 // What audit reads, for every device under <sysfs>/block (stack findings
 // need them all): live facts, every value, the plan under `policy` (null:
 // kernel side only), debugfs's wbt state and whether a medium is there.
 // `audit` and the daemon's metrics share it.
-policy::AuditInput audit_input(const udev::Sysfs& sysfs, const policy::Policy* policy,
-                               std::vector<policy::WriterAssignment> writers, const std::string& udev_db,
-                               const policy::PlanContext& ctx, policy::KernelVersion kernel);
+kernel::AuditInput audit_input(const udev::Sysfs& sysfs, const policy::Policy* policy,
+                               std::vector<writers::WriterAssignment> writers, const std::string& udev_db,
+                               const policy::PlanContext& ctx, kernel::KernelVersion kernel);
 
 }  // namespace blkpolicy::agent

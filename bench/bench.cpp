@@ -37,10 +37,10 @@
 #include "agent/daemon/outputs.hpp"
 #include "agent/daemon/reconciler.hpp"
 #include "agent/snapshot.hpp"
+#include "kernel/audit.hpp"
 #include "kernel/daemon_process.hpp"
 #include "kernel/loop_device.hpp"
 #include "kernel/udevd.hpp"
-#include "policy/audit.hpp"
 #include "policy/loader.hpp"
 #include "support/fake_sysfs.hpp"
 #include "support/temp_dir.hpp"
@@ -1017,7 +1017,7 @@ void bench_metrics(int n, const std::string& workdir) {
             rec.reconcile(name, blkpolicy::agent::Trigger::verify);
         const double pass_ms = ms_since(t_pass);
         const auto t_audit = Clock::now();
-        const auto findings = blkpolicy::policy::audit(blkpolicy::agent::audit_input(
+        const auto findings = blkpolicy::kernel::audit(blkpolicy::agent::audit_input(
             sysfs, &rec.policy(), {}, "", blkpolicy::agent::host_plan_context(tree.root().string()),
             blkpolicy::agent::running_kernel_version()));
         const double audit_ms = ms_since(t_audit);

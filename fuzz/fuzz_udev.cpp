@@ -6,15 +6,15 @@
 #include <string>
 
 #include "policy/loader.hpp"
-#include "policy/udev_import.hpp"
-#include "policy/udev_rules.hpp"
+#include "writers/udev_import.hpp"
+#include "writers/udev_rules.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string text(reinterpret_cast<const char*>(data), size);
-    auto rules = blkpolicy::policy::parse_udev_rules_text("fuzz.rules", text);
-    auto result = blkpolicy::policy::import_udev_rules(rules, {"fuzz.rules"});
+    auto rules = blkpolicy::writers::parse_udev_rules_text("fuzz.rules", text);
+    auto result = blkpolicy::writers::import_udev_rules(rules, {"fuzz.rules"});
     for (const auto& d : result.diagnostics)
         if (d.rfind("internal error", 0) == 0) __builtin_trap();  // the converter wrote an invalid policy
-    (void)blkpolicy::policy::parse_udev_rules("fuzz.rules", text);
+    (void)blkpolicy::writers::parse_udev_rules("fuzz.rules", text);
     return 0;
 }

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "policy/kernel.hpp"
+#include "kernel/rows.hpp"
 #include "policy/values.hpp"
 #include "util/json_text.hpp"
 

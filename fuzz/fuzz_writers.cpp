@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "policy/writer_import.hpp"
-#include "policy/writers.hpp"
+#include "writers/parsers.hpp"
+#include "writers/writer_import.hpp"
 
 using namespace blkpolicy::policy;
 

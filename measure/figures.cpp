@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "measure/figures.hpp"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace blkpolicy::measure {
@@ -180,10 +181,10 @@ DeviceFigures device_figures(const DeviceSettings& s, double seconds, const IoSt
         fl.note =
             "data at risk: writes completed with no flush, because the queue says write through over a device "
             "cache that is write back; fsync returns before the data is on stable storage";
-        policy::Finding finding;
+        kernel::Finding finding;
         finding.device = s.name;
         finding.code = kFlushesDropped;
-        finding.severity = policy::Severity::critical;
+        finding.severity = kernel::Severity::critical;
         finding.message = s.name + ": " + std::to_string(fl.writes) + " writes and no flush in " +
                           duration_text(seconds) +
                           ": queue/write_cache says write through over a volatile write-back cache (" + s.cache.source +
@@ -192,7 +193,7 @@ DeviceFigures device_figures(const DeviceSettings& s, double seconds, const IoSt
                             {"stat flushes completed (field 16)", std::to_string(fl.flushes)},
                             {"queue/write_cache", s.write_cache},
                             {"device cache", std::string(to_string(s.cache.mode)) + " (" + s.cache.source + ")"}};
-        finding.fix = policy::keep_flushes_fix(s.name);
+        finding.fix = kernel::keep_flushes_fix(s.name);
         f.findings.push_back(std::move(finding));
     } else if (fl.counted && fl.writes > 0 && fl.flushes == 0 && starts_with(s.write_cache, "write through") &&
                s.cache.mode == DeviceCache::Mode::unknown) {

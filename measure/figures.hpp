@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "kernel/audit.hpp"
 #include "measure/events.hpp"
 #include "measure/stat.hpp"
-#include "policy/audit.hpp"
 #include "policy/facts.hpp"
 
 namespace blkpolicy::measure {
@@ -126,7 +126,7 @@ struct DeviceFigures {
     FlushFigure flush;
     ReadaheadFigure readahead;
     CompletionFigure completion;
-    std::vector<policy::Finding> findings;
+    std::vector<kernel::Finding> findings;
 };
 
 // The finding code of writes with no flush over a volatile cache.

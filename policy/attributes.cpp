@@ -87,17 +87,17 @@ std::vector<AttributeSpec> build_table() {
     t.push_back(wc);
     t.push_back(make("add_random", "queue/add_random", Phase::limits, 4, ValueKind::flag, 0, 1));
     t.push_back(make("iostats", "queue/iostats", Phase::limits, 5, ValueKind::flag, 0, 1));
-    for (auto& s : t) s.cause = WriteCause::limits_commit;
+    for (auto& s : t) s.cause = kernel::WriteCause::limits_commit;
 
     auto sched = make("scheduler", "queue/scheduler", Phase::scheduler, 0, ValueKind::scheduler);
     sched.mq_only = true;
-    sched.cause = WriteCause::scheduler_switch;
+    sched.cause = kernel::WriteCause::scheduler_switch;
     t.push_back(sched);
 
     auto nr = make("nr_requests", "queue/nr_requests", Phase::requests, 0, ValueKind::integer, 4, 65536,
                    "the kernel silently raises values below 4");
     nr.mq_only = true;
-    nr.cause = WriteCause::nr_requests_write;
+    nr.cause = kernel::WriteCause::nr_requests_write;
     t.push_back(nr);
 
     // 7.0+: reset by a scheduler switch and rescaled by an nr_requests write,

@@ -12,8 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include "kernel/rows.hpp"
 #include "policy/facts.hpp"
-#include "policy/kernel.hpp"
 
 namespace blkpolicy::policy {
 
@@ -59,7 +59,7 @@ struct AttributeSpec {
     // What writing this attribute can disturb elsewhere: a queue-limits
     // commit (the kernel recomputes read_ahead_kb), a scheduler switch, an
     // nr_requests write. The kernel rows (disturbed_by) say what moves.
-    WriteCause cause = WriteCause::none;
+    kernel::WriteCause cause = kernel::WriteCause::none;
     // Present only on request-based (blk-mq) queues.
     bool mq_only = false;
     // Why the range (or for a choice, the exactness) is what it is, shown

@@ -76,11 +76,11 @@ void resolve(Action& a, const AttributeSpec& spec, const Winner& w, const Device
         }
     } else if (spec.kind == ValueKind::wbt && a.value == "default") {
         a.value = "-1";
-        a.expected = std::to_string(wbt_default_usec(final_rotational));
+        a.expected = std::to_string(kernel::wbt_default_usec(final_rotational));
         a.note = std::string("kernel default for a ") + (final_rotational ? "rotational" : "non-rotational") + " queue";
     } else if (spec.key == "read_ahead_kb") {
         auto n = parse_int(a.value).value_or(0);
-        a.expected = std::to_string(readahead_readback(n, ctx.page_size));
+        a.expected = std::to_string(kernel::readahead_readback(n, ctx.page_size));
         if (a.expected != a.value) a.note = "reads back as " + a.expected + " (whole pages)";
     }
 
@@ -199,7 +199,7 @@ DevicePlan plan_device(const Policy& policy, const DeviceFacts& facts, const Val
             a.value = a.expected = w.setting->values.front();  // what the policy asks, as it says it
             a.note = "device has no " + spec->path;
             if (key == "async_depth") {
-                kernel_row(KRow::async_depth_iosched_tunable);
+                kernel::kernel_row(kernel::KRow::async_depth_iosched_tunable);
                 a.note =
                     "this kernel has no queue/async_depth (7.0 and later have it; before, mq-deadline has "
                     "iosched.async_depth)";
@@ -211,17 +211,17 @@ DevicePlan plan_device(const Policy& policy, const DeviceFacts& facts, const Val
     }
 
     // Side effects of earlier writes on later attributes: the kernel rows
-    // say which writes move which attribute (policy/kernel).
-    std::set<WriteCause> written;
+    // say which writes move which attribute (kernel/rows).
+    std::set<kernel::WriteCause> written;
     std::string final_scheduler = facts.scheduler;
     // nr_requests once the plan has run; -1 when a switch resets it to a default not known here.
     std::int64_t final_nr = parse_int(value_of(current, "nr_requests")).value_or(-1);
     for (auto& a : plan.actions) {
         const bool active = a.kind == ActionKind::write || a.kind == ActionKind::unchanged;
-        const auto by = [&](WriteCause c) -> const KernelRow* {
-            return written.count(c) ? disturbed_by(c, a.attribute, ctx.kernel) : nullptr;
+        const auto by = [&](kernel::WriteCause c) -> const kernel::KernelRow* {
+            return written.count(c) ? kernel::disturbed_by(c, a.attribute, ctx.kernel) : nullptr;
         };
-        const auto* by_switch = active ? by(WriteCause::scheduler_switch) : nullptr;
+        const auto* by_switch = active ? by(kernel::WriteCause::scheduler_switch) : nullptr;
         if (a.attribute == "scheduler" && a.kind == ActionKind::write) {
             final_scheduler = a.expected;
             final_nr = -1;  // the switch resets it to the new scheduler's default
@@ -235,10 +235,10 @@ DevicePlan plan_device(const Policy& policy, const DeviceFacts& facts, const Val
                 a.note = "scheduler none has no tunables";
             } else if (a.attribute == "iosched.async_depth" && final_scheduler == "mq-deadline" &&
                        current.count("async_depth")) {
-                kernel_row(KRow::async_depth_queue_attribute);
+                kernel::kernel_row(kernel::KRow::async_depth_queue_attribute);
                 a.kind = ActionKind::unavailable;
                 a.note = "moved: since 7.0 mq-deadline has no iosched/async_depth; set async_depth instead";
-            } else if (a.current.empty() && !written.count(WriteCause::scheduler_switch)) {
+            } else if (a.current.empty() && !written.count(kernel::WriteCause::scheduler_switch)) {
                 a.kind = ActionKind::skip;
                 a.note = "scheduler " + final_scheduler + " has no tunable " + a.attribute.substr(8);
             } else if (by_switch) {
@@ -251,17 +251,17 @@ DevicePlan plan_device(const Policy& policy, const DeviceFacts& facts, const Val
         } else if (a.attribute == "async_depth") {
             const auto want = parse_int(a.expected).value_or(0);
             if (final_scheduler == "none") {
-                kernel_row(KRow::async_depth_write_capped_refused_under_none);
+                kernel::kernel_row(kernel::KRow::async_depth_write_capped_refused_under_none);
                 a.kind = ActionKind::skip;
                 a.note = "under scheduler none the kernel refuses async_depth (EINVAL): it follows nr_requests";
             } else if (final_nr > 0 && want > final_nr) {
-                kernel_row(KRow::async_depth_write_capped_refused_under_none);
+                kernel::kernel_row(kernel::KRow::async_depth_write_capped_refused_under_none);
                 a.kind = ActionKind::refuse;
                 a.note = "above nr_requests (" + std::to_string(final_nr) + "): the kernel would cap it at that";
             } else if (by_switch) {
                 a.kind = ActionKind::write;
                 a.note = "the switch to " + final_scheduler + " resets async_depth";
-            } else if (by(WriteCause::nr_requests_write)) {
+            } else if (by(kernel::WriteCause::nr_requests_write)) {
                 a.kind = ActionKind::write;
                 a.note = "writing nr_requests rescales async_depth";
             }
@@ -271,15 +271,16 @@ DevicePlan plan_device(const Policy& policy, const DeviceFacts& facts, const Val
                 a.zero_first = true;
                 a.note = "switching to bfq turns default wbt off: written as 0, then the value";
             } else if (a.current == "0") {
-                kernel_row(KRow::wbt_store_retained_value_noop);
+                kernel::kernel_row(kernel::KRow::wbt_store_retained_value_noop);
                 a.zero_first = true;
                 a.note = "wbt is off: written as 0, then the value (the value alone can be a no-op)";
             }
-        } else if (a.attribute == "read_ahead_kb" && by(WriteCause::limits_commit) && a.kind == ActionKind::unchanged) {
+        } else if (a.attribute == "read_ahead_kb" && by(kernel::WriteCause::limits_commit) &&
+                   a.kind == ActionKind::unchanged) {
             a.kind = ActionKind::write;
             a.note = "checked again after the limits writes: the kernel can raise read_ahead_kb";
         }
-        if (a.kind == ActionKind::write && a.cause != WriteCause::none) written.insert(a.cause);
+        if (a.kind == ActionKind::write && a.cause != kernel::WriteCause::none) written.insert(a.cause);
     }
     return plan;
 }

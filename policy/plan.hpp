@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "kernel/rows.hpp"
 #include "policy/attributes.hpp"
 #include "policy/facts.hpp"
-#include "policy/kernel.hpp"
 #include "policy/policy.hpp"
 
 namespace blkpolicy::policy {
@@ -35,12 +35,12 @@ struct Action {
     std::string attribute;  // policy key
     std::string path;       // relative to the device's sysfs directory
     Phase phase = Phase::late;
-    WriteCause cause = WriteCause::none;  // from the attribute table: what the write can disturb
-    int rank = 0;                         // write order
-    std::string current;                  // normalised value at plan time; empty when absent
-    std::string desired;                  // as the policy says it ("bfq", "default", "128")
-    std::string value;                    // what is written ("-1" for wbt "default")
-    std::string expected;                 // what a correct read-back shows
+    kernel::WriteCause cause = kernel::WriteCause::none;  // from the attribute table: what the write can disturb
+    int rank = 0;                                         // write order
+    std::string current;                                  // normalised value at plan time; empty when absent
+    std::string desired;                                  // as the policy says it ("bfq", "default", "128")
+    std::string value;                                    // what is written ("-1" for wbt "default")
+    std::string expected;                                 // what a correct read-back shows
     ActionKind kind = ActionKind::write;
     std::vector<std::string> alternatives;  // scheduler: the next names to try, in order, if the kernel refuses `value`
     // wbt_lat_usec: write 0, then the value, even when the value reads as
@@ -63,7 +63,7 @@ struct PlanContext {
     std::int64_t page_size = 4096;
     // The running kernel: whether a queue-limits write moves read_ahead_kb.
     // {0, 0} (unknown) assumes it can.
-    KernelVersion kernel;
+    kernel::KernelVersion kernel;
     // I/O schedulers the running kernel can load as modules (writing a name
     // makes the kernel load "NAME-iosched"); nullopt when unknown, and then a
     // name the device does not offer yet is tried all the same.

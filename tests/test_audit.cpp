@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// policy/audit in process: the finding registry, and each check on the
+// kernel/audit in process: the finding registry, and each check on the
 // smallest input that shows it (the goldens in test_inspect.cpp show them
 // all together through the binary).
 #include <doctest/doctest.h>
@@ -7,9 +7,10 @@
 #include <fstream>
 #include <set>
 
-#include "policy/audit.hpp"
+#include "kernel/audit.hpp"
 
 using namespace blkpolicy::policy;
+using namespace blkpolicy::kernel;
 
 namespace {
 

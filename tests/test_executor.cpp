@@ -54,7 +54,7 @@ TEST_CASE("the kernel model reproduces the traps the write order avoids") {
 
 TEST_CASE("the kernel model commits limits where the product's table says, as each kernel version does") {
     // Every attribute the table marks as a limits commit (write_cache too)
-    // recomputes read_ahead_kb; the rule is the one policy/kernel gives the
+    // recomputes read_ahead_kb; the rule is the one kernel/rows gives the
     // modelled version. The loop is rotational with max_sectors_kb 1280 and
     // no optimal I/O size.
     const std::vector<std::pair<std::string, std::string>> commits = {
@@ -63,7 +63,7 @@ TEST_CASE("the kernel model commits limits where the product's table says, as ea
         {"add_random", "0"},           {"iostats", "1"}};
     for (const auto& [attr, value] : commits) {
         for (const auto& [kernel, after_big, after_small] :
-             std::vector<std::tuple<policy::KernelVersion, std::string, std::string>>{
+             std::vector<std::tuple<kernel::KernelVersion, std::string, std::string>>{
                  {{6, 1, 0}, "8192", "64"},        // computed once at registration
                  {{6, 10, 0}, "128", "128"},       // reset: 2 x optimal_io_size (none here), 128 KiB floor
                  {{6, 18, 0}, "8192", "2560"}}) {  // only raised; 6.17+: 2 x max_sectors_kb when rotational

@@ -5,10 +5,11 @@
 // what real 6.1, 6.12 and 7.3 kernels set on real disks.
 #include <doctest/doctest.h>
 
-#include "policy/explain.hpp"
-#include "policy/kernel.hpp"
+#include "kernel/explain.hpp"
+#include "kernel/rows.hpp"
 
 using namespace blkpolicy::policy;
+using namespace blkpolicy::kernel;
 
 namespace {
 

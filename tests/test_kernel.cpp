@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// policy/kernel: the kernel's behaviour as rows. The rows themselves (well
+// kernel/rows: the kernel's behaviour as rows. The rows themselves (well
 // formed, every version answered), and each function that reads them, per
 // kernel version. unit_main.cpp checks after a full run that every row was
 // consulted by some test (BLKPOLICY_KERNEL_ROW_COVERAGE=1, its own ctest).
@@ -9,9 +9,9 @@
 #include <map>
 #include <set>
 
-#include "policy/kernel.hpp"
+#include "kernel/rows.hpp"
 
-using namespace blkpolicy::policy;
+using namespace blkpolicy::kernel;
 
 namespace {
 std::string_view id_of(const KernelRow* r) { return r ? r->id : std::string_view("-"); }

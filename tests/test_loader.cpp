@@ -5,9 +5,10 @@
 
 #include "policy/attributes.hpp"
 #include "policy/loader.hpp"
-#include "policy/udev_import.hpp"
+#include "writers/udev_import.hpp"
 
 using namespace blkpolicy::policy;
+using namespace blkpolicy::writers;
 
 namespace {
 

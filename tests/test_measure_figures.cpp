@@ -76,7 +76,7 @@ TEST_CASE("figures: flushes-dropped is critical exactly for unflushed writes, wr
         if (r.at_risk) {
             const auto& x = f.findings.front();
             CHECK(x.code == kFlushesDropped);
-            CHECK(x.severity == policy::Severity::critical);
+            CHECK(x.severity == kernel::Severity::critical);
             CHECK(x.message ==
                   "vdb: 200 writes and no flush in 60 s: queue/write_cache says write through over a "
                   "volatile write-back cache (cache_type \"write back\"), so the kernel drops every flush "

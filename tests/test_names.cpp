@@ -4,11 +4,12 @@
 
 #include "policy/facts.hpp"
 #include "policy/policy.hpp"
-#include "policy/udev_rules.hpp"
 #include "util/names.hpp"
+#include "writers/udev_rules.hpp"
 
 using namespace blkpolicy;
 using namespace blkpolicy::policy;
+using namespace blkpolicy::writers;
 
 namespace {
 enum class Colour { red, green, blue };
@@ -48,21 +49,21 @@ TEST_CASE("every name the product prints parses back to the same value") {
 }
 
 TEST_CASE("udev operators parse by the longest match from the same table they print from") {
-    const std::vector<std::pair<std::string, UdevOp>> ops = {{"==", UdevOp::match},  {"!=", UdevOp::nomatch},
-                                                             {"=", UdevOp::assign},  {"+=", UdevOp::add},
-                                                             {"-=", UdevOp::remove}, {":=", UdevOp::assign_final}};
+    const std::vector<std::pair<std::string, writers::UdevOp>> ops = {
+        {"==", UdevOp::match}, {"!=", UdevOp::nomatch}, {"=", UdevOp::assign},
+        {"+=", UdevOp::add},   {"-=", UdevOp::remove},  {":=", UdevOp::assign_final}};
     for (const auto& [text, op] : ops) {
         const auto& op_text = text;  // (named again: clang 14 captures no structured binding)
         CAPTURE(op_text);
         CHECK(to_string(op) == text);
-        auto rules = parse_udev_rules_text("t.rules", "KERNEL" + text + "\"sd*\"\n");
+        auto rules = writers::parse_udev_rules_text("t.rules", "KERNEL" + text + "\"sd*\"\n");
         REQUIRE(rules.size() == 1);
         CHECK(rules[0].error.empty());
         REQUIRE(rules[0].tokens.size() == 1);
         CHECK(rules[0].tokens[0].op == op);
         CHECK(rules[0].tokens[0].value == "sd*");
     }
-    auto bad = parse_udev_rules_text("t.rules", "KERNEL~\"sd*\"\n");
+    auto bad = writers::parse_udev_rules_text("t.rules", "KERNEL~\"sd*\"\n");
     REQUIRE(bad.size() == 1);
     CHECK(bad[0].error == "expected an operator after KERNEL");
 }

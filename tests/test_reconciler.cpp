@@ -10,12 +10,13 @@
 
 #include "agent/daemon/reconciler.hpp"
 #include "policy/loader.hpp"
-#include "policy/udev_rules.hpp"
 #include "policy/values.hpp"
 #include "support/fake_sysfs.hpp"
 #include "support/kernel_model.hpp"
 #include "support/policies.hpp"
 #include "support/reconciler_world.hpp"
+#include "writers/parsers.hpp"
+#include "writers/udev_rules.hpp"
 
 using namespace blkpolicy;
 using agent::Trigger;
@@ -29,7 +30,7 @@ using test::World;
 TEST_CASE("a value below the policy's that equals the kernel's computed one: reverted only where the kernel lowers") {
     // The policy asks for more than a limits commit computes (2560 KiB on
     // this rotational loop); someone writes exactly the computed value.
-    for (const auto& [kernel, want] : std::vector<std::pair<policy::KernelVersion, std::string>>{
+    for (const auto& [kernel, want] : std::vector<std::pair<kernel::KernelVersion, std::string>>{
              {{6, 10, 0}, "reverted"},    // 6.9-6.14 as released reset the value on a commit
              {{6, 18, 0}, "drift"},       // 6.15+ only raise it: the kernel cannot have done this
              {{6, 12, 117}, "drift"}}) {  // Debian 13's 6.12 took the raise rule back
@@ -110,7 +111,7 @@ TEST_CASE("daemon scenario: enforce mode") {
         CHECK(w.rec.summary().failed == 0);
     }
     SUBCASE("a udev rule that writes the attribute is named") {
-        w.rec.set_writers(policy::parse_udev_rules(
+        w.rec.set_writers(writers::parse_udev_rules(
             "/etc/udev/rules.d/60-ra.rules",
             "# tuning\nACTION==\"add|change\", KERNEL==\"loop[0-9]*\", \\\n  ATTR{queue/read_ahead_kb}=\"512\"\n"));
         w.poke("read_ahead_kb", "512");
@@ -123,8 +124,8 @@ TEST_CASE("daemon scenario: enforce mode") {
               "re-applied");
     }
     SUBCASE("a tmpfiles.d line that writes the value found is named, with its file and line") {
-        w.rec.set_writers(policy::parse_tmpfiles("/etc/tmpfiles.d/ra.conf",
-                                                 "# readahead\nw /sys/block/loop0/queue/read_ahead_kb - - - - 512\n"));
+        w.rec.set_writers(writers::parse_tmpfiles("/etc/tmpfiles.d/ra.conf",
+                                                  "# readahead\nw /sys/block/loop0/queue/read_ahead_kb - - - - 512\n"));
         w.poke("read_ahead_kb", "512");
         w.rec.reconcile("loop0", Trigger::verify);
         CHECK(w.log.take() == V{"conflict loop0 read_ahead_kb 128 512"});
@@ -134,7 +135,7 @@ TEST_CASE("daemon scenario: enforce mode") {
               "tmpfiles.d /etc/tmpfiles.d/ra.conf:2 set read_ahead_kb of loop0 to 512 (policy says 128); re-applied");
     }
     SUBCASE("another writer whose value is not the one found is not blamed: drift") {
-        w.rec.set_writers(policy::parse_sysfs_conf("/etc/sysfs.conf", "block/loop0/queue/read_ahead_kb = 1024\n"));
+        w.rec.set_writers(writers::parse_sysfs_conf("/etc/sysfs.conf", "block/loop0/queue/read_ahead_kb = 1024\n"));
         w.poke("read_ahead_kb", "512");
         w.rec.reconcile("loop0", Trigger::udev_processed);
         CHECK(w.log.take() == V{"drift loop0 read_ahead_kb 128 512"});
@@ -144,7 +145,7 @@ TEST_CASE("daemon scenario: enforce mode") {
         // TuneD restarted beside the daemon: its elevator is seen at a
         // verify pass, and its readahead lands while blkpolicy's scheduler
         // switch (a queue freeze) is under way, after the pass read 128.
-        w.rec.set_writers(policy::parse_sysfs_conf("/etc/sysfs.conf", "block/loop0/queue/read_ahead_kb = 1024\n"));
+        w.rec.set_writers(writers::parse_sysfs_conf("/etc/sysfs.conf", "block/loop0/queue/read_ahead_kb = 1024\n"));
         w.poke("scheduler", "kyber");
         w.sysfs.before_write["queue/scheduler"] = [&] { w.poke("read_ahead_kb", "1024"); };
         w.rec.reconcile("loop0", Trigger::verify);
@@ -164,7 +165,7 @@ TEST_CASE("daemon scenario: enforce mode") {
         // its own when it starts: the pass read the old value; the new one
         // landed during the scheduler switch. The writer is named, and the
         // pass writes over the value it found just before its write.
-        w.rec.set_writers(policy::parse_sysfs_conf("/etc/sysfs.conf", "block/loop0/queue/read_ahead_kb = 1024\n"));
+        w.rec.set_writers(writers::parse_sysfs_conf("/etc/sysfs.conf", "block/loop0/queue/read_ahead_kb = 1024\n"));
         w.poke("scheduler", "kyber");
         w.poke("read_ahead_kb", "512");
         w.sysfs.before_write["queue/scheduler"] = [&] { w.poke("read_ahead_kb", "1024"); };

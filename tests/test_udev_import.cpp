@@ -5,12 +5,13 @@
 #include <fstream>
 
 #include "policy/loader.hpp"
-#include "policy/udev_import.hpp"
-#include "policy/udev_rules.hpp"
 #include "support/run_binary.hpp"
 #include "support/temp_dir.hpp"
+#include "writers/udev_import.hpp"
+#include "writers/udev_rules.hpp"
 
 using namespace blkpolicy::policy;
+using namespace blkpolicy::writers;
 using blkpolicy::test::matches_golden;
 using blkpolicy::test::run_blkpolicy;
 

@@ -1,17 +1,17 @@
 // SPDX-License-Identifier: MIT
-// policy/udev_rules: which udev rule assignments write queue attributes.
+// writers/udev_rules: which udev rule assignments write queue attributes.
 #include <doctest/doctest.h>
 
 #include <string>
 #include <vector>
 
-#include "policy/udev_rules.hpp"
+#include "writers/udev_rules.hpp"
 
 using namespace blkpolicy;
 using V = std::vector<std::string>;
 
 TEST_CASE("udev rules: which assignments write queue attributes") {
-    auto rules = policy::parse_udev_rules(
+    auto rules = writers::parse_udev_rules(
         "f.rules",
         "# comment ATTR{queue/scheduler}=\"x\"\n"
         "ACTION==\"add|change\", KERNEL==\"sd[a-z]|vd*\", ATTR{queue/rotational}==\"0\", "
@@ -25,8 +25,8 @@ TEST_CASE("udev rules: which assignments write queue attributes") {
     CHECK(rules[1].attribute == "read_ahead_kb");
     CHECK(rules[1].value == "256");
     CHECK(rules[2].attribute == "device.timeout");
-    CHECK(policy::find_writer(rules, "sdb", "scheduler") == &rules[0]);
-    CHECK(policy::find_writer(rules, "nvme0n1", "scheduler") == nullptr);
-    CHECK(policy::find_writer(rules, "nvme0n1", "read_ahead_kb") == &rules[1]);
-    CHECK(policy::find_writer(rules, "sda", "rotational") == nullptr);  // == is a match, not a write
+    CHECK(writers::find_writer(rules, "sdb", "scheduler") == &rules[0]);
+    CHECK(writers::find_writer(rules, "nvme0n1", "scheduler") == nullptr);
+    CHECK(writers::find_writer(rules, "nvme0n1", "read_ahead_kb") == &rules[1]);
+    CHECK(writers::find_writer(rules, "sda", "rotational") == nullptr);  // == is a match, not a write
 }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The other writers: TuneD, sysfsutils, tmpfiles.d, units and rc.local, read
-// from their files (policy/writers, udev/writer_files) and imported
-// (policy/writer_import, blkpolicy import).
+// from their files (writers/parsers, writers/scan) and imported
+// (writers/writer_import, blkpolicy import).
 #include <doctest/doctest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -14,16 +14,16 @@
 #include <vector>
 
 #include "policy/loader.hpp"
-#include "policy/writer_import.hpp"
-#include "policy/writers.hpp"
 #include "support/fake_sysfs.hpp"
 #include "support/run_binary.hpp"
 #include "support/temp_dir.hpp"
-#include "udev/writer_files.hpp"
+#include "writers/parsers.hpp"
+#include "writers/scan.hpp"
+#include "writers/writer_import.hpp"
 
 using namespace blkpolicy;
-using policy::WriterAssignment;
-using policy::WriterKind;
+using writers::WriterAssignment;
+using writers::WriterKind;
 using V = std::vector<std::string>;
 using test::run_blkpolicy;
 namespace fs = std::filesystem;
@@ -35,57 +35,57 @@ void put(const fs::path& p, const std::string& text) {
     std::ofstream(p) << text;
 }
 
-std::optional<policy::TunedProfileFile> profile_of(const std::map<std::string, std::string>& profiles,
-                                                   const std::string& name) {
+std::optional<writers::TunedProfileFile> profile_of(const std::map<std::string, std::string>& profiles,
+                                                    const std::string& name) {
     auto it = profiles.find(name);
     if (it == profiles.end()) return std::nullopt;
-    return policy::parse_tuned_conf(name, "/usr/lib/tuned/" + name + "/tuned.conf", it->second);
+    return writers::parse_tuned_conf(name, "/usr/lib/tuned/" + name + "/tuned.conf", it->second);
 }
 
-policy::TunedResult tuned(const std::map<std::string, std::string>& profiles, const V& active) {
-    return policy::resolve_tuned(active, [&](const std::string& n) { return profile_of(profiles, n); });
+writers::TunedResult tuned(const std::map<std::string, std::string>& profiles, const V& active) {
+    return writers::resolve_tuned(active, [&](const std::string& n) { return profile_of(profiles, n); });
 }
 
 const WriterAssignment* find(const std::vector<WriterAssignment>& all, const std::string& attr,
                              const std::string& device) {
-    return policy::find_writer(all, device, attr);
+    return writers::find_writer(all, device, attr);
 }
 
 }  // namespace
 
 TEST_CASE("writers: sysfs paths name a device and a policy key, or nothing") {
-    auto t = policy::sysfs_target("/sys/block/sda/queue/scheduler");
+    auto t = writers::sysfs_target("/sys/block/sda/queue/scheduler");
     REQUIRE(t);
     CHECK(t->device == "sda");
     CHECK(t->attribute == "scheduler");
-    t = policy::sysfs_target("block/sd*/queue/iosched/fifo_batch");
+    t = writers::sysfs_target("block/sd*/queue/iosched/fifo_batch");
     REQUIRE(t);
     CHECK(t->device == "sd*");
     CHECK(t->attribute == "iosched.fifo_batch");
-    t = policy::sysfs_target("/sys/class/block/vdb/bdi/read_ahead_kb");
+    t = writers::sysfs_target("/sys/class/block/vdb/bdi/read_ahead_kb");
     REQUIRE(t);
     CHECK(t->attribute == "read_ahead_kb");
-    t = policy::sysfs_target("/sys/devices/pci0000:00/0000:00:04.0/virtio2/block/vda/queue/nr_requests");
+    t = writers::sysfs_target("/sys/devices/pci0000:00/0000:00:04.0/virtio2/block/vda/queue/nr_requests");
     REQUIRE(t);
     CHECK(t->device == "vda");
     CHECK(t->attribute == "nr_requests");
-    t = policy::sysfs_target("/sys/block/sda/device/timeout");
+    t = writers::sysfs_target("/sys/block/sda/device/timeout");
     REQUIRE(t);
     CHECK(t->attribute == "device.timeout");
-    CHECK_FALSE(policy::sysfs_target("/sys/kernel/mm/transparent_hugepage/enabled"));
-    CHECK_FALSE(policy::sysfs_target("/sys/block/sda/size"));
-    CHECK_FALSE(policy::sysfs_target("/sys/block/queue"));
+    CHECK_FALSE(writers::sysfs_target("/sys/kernel/mm/transparent_hugepage/enabled"));
+    CHECK_FALSE(writers::sysfs_target("/sys/block/sda/size"));
+    CHECK_FALSE(writers::sysfs_target("/sys/block/queue"));
 }
 
 TEST_CASE("writers: sysfsutils lines, as its loader reads them") {
-    auto w = policy::parse_sysfs_conf("/etc/sysfs.conf",
-                                      "# a comment: block/sda/queue/scheduler = bfq\n"
-                                      "block/sda/queue/scheduler = mq-deadline\n"
-                                      "mode block/sda/queue/scheduler = 0644\n"
-                                      "owner block/sda/queue/scheduler = root:disk\n"
-                                      "block/vd*/queue/read_ahead_kb=256   # trailing comment\n"
-                                      "kernel/mm/ksm/run = 1\n"
-                                      "block/sdb/queue/write_cache = write through\n");
+    auto w = writers::parse_sysfs_conf("/etc/sysfs.conf",
+                                       "# a comment: block/sda/queue/scheduler = bfq\n"
+                                       "block/sda/queue/scheduler = mq-deadline\n"
+                                       "mode block/sda/queue/scheduler = 0644\n"
+                                       "owner block/sda/queue/scheduler = root:disk\n"
+                                       "block/vd*/queue/read_ahead_kb=256   # trailing comment\n"
+                                       "kernel/mm/ksm/run = 1\n"
+                                       "block/sdb/queue/write_cache = write through\n");
     REQUIRE(w.size() == 2);
     CHECK(w[0].where() == "/etc/sysfs.conf:2");
     CHECK(w[0].kind == WriterKind::sysfsutils);
@@ -98,15 +98,15 @@ TEST_CASE("writers: sysfsutils lines, as its loader reads them") {
 }
 
 TEST_CASE("writers: tmpfiles.d w lines, their modifiers and what cannot be a value") {
-    auto w = policy::parse_tmpfiles("/etc/tmpfiles.d/q.conf",
-                                    "# Type Path Mode User Group Age Argument\n"
-                                    "w /sys/block/sda/queue/read_ahead_kb - - - - 4096\n"
-                                    "w- /sys/block/sdb/queue/write_cache - - - - write through\n"
-                                    "w+ /sys/block/sdc/queue/scheduler - - - - bfq\n"
-                                    "w /sys/block/sdd/queue/nr_requests - - - - %b\n"
-                                    "w^ /sys/block/sde/queue/nr_requests - - - - cred\n"
-                                    "d /run/x 0755 root root -\n"
-                                    "w /proc/sys/vm/swappiness - - - - 10\n");
+    auto w = writers::parse_tmpfiles("/etc/tmpfiles.d/q.conf",
+                                     "# Type Path Mode User Group Age Argument\n"
+                                     "w /sys/block/sda/queue/read_ahead_kb - - - - 4096\n"
+                                     "w- /sys/block/sdb/queue/write_cache - - - - write through\n"
+                                     "w+ /sys/block/sdc/queue/scheduler - - - - bfq\n"
+                                     "w /sys/block/sdd/queue/nr_requests - - - - %b\n"
+                                     "w^ /sys/block/sde/queue/nr_requests - - - - cred\n"
+                                     "d /run/x 0755 root root -\n"
+                                     "w /proc/sys/vm/swappiness - - - - 10\n");
     REQUIRE(w.size() == 5);
     CHECK(w[0].value == "4096");
     CHECK(w[0].why_inexact.empty());
@@ -119,7 +119,7 @@ TEST_CASE("writers: tmpfiles.d w lines, their modifiers and what cannot be a val
 }
 
 TEST_CASE("writers: echo into /sys/block in units and rc.local") {
-    auto w = policy::parse_shell_writes(
+    auto w = writers::parse_shell_writes(
         "/etc/systemd/system/tune.service",
         "[Service]\n"
         "ExecStart=/bin/sh -c 'echo mq-deadline > /sys/block/sda/queue/scheduler'\n"
@@ -201,30 +201,30 @@ TEST_CASE("writers: TuneD profiles merged as TuneD merges them") {
 }
 
 TEST_CASE("writers: TuneD's readahead, missing profiles and include loops") {
-    CHECK(policy::parse_tuned_readahead("4096")->kib == 4096);
-    CHECK(policy::parse_tuned_readahead("8192 s")->kib == 4096);
-    CHECK(policy::parse_tuned_readahead(">4096")->condition == '>');
-    CHECK_FALSE(policy::parse_tuned_readahead("lots"));
-    CHECK_FALSE(policy::parse_tuned_readahead("4096 kb"));
+    CHECK(writers::parse_tuned_readahead("4096")->kib == 4096);
+    CHECK(writers::parse_tuned_readahead("8192 s")->kib == 4096);
+    CHECK(writers::parse_tuned_readahead(">4096")->condition == '>');
+    CHECK_FALSE(writers::parse_tuned_readahead("lots"));
+    CHECK_FALSE(writers::parse_tuned_readahead("4096 kb"));
     auto r = tuned({{"a", "[main]\ninclude=b\n[disk]\nelevator=none\n"}, {"b", "[main]\ninclude=a, gone\n"}}, {"a"});
     CHECK(r.chain == V{"b", "a"});
     REQUIRE(r.warnings.size() == 1);
     CHECK(r.warnings[0] == "TuneD profile gone is not installed; its settings are not known");
-    auto bad = policy::parse_tuned_conf("x", "x/tuned.conf", "[disk\nelevator=none\n[disk]\nnonsense\n");
+    auto bad = writers::parse_tuned_conf("x", "x/tuned.conf", "[disk\nelevator=none\n[disk]\nnonsense\n");
     CHECK(bad.errors == V{"x/tuned.conf:1: a section header without its ]",
                           "x/tuned.conf:2: an option outside any section", "x/tuned.conf:4: not key=value"});
 }
 
 TEST_CASE("writers: the writer whose value was found is the one named") {
     std::vector<WriterAssignment> w =
-        policy::parse_sysfs_conf("/etc/sysfs.conf", "block/sda/queue/read_ahead_kb = 128\n");
-    auto t = policy::parse_tmpfiles("/etc/tmpfiles.d/a.conf", "w /sys/block/sd*/queue/read_ahead_kb - - - - 4096\n");
+        writers::parse_sysfs_conf("/etc/sysfs.conf", "block/sda/queue/read_ahead_kb = 128\n");
+    auto t = writers::parse_tmpfiles("/etc/tmpfiles.d/a.conf", "w /sys/block/sd*/queue/read_ahead_kb - - - - 4096\n");
     w.insert(w.end(), t.begin(), t.end());
-    CHECK(policy::find_writer(w, "sda", "read_ahead_kb")->kind == WriterKind::sysfsutils);
-    CHECK(policy::find_writer(w, "sda", "read_ahead_kb", "4096")->kind == WriterKind::tmpfiles);
-    CHECK(policy::find_writer(w, "sda", "read_ahead_kb", "512")->kind == WriterKind::sysfsutils);
-    CHECK(policy::find_writer(w, "sdb", "read_ahead_kb")->kind == WriterKind::tmpfiles);
-    CHECK(policy::find_writer(w, "vda", "read_ahead_kb") == nullptr);
+    CHECK(writers::find_writer(w, "sda", "read_ahead_kb")->kind == WriterKind::sysfsutils);
+    CHECK(writers::find_writer(w, "sda", "read_ahead_kb", "4096")->kind == WriterKind::tmpfiles);
+    CHECK(writers::find_writer(w, "sda", "read_ahead_kb", "512")->kind == WriterKind::sysfsutils);
+    CHECK(writers::find_writer(w, "sdb", "read_ahead_kb")->kind == WriterKind::tmpfiles);
+    CHECK(writers::find_writer(w, "vda", "read_ahead_kb") == nullptr);
     CHECK(w[1].describe() == "tmpfiles.d /etc/tmpfiles.d/a.conf:1");
 }
 
@@ -257,44 +257,44 @@ TEST_CASE("writers: a host's files, read the way each writer decides what takes 
     put(r / "usr/lib/tuned/profiles/site/tuned.conf", "[disk]\nelevator=none\n");
 
     std::vector<std::string> warnings;
-    auto tmp = udev::scan_tmpfiles(r.string(), &warnings);
+    auto tmp = writers::scan_tmpfiles(r.string(), &warnings);
     REQUIRE(tmp.size() == 1);
     CHECK(tmp[0].value == "2048");
     CHECK(tmp[0].where() == (r / "etc/tmpfiles.d/ra.conf").string() + ":1");
-    auto sysfs = udev::scan_sysfsutils(r.string(), &warnings);
+    auto sysfs = writers::scan_sysfsutils(r.string(), &warnings);
     REQUIRE(sysfs.size() == 1);
     CHECK(sysfs[0].value == "kyber");
-    auto units = udev::scan_units(r.string(), &warnings);
+    auto units = writers::scan_units(r.string(), &warnings);
     REQUIRE(units.size() == 2);
     CHECK(units[0].attribute == "rq_affinity");
     CHECK(units[1].attribute == "add_random");
     CHECK(units[1].context == "unit on.service");
-    CHECK(udev::scan_tuned(r.string(), &warnings).empty());
+    CHECK(writers::scan_tuned(r.string(), &warnings).empty());
     ::chmod((r / "etc/rc.local").c_str(), 0755);
     fs::create_symlink("/usr/lib/systemd/system/tuned.service",
                        r / "etc/systemd/system/multi-user.target.wants/tuned.service");
-    auto tuned_found = udev::scan_tuned(r.string(), &warnings);
+    auto tuned_found = writers::scan_tuned(r.string(), &warnings);
     REQUIRE(tuned_found.size() == 1);
     CHECK(tuned_found[0].file == (r / "usr/lib/tuned/profiles/site/tuned.conf").string());
-    auto all = udev::scan_writers({{}, r.string()}, &warnings);
+    auto all = writers::scan_writers({{}, r.string()}, &warnings);
     CHECK(all.size() == 6);
-    CHECK(policy::find_writer(all, "sde", "nomerges")->kind == WriterKind::rc_local);
-    CHECK(policy::find_writer(all, "sde", "scheduler")->kind == WriterKind::tuned);
+    CHECK(writers::find_writer(all, "sde", "nomerges")->kind == WriterKind::rc_local);
+    CHECK(writers::find_writer(all, "sde", "scheduler")->kind == WriterKind::tuned);
     CHECK(warnings.empty());
 }
 
 TEST_CASE("import: writers' settings become rules, exact or left out with the reason") {
-    std::vector<WriterAssignment> w = policy::parse_sysfs_conf("/etc/sysfs.conf",
-                                                               "block/sda/queue/scheduler = mq-deadline\n"
-                                                               "block/sd*/queue/nr_requests = 64\n"
-                                                               "block/sdb/queue/rq_affinity = 3\n");
+    std::vector<WriterAssignment> w = writers::parse_sysfs_conf("/etc/sysfs.conf",
+                                                                "block/sda/queue/scheduler = mq-deadline\n"
+                                                                "block/sd*/queue/nr_requests = 64\n"
+                                                                "block/sdb/queue/rq_affinity = 3\n");
     auto r = tuned({{"p", "[disk]\ndevices=!sdz\nelevator=none\n[disk2]\ntype=disk\nreadahead=4096\n"}}, {"p"});
     w.insert(w.end(), r.assignments.begin(), r.assignments.end());
-    auto identity = [](const std::string& name) -> std::optional<policy::DeviceIdentity> {
-        if (name == "sda") return policy::DeviceIdentity{"ATA", "ST4000NM0035", "ZC1234", "naa.5000c500a1b2c3d4"};
+    auto identity = [](const std::string& name) -> std::optional<writers::DeviceIdentity> {
+        if (name == "sda") return writers::DeviceIdentity{"ATA", "ST4000NM0035", "ZC1234", "naa.5000c500a1b2c3d4"};
         return std::nullopt;
     };
-    auto out = policy::import_writers(w, {"/etc/sysfs.conf", "p"}, identity);
+    auto out = writers::import_writers(w, {"/etc/sysfs.conf", "p"}, identity);
     CHECK(out.tuning_rules == 5);
     CHECK(out.converted == 3);
     CHECK(out.left_out == 2);

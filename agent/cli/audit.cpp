@@ -7,11 +7,11 @@
 #include "agent/cli/commands.hpp"
 #include "agent/cli/inspect.hpp"
 #include "agent/snapshot.hpp"
-#include "policy/audit.hpp"
+#include "kernel/audit.hpp"
 #include "policy/values.hpp"
 #include "udev/discovery.hpp"
 #include "udev/probes.hpp"
-#include "udev/writer_files.hpp"
+#include "writers/scan.hpp"
 
 namespace blkpolicy::agent {
 
@@ -21,20 +21,20 @@ int run_audit(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::ostr
     if (rc != kExitOk) return rc;
     if (int rc2 = check_sysfs_and_devices(o, sysfs, err)) return rc2;
     std::vector<std::string> rule_warnings;
-    auto rules = udev::scan_writers({o.udev_rules_dirs, o.config_root}, &rule_warnings);
+    auto rules = writers::scan_writers({o.udev_rules_dirs, o.config_root}, &rule_warnings);
     for (const auto& w : rule_warnings) err << "blkpolicy: warning: " << w << '\n';
     const auto names = o.devices.empty() ? udev::list_block_devices(sysfs) : o.devices;
     auto in = audit_input(sysfs, pol ? &*pol : nullptr, std::move(rules), o.udev_db(), host_plan_context(),
                           running_kernel_version());
     in.include_empty = o.all;
-    auto findings = policy::audit(in);
+    auto findings = kernel::audit(in);
     if (!o.devices.empty()) {
-        std::erase_if(findings, [&](const policy::Finding& f) {
-            return f.device != policy::kHostDevice && std::find(names.begin(), names.end(), f.device) == names.end();
+        std::erase_if(findings, [&](const kernel::Finding& f) {
+            return f.device != kernel::kHostDevice && std::find(names.begin(), names.end(), f.device) == names.end();
         });
     }
     const bool serious = std::any_of(findings.begin(), findings.end(),
-                                     [](const policy::Finding& f) { return f.severity != policy::Severity::info; });
+                                     [](const kernel::Finding& f) { return f.severity != kernel::Severity::info; });
     print_findings(out, findings, o.json, pol.has_value());
     return serious ? kExitPartial : kExitOk;
 }

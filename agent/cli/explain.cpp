@@ -12,10 +12,10 @@
 #include "agent/measured.hpp"
 #include "agent/policy_files.hpp"
 #include "agent/snapshot.hpp"
-#include "policy/explain.hpp"
+#include "kernel/explain.hpp"
 #include "udev/discovery.hpp"
 #include "udev/probes.hpp"
-#include "udev/writer_files.hpp"
+#include "writers/scan.hpp"
 
 namespace blkpolicy::agent {
 
@@ -54,8 +54,8 @@ std::vector<std::string> walk(const std::map<std::string, DeviceView>& views, co
     return out;
 }
 
-policy::StackView stack_of(const std::map<std::string, DeviceView>& views, const std::string& name) {
-    policy::StackView s;
+kernel::StackView stack_of(const std::map<std::string, DeviceView>& views, const std::string& name) {
+    kernel::StackView s;
     for (const auto& up : walk(views, name, true)) {
         auto it = views.find(up);
         if (it != views.end() && it->second.facts.holders.empty()) s.tops.push_back(up);
@@ -79,7 +79,7 @@ policy::StackView stack_of(const std::map<std::string, DeviceView>& views, const
 int run_explain(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::ostream& err) {
     if (o.kernel_rules) {
         const std::string release = o.kernel_release.empty() ? running_kernel_release() : o.kernel_release;
-        const auto k = policy::parse_kernel_release(release);
+        const auto k = kernel::parse_kernel_release(release);
         if (!k) {  // uname says something blkpolicy cannot read (a given release was checked by the parser)
             err << "blkpolicy: cannot read the kernel release \"" << release << "\"\n";
             return kExitRuntime;
@@ -105,11 +105,11 @@ int run_explain(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::os
     std::map<std::string, DeviceView> views;
     for (auto& v : all) views.emplace(v.facts.name, std::move(v));
 
-    policy::ExplainContext ctx;
+    kernel::ExplainContext ctx;
     ctx.kernel = o.kernel_release.empty() ? running_kernel_version() : how.context.kernel;
     ctx.loadable_schedulers = how.context.loadable_schedulers;
     std::vector<std::string> writer_warnings;
-    ctx.writers = udev::scan_writers({o.udev_rules_dirs, o.config_root}, &writer_warnings);
+    ctx.writers = writers::scan_writers({o.udev_rules_dirs, o.config_root}, &writer_warnings);
     for (const auto& w : writer_warnings) err << "blkpolicy: warning: " << w << '\n';
     json docs = json::array();
     bool first = true;
@@ -128,7 +128,7 @@ int run_explain(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::os
         ctx.backing_store = backing.what;
         ctx.backing_rotational = backing.rotational;
         ctx.lowers_rotational = udev::lowers_rotational(sysfs, name);
-        auto x = policy::explain_device(v.facts, v.values, v.plan, ctx, stack_of(views, name));
+        auto x = kernel::explain_device(v.facts, v.values, v.plan, ctx, stack_of(views, name));
         if (o.json) {
             docs.push_back(explanation_json(x, v.plan));
             docs.back()["measured"] = measured_device(daemon, name);

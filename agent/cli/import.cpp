@@ -6,12 +6,12 @@
 #include <map>
 
 #include "agent/policy_files.hpp"
-#include "policy/udev_import.hpp"
-#include "policy/writer_import.hpp"
 #include "udev/discovery.hpp"
-#include "udev/rules_files.hpp"
-#include "udev/writer_files.hpp"
 #include "util/files.hpp"
+#include "writers/scan.hpp"
+#include "writers/scan_udev.hpp"
+#include "writers/udev_import.hpp"
+#include "writers/writer_import.hpp"
 
 namespace blkpolicy::agent {
 
@@ -29,9 +29,9 @@ std::string format_of(const std::string& path, const std::string& text) {
     if (name == "tuned.conf") return "tuned";
     if (name == "sysfs.conf" || dir == "sysfs.d") return "sysfsutils";
     if (dir == "tmpfiles.d" || dir == "user-tmpfiles.d") return "tmpfiles";
-    for (const auto& a : policy::parse_tmpfiles(path, text))
-        return a.kind == policy::WriterKind::tmpfiles ? "tmpfiles" : "";
-    if (!policy::parse_sysfs_conf(path, text).empty()) return "sysfsutils";
+    for (const auto& a : writers::parse_tmpfiles(path, text))
+        return a.kind == writers::WriterKind::tmpfiles ? "tmpfiles" : "";
+    if (!writers::parse_sysfs_conf(path, text).empty()) return "sysfsutils";
     if (text.find("[main]") != std::string::npos || text.find("[disk]") != std::string::npos ||
         text.find("[sysfs]") != std::string::npos)
         return "tuned";
@@ -97,7 +97,7 @@ int run_import(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::ost
     std::map<std::string, std::string> texts;
     for (auto& s : sources) {
         if (s.format == "tuned-name") continue;
-        auto text = util::read_bounded_file(s.path, udev::kMaxWriterFileBytes, "a file to import");
+        auto text = util::read_bounded_file(s.path, writers::kMaxWriterFileBytes, "a file to import");
         if (!text.ok()) {
             err << "blkpolicy: " << s.path << ": " << text.message() << "\n";
             return kExitRuntime;
@@ -111,37 +111,37 @@ int run_import(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::ost
         names.push_back(s.path + " (" + (s.format == "tuned-name" ? "tuned" : s.format) + ")");
 
     // udev rules keep their own converter (conditions, GOTO, ...).
-    std::vector<policy::UdevRule> rules;
+    std::vector<writers::UdevRule> rules;
     std::vector<std::string> rule_files;
-    std::vector<policy::WriterAssignment> writers;
+    std::vector<writers::WriterAssignment> writers;
     std::vector<std::string> diagnostics;
     int unreadable = 0;
     for (const auto& s : sources) {
         if (s.format == "udev") {
-            auto parsed = policy::parse_udev_rules_text(s.path, texts[s.path]);
+            auto parsed = writers::parse_udev_rules_text(s.path, texts[s.path]);
             rules.insert(rules.end(), parsed.begin(), parsed.end());
             rule_files.push_back(s.path);
         } else if (s.format == "sysfsutils") {
-            auto found = policy::parse_sysfs_conf(s.path, texts[s.path]);
+            auto found = writers::parse_sysfs_conf(s.path, texts[s.path]);
             writers.insert(writers.end(), found.begin(), found.end());
         } else if (s.format == "tmpfiles") {
-            auto found = policy::parse_tmpfiles(s.path, texts[s.path]);
+            auto found = writers::parse_tmpfiles(s.path, texts[s.path]);
             writers.insert(writers.end(), found.begin(), found.end());
         } else {
             // A TuneD profile: its includes come from the installed profiles.
             std::string top;
-            std::optional<policy::TunedProfileFile> given;
+            std::optional<writers::TunedProfileFile> given;
             if (s.format == "tuned-name") {
                 top = s.path;
             } else {
                 top = fs::path(s.path).parent_path().filename().string();
                 if (top.empty()) top = "(profile)";
-                given = policy::parse_tuned_conf(top, s.path, texts[s.path]);
+                given = writers::parse_tuned_conf(top, s.path, texts[s.path]);
             }
             auto res =
-                policy::resolve_tuned({top}, [&](const std::string& n) -> std::optional<policy::TunedProfileFile> {
+                writers::resolve_tuned({top}, [&](const std::string& n) -> std::optional<writers::TunedProfileFile> {
                     if (given && n == top) return given;
-                    return udev::load_tuned_profile(o.config_root, n);
+                    return writers::load_tuned_profile(o.config_root, n);
                 });
             for (const auto& w : res.warnings) {
                 diagnostics.push_back("warning: " + w);
@@ -151,20 +151,20 @@ int run_import(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::ost
         }
     }
 
-    policy::ImportResult result;
+    writers::ImportResult result;
     if (!rules.empty()) {
-        result = policy::import_udev_rules(rules, rule_files);
+        result = writers::import_udev_rules(rules, rule_files);
         for (const auto& r : rules)
             if (!r.error.empty()) ++unreadable;
     }
     if (!writers.empty() || rules.empty()) {
-        auto identity = [&](const std::string& name) -> std::optional<policy::DeviceIdentity> {
+        auto identity = [&](const std::string& name) -> std::optional<writers::DeviceIdentity> {
             if (!udev::valid_device_name(name)) return std::nullopt;
             auto f = udev::read_facts(sysfs, name, {}, policy::kFactModel | policy::kFactSerial | policy::kFactWwid);
             if (!f) return std::nullopt;
-            return policy::DeviceIdentity{f->vendor, f->model, f->serial, f->wwid};
+            return writers::DeviceIdentity{f->vendor, f->model, f->serial, f->wwid};
         };
-        auto w = policy::import_writers(writers, names, identity);
+        auto w = writers::import_writers(writers, names, identity);
         if (rules.empty()) {
             result = w;
         } else {

@@ -9,7 +9,7 @@
 #include <set>
 
 #include "agent/cli/commands.hpp"
-#include "policy/kernel.hpp"
+#include "kernel/rows.hpp"
 #include "policy/loader.hpp"
 
 namespace blkpolicy::agent {
@@ -350,7 +350,7 @@ ParseResult parse_command_line(const std::vector<std::string>& args) {
         r.error = o.command + " takes no device arguments";
     if (o.no_policy && !o.policies.empty()) r.error = "--no-policy and --policy contradict each other";
     if (o.kernel_rules && !o.devices.empty()) r.error = "explain --kernel-rules takes no device arguments";
-    if (!o.kernel_release.empty() && !policy::parse_kernel_release(o.kernel_release))
+    if (!o.kernel_release.empty() && !kernel::parse_kernel_release(o.kernel_release))
         r.error = "--kernel-release wants a release such as 6.12.0, not \"" + o.kernel_release + "\"";
     // Options of some commands only, as the scope table says.
     for (const auto& scope : option_scopes()) {

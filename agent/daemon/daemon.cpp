@@ -29,8 +29,8 @@
 #include "udev/monitor.hpp"
 #include "udev/owned.hpp"
 #include "udev/probes.hpp"
-#include "udev/writer_files.hpp"
 #include "util/files.hpp"
+#include "writers/scan.hpp"
 
 namespace blkpolicy::agent {
 
@@ -102,7 +102,7 @@ public:
 private:
     void load_writers() {
         std::vector<std::string> warnings;
-        writers_ = udev::scan_writers({opts_.udev_rules_dirs, opts_.config_root}, &warnings);
+        writers_ = writers::scan_writers({opts_.udev_rules_dirs, opts_.config_root}, &warnings);
         reconciler_.set_writers(writers_);
         for (const auto& w : warnings) log_->log(LOG_WARNING, w);
     }
@@ -412,7 +412,7 @@ private:
         if (opts_.metrics_file.empty() || !audit_due_) return;
         audit_due_ = false;
         const auto& pol = reconciler_.policy();
-        findings_ = policy::audit(audit_input(sysfs_, &pol, writers_, opts_.udev_db(),
+        findings_ = kernel::audit(audit_input(sysfs_, &pol, writers_, opts_.udev_db(),
                                               host_plan_context(opts_.sysfs_root), running_kernel_version()));
         audit_unix_ = now_unix();
         write_reports();  // rare (see above): not worth the report gap
@@ -589,10 +589,10 @@ private:
     PendingEvents pending_{kMaxPending};
     ReloadOutcome reload_;
     UeventCounts uevents_;
-    std::vector<policy::WriterAssignment> writers_;  // udev rules and the other writers
+    std::vector<writers::WriterAssignment> writers_;  // udev rules and the other writers
     double policy_loaded_unix_ = 0;
     bool audit_due_ = true;
-    std::vector<policy::Finding> findings_;
+    std::vector<kernel::Finding> findings_;
     double audit_unix_ = 0;
     OutOfPolicyClock clock_;
     std::unique_ptr<measure::Session> measuring_;

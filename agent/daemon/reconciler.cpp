@@ -29,7 +29,7 @@ static_assert(util::in_enum_order(kTriggers));
 
 const char* to_string(Trigger t) { return util::name_of(kTriggers, t); }
 
-Reconciler::Reconciler(udev::Sysfs& sysfs, const StateDir& state, systemd::EventLog& log, policy::KernelVersion kernel)
+Reconciler::Reconciler(udev::Sysfs& sysfs, const StateDir& state, systemd::EventLog& log, kernel::KernelVersion kernel)
     : sysfs_(sysfs), state_(state), log_(log), kernel_(kernel), context_(host_plan_context(sysfs.root().string())) {}
 
 void Reconciler::forget(const std::string& device) {
@@ -63,17 +63,17 @@ void say_save_once(systemd::EventLog& log, const util::Status& st, std::string& 
 
 AlertKind Reconciler::classify(const std::string& device, const Action& a, const AttrRecord& r,
                                const policy::Values& values, Trigger trigger,
-                               const policy::WriterAssignment*& writer) const {
-    if (const auto* w = policy::find_writer(writers_, device, a.attribute, a.current)) {
+                               const writers::WriterAssignment*& writer) const {
+    if (const auto* w = writers::find_writer(writers_, device, a.attribute, a.current)) {
         // A udev rule ran just before this event; any writer whose value is
         // the one found there wrote it.
-        const bool udev_ran = trigger == Trigger::udev_processed && w->kind == policy::WriterKind::udev_rule;
+        const bool udev_ran = trigger == Trigger::udev_processed && w->kind == writers::WriterKind::udev_rule;
         if (udev_ran || (!w->value.empty() && policy::trim(w->value) == a.current)) {
             writer = w;
             return AlertKind::conflict;
         }
     }
-    if (a.attribute == "read_ahead_kb" && policy::readahead_on_commit(kernel_) == policy::ReadaheadOnCommit::raise) {
+    if (a.attribute == "read_ahead_kb" && kernel::readahead_on_commit(kernel_) == kernel::ReadaheadOnCommit::raise) {
         // A kernel that only ever raises read_ahead_kb on a limits commit
         // cannot have put a smaller value in place of the policy's (not its
         // computed one, not the device's first): someone wrote it.
@@ -86,22 +86,22 @@ AlertKind Reconciler::classify(const std::string& device, const Action& a, const
     if (a.attribute == "read_ahead_kb") {
         // What the kernel would have put back, from the limits as they are now.
         const auto limits = udev::read_values(sysfs_, device, {"optimal_io_size", "max_sectors_kb"});
-        auto computed = policy::kernel_readahead_kb(
+        auto computed = kernel::kernel_readahead_kb(
             kernel_, rotational, policy::parse_int(policy::value_of(limits, "optimal_io_size", "0")).value_or(0),
             policy::parse_int(policy::value_of(limits, "max_sectors_kb", "0")).value_or(0));
         if (computed && std::to_string(*computed) == a.current) return AlertKind::reverted;
     }
     if (a.attribute == "wbt_lat_usec") {
         if (a.current == "0" && policy::value_of(values, "scheduler") == "bfq" &&
-            policy::disturbed_by(policy::WriteCause::scheduler_switch, a.attribute, kernel_))
+            kernel::disturbed_by(kernel::WriteCause::scheduler_switch, a.attribute, kernel_))
             return AlertKind::reverted;
-        if (a.current == std::to_string(policy::wbt_default_usec(rotational))) return AlertKind::reverted;
+        if (a.current == std::to_string(kernel::wbt_default_usec(rotational))) return AlertKind::reverted;
     }
     return AlertKind::drift;
 }
 
 void Reconciler::alert(AlertKind kind, const std::string& device, const Action& a, const AttrRecord& r,
-                       const std::string& actual, const std::string& message, const policy::WriterAssignment* writer) {
+                       const std::string& actual, const std::string& message, const writers::WriterAssignment* writer) {
     systemd::Alert al;
     al.kind = kind;
     al.device = device;
@@ -111,7 +111,7 @@ void Reconciler::alert(AlertKind kind, const std::string& device, const Action& 
     al.rule = r.rule;
     if (writer) {
         al.writer = writer->where();
-        al.writer_kind = policy::to_string(writer->kind);
+        al.writer_kind = writers::to_string(writer->kind);
         al.writer_context = writer->context;
     }
     al.message = message;
@@ -120,7 +120,7 @@ void Reconciler::alert(AlertKind kind, const std::string& device, const Action& 
 
 void Reconciler::say(Say what_to_say, const AttrPass& p, const std::string& device, const Action& a,
                      const AttrRecord& r, const std::string& before, const std::string& after,
-                     const AttributeResult* res, const policy::WriterAssignment* writer) {
+                     const AttributeResult* res, const writers::WriterAssignment* writer) {
     const std::string what = a.attribute + " of " + device;
     const std::string was = before.empty() ? "unset" : before;
     // Who moved it, for the three kinds of a value out of policy.
@@ -310,7 +310,7 @@ bool Reconciler::reconcile(const std::string& device, Trigger trigger) {
         pass.stuck = res != results.end() && res->second.after == a.expected &&
                      (res->second.outcome == Outcome::applied || res->second.outcome == Outcome::unchanged);
         pass.busy = res != results.end() && res->second.outcome == Outcome::busy;
-        const policy::WriterAssignment* writer = nullptr;
+        const writers::WriterAssignment* writer = nullptr;
         if (!pass.unattainable && !pass.in_policy && !fresh) {
             policy::Action seen = a;
             seen.current = before;

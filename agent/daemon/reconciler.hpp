@@ -11,12 +11,12 @@
 #include "agent/daemon/verdict.hpp"
 #include "agent/executor.hpp"
 #include "agent/state.hpp"
-#include "policy/kernel.hpp"
+#include "kernel/rows.hpp"
 #include "policy/plan.hpp"
 #include "policy/policy.hpp"
-#include "policy/writers.hpp"
 #include "systemd/alerts.hpp"
 #include "udev/sysfs.hpp"
+#include "writers/model.hpp"
 
 namespace blkpolicy::agent {
 
@@ -80,13 +80,13 @@ void say_save_once(systemd::EventLog& log, const util::Status& st, std::string& 
 
 class Reconciler {
 public:
-    Reconciler(udev::Sysfs& sysfs, const StateDir& state, systemd::EventLog& log, policy::KernelVersion kernel);
+    Reconciler(udev::Sysfs& sysfs, const StateDir& state, systemd::EventLog& log, kernel::KernelVersion kernel);
 
     void set_policy(policy::Policy policy) { policy_ = std::move(policy); }
     const policy::Policy& policy() const { return policy_; }
     void set_mode(policy::Mode mode) { mode_ = mode; }
     policy::Mode mode() const { return mode_; }
-    void set_writers(std::vector<policy::WriterAssignment> writers) { writers_ = std::move(writers); }
+    void set_writers(std::vector<writers::WriterAssignment> writers) { writers_ = std::move(writers); }
     void set_udev_db(std::string dir) { udev_db_ = std::move(dir); }
     // Schedulers the kernel refused are not tried again until this (a
     // reload: the admin may have installed the module meanwhile).
@@ -108,24 +108,25 @@ public:
 private:
     systemd::AlertKind classify(const std::string& device, const policy::Action& a, const AttrRecord& r,
                                 const policy::Values& values, Trigger trigger,
-                                const policy::WriterAssignment*& writer) const;
+                                const writers::WriterAssignment*& writer) const;
     // Says what a verdict says of one attribute: an alert, an info line or nothing.
     void say(Say what_to_say, const AttrPass& p, const std::string& device, const policy::Action& a,
              const AttrRecord& r, const std::string& before, const std::string& after, const AttributeResult* res,
-             const policy::WriterAssignment* writer);
+             const writers::WriterAssignment* writer);
     void alert(systemd::AlertKind kind, const std::string& device, const policy::Action& a, const AttrRecord& r,
-               const std::string& actual, const std::string& message, const policy::WriterAssignment* writer = nullptr);
+               const std::string& actual, const std::string& message,
+               const writers::WriterAssignment* writer = nullptr);
 
     udev::Sysfs& sysfs_;
     const StateDir& state_;
     systemd::EventLog& log_;
-    policy::KernelVersion kernel_;
+    kernel::KernelVersion kernel_;
     policy::PlanContext context_;
     BusyRetry retry_ = default_busy_retry();
     bool identity_labels_ = false;
     policy::Policy policy_;
     policy::Mode mode_ = policy::Mode::enforce;
-    std::vector<policy::WriterAssignment> writers_;  // udev rules and the other writers
+    std::vector<writers::WriterAssignment> writers_;  // udev rules and the other writers
     std::string udev_db_;
     std::map<std::string, DeviceRecord> devices_;
 };

@@ -8,7 +8,7 @@ src=$1
 fmt=$(command -v clang-format-14 || true)
 [[ -n $fmt ]] || { echo "clang-format-14 is not installed (scripts/install-deps.sh --tests installs it)"; exit 1; }
 cd "$src"
-mapfile -t files < <(find agent policy udev util systemd measure tests bench fuzz \( -name '*.cpp' -o -name '*.hpp' -o -name '*.c' \) \
+mapfile -t files < <(find agent kernel policy writers udev util systemd measure tests bench fuzz \( -name '*.cpp' -o -name '*.hpp' -o -name '*.c' \) \
                       -not -path 'tests/vm/*' | sort)
 ((${#files[@]} > 100)) || { echo "found only ${#files[@]} sources: wrong directory?"; exit 1; }
 bad=()

@@ -98,9 +98,9 @@ int KernelModelSysfs::simulate(const std::string& dev, const std::string& attr, 
         for (const auto& s : line.offered) out += (s == want ? "[" + s + "]" : s) + " ";
         put("scheduler", trim(out));
         const auto tags = parse_int(trim(udev::Sysfs::read("block/" + dev + "/mq/0/nr_tags").value)).value_or(128);
-        const auto nr = policy::nr_requests_default(tags, want == "none");
+        const auto nr = kernel::nr_requests_default(tags, want == "none");
         put("nr_requests", std::to_string(nr));
-        if (exists(q + "async_depth")) put("async_depth", std::to_string(policy::async_depth_default(nr, want)));
+        if (exists(q + "async_depth")) put("async_depth", std::to_string(kernel::async_depth_default(nr, want)));
         std::filesystem::remove_all(root() / (q + "iosched"));
         if (auto d = kIoschedDefaults.find(want); d != kIoschedDefaults.end()) {
             std::filesystem::create_directories(root() / (q + "iosched"));
@@ -108,7 +108,7 @@ int KernelModelSysfs::simulate(const std::string& dev, const std::string& attr, 
         }
         if (want == "bfq" && wbt.state == 1) {
             wbt.state = 3;
-            if (policy::bfq_off_wbt_reads_zero(kernel)) put("wbt_lat_usec", "0");
+            if (kernel::bfq_off_wbt_reads_zero(kernel)) put("wbt_lat_usec", "0");
         } else if (line.active == "bfq" && wbt.state == 3) {
             wbt.state = 1;
             put("wbt_lat_usec", std::to_string(wbt.lat));
@@ -120,7 +120,7 @@ int KernelModelSysfs::simulate(const std::string& dev, const std::string& attr, 
         auto v = parse_int(value);
         if (!v || *v < -1) return EINVAL;
         long n = static_cast<long>(*v);
-        if (n == -1) n = policy::wbt_default_usec(get("rotational") == "1");
+        if (n == -1) n = kernel::wbt_default_usec(get("rotational") == "1");
         if (n == wbt.lat) return 0;  // the retained value: silently nothing
         wbt.lat = n;
         wbt.state = n == 0 ? 4 : 2;
@@ -133,12 +133,12 @@ int KernelModelSysfs::simulate(const std::string& dev, const std::string& attr, 
         const auto nr = std::max<std::int64_t>(*v, 4);
         const auto old = parse_int(get("nr_requests")).value_or(nr);
         put("async_depth",
-            std::to_string(policy::async_depth_rescaled(parse_int(get("async_depth")).value_or(old), old, nr)));
+            std::to_string(kernel::async_depth_rescaled(parse_int(get("async_depth")).value_or(old), old, nr)));
         return put("nr_requests", std::to_string(nr));
     }
     if (attr == "queue/async_depth") {
         auto v = parse_int(value);
-        auto shown = v ? policy::async_depth_readback(*v, parse_int(get("nr_requests")).value_or(0),
+        auto shown = v ? kernel::async_depth_readback(*v, parse_int(get("nr_requests")).value_or(0),
                                                       policy::parse_scheduler_line(get("scheduler")).active)
                        : std::nullopt;
         if (!shown) return EINVAL;
@@ -147,18 +147,18 @@ int KernelModelSysfs::simulate(const std::string& dev, const std::string& attr, 
     if (attr == "queue/read_ahead_kb") {
         auto v = parse_int(value);
         if (!v || *v < 0) return EINVAL;
-        return put("read_ahead_kb", std::to_string(policy::readahead_readback(*v, 4096)));
+        return put("read_ahead_kb", std::to_string(kernel::readahead_readback(*v, 4096)));
     }
     std::string written(value);
     if (attr == "queue/write_cache") {  // reads back as one of two words; the write is a limits commit
-        auto shown = policy::write_cache_readback(written);
+        auto shown = kernel::write_cache_readback(written);
         if (!shown) return EINVAL;
         written = *shown;
     }
     if (attr == "queue/rq_affinity") {
         auto v = parse_int(value);
         if (!v || *v < 0) return EINVAL;
-        if (policy::rq_affinity_write_ignored(*v)) return 0;
+        if (kernel::rq_affinity_write_ignored(*v)) return 0;
         return put("rq_affinity", std::to_string(*v));
     }
     if (attr == "queue/max_sectors_kb") {
@@ -171,20 +171,20 @@ int KernelModelSysfs::simulate(const std::string& dev, const std::string& attr, 
     // A limits commit (the attributes the product's table marks) recomputes
     // read_ahead_kb the way the modelled kernel does (the kernel rows).
     const auto spec = attr.rfind("queue/", 0) == 0 ? policy::find_attribute(attr.substr(6)) : std::nullopt;
-    if (spec && spec->path == attr && spec->cause == policy::WriteCause::limits_commit &&
-        policy::disturbed_by(policy::WriteCause::limits_commit, "read_ahead_kb", kernel)) {
+    if (spec && spec->path == attr && spec->cause == kernel::WriteCause::limits_commit &&
+        kernel::disturbed_by(kernel::WriteCause::limits_commit, "read_ahead_kb", kernel)) {
         const auto computed =
-            policy::kernel_readahead_kb(kernel, get("rotational") == "1", parse_int(get("optimal_io_size")).value_or(0),
+            kernel::kernel_readahead_kb(kernel, get("rotational") == "1", parse_int(get("optimal_io_size")).value_or(0),
                                         parse_int(get("max_sectors_kb")).value_or(0));
         const auto cur = parse_int(get("read_ahead_kb")).value_or(0);
-        switch (policy::readahead_on_commit(kernel)) {
-            case policy::ReadaheadOnCommit::untouched:
+        switch (kernel::readahead_on_commit(kernel)) {
+            case kernel::ReadaheadOnCommit::untouched:
                 break;
-            case policy::ReadaheadOnCommit::reset:
+            case kernel::ReadaheadOnCommit::reset:
                 put("read_ahead_kb", std::to_string(*computed));
                 break;
-            case policy::ReadaheadOnCommit::raise:
-            case policy::ReadaheadOnCommit::unknown:  // modelled as the later behaviour
+            case kernel::ReadaheadOnCommit::raise:
+            case kernel::ReadaheadOnCommit::unknown:  // modelled as the later behaviour
                 put("read_ahead_kb", std::to_string(std::max(cur, *computed)));
                 break;
         }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // A Sysfs over a fake tree that also does what the kernel does behind the
-// writer's back (the rows of policy/kernel.cpp): limits commits raise read_ahead_kb, a scheduler
+// writer's back (the rows of kernel/rows.cpp): limits commits raise read_ahead_kb, a scheduler
 // switch resets nr_requests and iosched/, bfq turns default wbt off, writing
 // the retained wbt latency is a no-op, read_ahead_kb rounds to pages, and
 // on a queue with async_depth (7.0+) a switch resets it and an nr_requests
@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "policy/kernel.hpp"
+#include "kernel/rows.hpp"
 #include "udev/sysfs.hpp"
 
 namespace blkpolicy::test {
@@ -49,8 +49,8 @@ public:
     // The kernel modelled where behaviour depends on the version: what a
     // limits commit does to read_ahead_kb, what a wbt that bfq turned off
     // reads as (before 6.2 the latency; debugfs shows the state). All from
-    // the product's own kernel rows (policy/kernel).
-    policy::KernelVersion kernel{6, 18, 0};
+    // the product's own kernel rows (kernel/rows).
+    kernel::KernelVersion kernel{6, 18, 0};
     // Keep debugfs rqos/wbt/enabled (kernel/debug/block/NAME/...) up to date.
     bool debugfs = false;
     // 1 on-default, 2 on-manual, 3 off-default, 4 off-manual.

@@ -37,7 +37,7 @@ struct World {
     KernelModelSysfs sysfs{init()};
     agent::StateDir state{tree.root() / "state"};
     RecordingLog log;
-    agent::Reconciler rec{sysfs, state, log, policy::KernelVersion{6, 18}};
+    agent::Reconciler rec{sysfs, state, log, kernel::KernelVersion{6, 18}};
 
     std::filesystem::path init() {
         tree.add_loop("loop0", 0, "/img");

@@ -5,10 +5,10 @@
 #include <ostream>
 #include <vector>
 
-#include "policy/audit.hpp"
+#include "kernel/audit.hpp"
 
 namespace blkpolicy::agent {
 
-void print_findings(std::ostream& out, const std::vector<policy::Finding>& findings, bool as_json, bool with_policy);
+void print_findings(std::ostream& out, const std::vector<kernel::Finding>& findings, bool as_json, bool with_policy);
 
 }  // namespace blkpolicy::agent

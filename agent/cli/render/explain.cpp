@@ -11,11 +11,11 @@ namespace blkpolicy::agent {
 using nlohmann::json;
 
 namespace {
-json written_by_json(const std::vector<const policy::WriterAssignment*>& writers) {
+json written_by_json(const std::vector<const writers::WriterAssignment*>& writers) {
     json out = json::array();
     for (const auto* w : writers)
         out.push_back({{"writer", w->where()},
-                       {"kind", policy::to_string(w->kind)},
+                       {"kind", writers::to_string(w->kind)},
                        {"context", w->context},
                        {"value", w->value.empty() ? json(nullptr) : json(w->value)},
                        {"why_inexact", w->why_inexact}});
@@ -24,7 +24,7 @@ json written_by_json(const std::vector<const policy::WriterAssignment*>& writers
 
 }  // namespace
 
-json explanation_json(const policy::DeviceExplanation& x, const policy::DevicePlan& plan) {
+json explanation_json(const kernel::DeviceExplanation& x, const policy::DevicePlan& plan) {
     json attrs = json::array();
     for (const auto& e : x.attributes) {
         json inputs = json::object();
@@ -55,7 +55,7 @@ json explanation_json(const policy::DeviceExplanation& x, const policy::DevicePl
          {{"tops", x.stack.tops}, {"lowers", x.stack.lowers}, {"lowers_tuned_in_vain", x.stack.lowers_tuned_in_vain}}}};
 }
 
-void print_explanation(std::ostream& out, const policy::DeviceExplanation& x, const policy::DevicePlan& plan,
+void print_explanation(std::ostream& out, const kernel::DeviceExplanation& x, const policy::DevicePlan& plan,
                        bool have_policy, const json& daemon) {
     const auto& f = x.facts;
     const auto measured = measured_device(daemon, f.name);
@@ -109,19 +109,19 @@ void print_explanation(std::ostream& out, const policy::DeviceExplanation& x, co
     }
 }
 
-void print_kernel_rules(std::ostream& out, const policy::KernelVersion& k, const std::string& release, bool as_json) {
+void print_kernel_rules(std::ostream& out, const kernel::KernelVersion& k, const std::string& release, bool as_json) {
     if (as_json) {
         json rows = json::array();
-        for (const auto& r : policy::kernel_rows())
+        for (const auto& r : kernel::kernel_rows())
             rows.push_back({{"id", r.id},
                             {"holds", r.holds_on(k)},
-                            {"standing", policy::standing_on(r, k)},
+                            {"standing", kernel::standing_on(r, k)},
                             {"newest_seen", r.newest_seen.major == 0 ? json(nullptr)
                                                                      : json(std::to_string(r.newest_seen.major) + "." +
                                                                             std::to_string(r.newest_seen.minor) + "." +
                                                                             std::to_string(r.newest_seen.patch))},
                             {"behaviour", r.behaviour},
-                            {"known_by", policy::to_string(r.known_by)},
+                            {"known_by", kernel::to_string(r.known_by)},
                             {"how", r.how},
                             {"observed", r.observed},
                             {"source", r.source}});
@@ -129,11 +129,11 @@ void print_kernel_rules(std::ostream& out, const policy::KernelVersion& k, const
         return;
     }
     out << "What blkpolicy expects kernel " << release << " to do, and how it knows:\n";
-    for (const auto& r : policy::kernel_rows()) {
+    for (const auto& r : kernel::kernel_rows()) {
         if (!r.holds_on(k)) continue;
         out << "\n" << r.id;
-        if (r.beyond_observed(k)) out << "  (" << policy::standing_on(r, k) << ")";
-        out << "\n  " << r.behaviour << "\n  known by: " << policy::to_string(r.known_by);
+        if (r.beyond_observed(k)) out << "  (" << kernel::standing_on(r, k) << ")";
+        out << "\n  " << r.behaviour << "\n  known by: " << kernel::to_string(r.known_by);
         if (!r.how.empty()) out << " (" << r.how << ")";
         out << "\n  observed: " << (r.observed.empty() ? "not on these machines; from the kernel source" : r.observed);
         if (!r.source.empty()) out << "\n  source: " << r.source;

@@ -6,18 +6,18 @@
 #include <ostream>
 #include <string>
 
-#include "policy/explain.hpp"
+#include "kernel/explain.hpp"
 #include "policy/plan.hpp"
 
 namespace blkpolicy::agent {
 
-nlohmann::json explanation_json(const policy::DeviceExplanation& x, const policy::DevicePlan& plan);
+nlohmann::json explanation_json(const kernel::DeviceExplanation& x, const policy::DevicePlan& plan);
 // `daemon`: the running daemon's daemon.json (null when none runs): its last
 // measured figures of the device are shown beside the attributes they prove.
-void print_explanation(std::ostream& out, const policy::DeviceExplanation& x, const policy::DevicePlan& plan,
+void print_explanation(std::ostream& out, const kernel::DeviceExplanation& x, const policy::DevicePlan& plan,
                        bool have_policy, const nlohmann::json& daemon = nullptr);
-// The kernel rows (policy/kernel) that hold on kernel `k`; --json lists
+// The kernel rows (kernel/rows) that hold on kernel `k`; --json lists
 // every row with whether it holds.
-void print_kernel_rules(std::ostream& out, const policy::KernelVersion& k, const std::string& release, bool as_json);
+void print_kernel_rules(std::ostream& out, const kernel::KernelVersion& k, const std::string& release, bool as_json);
 
 }  // namespace blkpolicy::agent

@@ -50,7 +50,7 @@ void clause_lines(std::ostream& out, const std::string& label, const std::string
 }  // namespace
 
 void print_measure(std::ostream& out, const MeasureReport& r, bool as_json) {
-    std::vector<policy::Finding> findings;
+    std::vector<kernel::Finding> findings;
     for (const auto& d : r.devices) findings.insert(findings.end(), d.findings.begin(), d.findings.end());
     if (as_json) {
         json devices = json::array();
@@ -79,7 +79,7 @@ void print_measure(std::ostream& out, const MeasureReport& r, bool as_json) {
         clause_lines(out, "readahead", measure::readahead_sentence(d));
         clause_lines(out, "completions", measure::completion_sentence(d));
         for (const auto& f : d.findings)
-            out << "  " << policy::to_string(f.severity) << " " << f.code << ": " << f.message << '\n';
+            out << "  " << kernel::to_string(f.severity) << " " << f.code << ": " << f.message << '\n';
         out << '\n';
     }
     out << findings.size() << " finding(s)";

@@ -9,12 +9,12 @@
 #include <utility>
 #include <vector>
 
+#include "kernel/rows.hpp"
 #include "policy/facts.hpp"
-#include "policy/kernel.hpp"
 #include "policy/plan.hpp"
-#include "policy/writers.hpp"
+#include "writers/model.hpp"
 
-namespace blkpolicy::policy {
+namespace blkpolicy::kernel {
 
 enum class Severity { info, warning, critical };
 const char* to_string(Severity s);
@@ -29,11 +29,11 @@ struct Finding {
 };
 
 struct AuditDevice {
-    DeviceFacts facts;  // live facts, as the kernel reports them now
-    Values values;
-    std::optional<DevicePlan> plan;  // with a policy
-    std::optional<int> wbt_state;    // debugfs rqos/wbt/enabled
-    bool has_medium = true;          // size > 0: not an unbound loop, not an empty removable drive
+    policy::DeviceFacts facts;  // live facts, as the kernel reports them now
+    policy::Values values;
+    std::optional<policy::DevicePlan> plan;  // with a policy
+    std::optional<int> wbt_state;            // debugfs rqos/wbt/enabled
+    bool has_medium = true;                  // size > 0: not an unbound loop, not an empty removable drive
 };
 
 // The device of a finding that is a property of the host (evidence
@@ -43,7 +43,7 @@ inline constexpr std::string_view kHostDevice = "*";
 struct AuditInput {
     std::vector<AuditDevice> devices;
     bool with_policy = false;
-    std::vector<WriterAssignment> writers;  // udev rules and the other writers (policy/writers)
+    std::vector<writers::WriterAssignment> writers;  // udev rules and the other writers (writers/model)
     // Every CPU shares one last-level cache; nullopt when sysfs does not say.
     std::optional<bool> single_llc;
     // Devices without a medium are left out unless this is set (audit --all).
@@ -54,9 +54,9 @@ struct AuditInput {
 
 // Why a device's identity says it is virtual ("driver virtio_blk", "model QEMU
 // HARDDISK"), or empty for what looks like a real drive.
-std::string virtual_identity(const DeviceFacts& f);
+std::string virtual_identity(const policy::DeviceFacts& f);
 
-// Every kind of finding audit reports, from its one registry (policy/audit.cpp:
+// Every kind of finding audit reports, from its one registry (kernel/audit.cpp:
 // each kind is a small check function in a row of that table).
 struct FindingKind {
     std::string_view code;
@@ -74,4 +74,4 @@ std::string keep_flushes_fix(const std::string& device);
 // host-wide ones.
 std::vector<Finding> audit(const AuditInput& input);
 
-}  // namespace blkpolicy::policy
+}  // namespace blkpolicy::kernel

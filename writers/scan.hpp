@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Finds the host's other writers of queue attributes in their files, and
 // reads them the way each of them does (the parsing is pure, in
-// policy/writers). Nothing here runs them.
+// writers/parsers). Nothing here runs them.
 #pragma once
 
 #include <map>
@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "policy/writers.hpp"
+#include "writers/parsers.hpp"
 
-namespace blkpolicy::udev {
+namespace blkpolicy::writers {
 
 struct WriterSources {
     std::vector<std::string> udev_rules_dirs;
@@ -28,19 +28,19 @@ struct WriterSources {
 // line for a path wins), enabled units that echo into /sys/block, and an
 // executable /etc/rc.local. Files that cannot be read are named in
 // `warnings` and skipped.
-std::vector<policy::WriterAssignment> scan_writers(const WriterSources& src,
-                                                   std::vector<std::string>* warnings = nullptr);
+std::vector<writers::WriterAssignment> scan_writers(const WriterSources& src,
+                                                    std::vector<std::string>* warnings = nullptr);
 
 // The parts, for `blkpolicy import` and the tests.
-std::vector<policy::WriterAssignment> scan_tuned(const std::string& root, std::vector<std::string>* warnings,
-                                                 bool only_when_enabled = true);
-std::vector<policy::WriterAssignment> scan_sysfsutils(const std::string& root, std::vector<std::string>* warnings);
-std::vector<policy::WriterAssignment> scan_tmpfiles(const std::string& root, std::vector<std::string>* warnings);
-std::vector<policy::WriterAssignment> scan_units(const std::string& root, std::vector<std::string>* warnings);
+std::vector<writers::WriterAssignment> scan_tuned(const std::string& root, std::vector<std::string>* warnings,
+                                                  bool only_when_enabled = true);
+std::vector<writers::WriterAssignment> scan_sysfsutils(const std::string& root, std::vector<std::string>* warnings);
+std::vector<writers::WriterAssignment> scan_tmpfiles(const std::string& root, std::vector<std::string>* warnings);
+std::vector<writers::WriterAssignment> scan_units(const std::string& root, std::vector<std::string>* warnings);
 
 // A TuneD profile by name, from ROOT/etc/tuned and ROOT/usr/lib/tuned (both
 // layouts: NAME/tuned.conf and profiles/NAME/tuned.conf; /etc wins).
-std::optional<policy::TunedProfileFile> load_tuned_profile(const std::string& root, const std::string& name);
+std::optional<writers::TunedProfileFile> load_tuned_profile(const std::string& root, const std::string& name);
 
 // The files named *SUFFIX in `dirs`, one per name (the earliest directory
 // wins, as systemd and udev decide), in name order: name -> path.
@@ -49,4 +49,4 @@ std::map<std::string, std::string> files_by_name(const std::vector<std::string>&
 // The largest file of another writer that blkpolicy reads.
 inline constexpr std::size_t kMaxWriterFileBytes = 1 << 20;
 
-}  // namespace blkpolicy::udev
+}  // namespace blkpolicy::writers

@@ -1,18 +1,18 @@
 // SPDX-License-Identifier: MIT
-#include "udev/rules_files.hpp"
+#include "writers/scan_udev.hpp"
 
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
 
-#include "udev/writer_files.hpp"
 #include "util/files.hpp"
+#include "writers/scan.hpp"
 
-namespace blkpolicy::udev {
+namespace blkpolicy::writers {
 
 namespace fs = std::filesystem;
-using policy::WriterAssignment;
+using writers::WriterAssignment;
 
 std::vector<WriterAssignment> scan_udev_rules(const std::vector<std::string>& dirs,
                                               std::vector<std::string>* warnings) {
@@ -24,10 +24,10 @@ std::vector<WriterAssignment> scan_udev_rules(const std::vector<std::string>& di
                 warnings->push_back(path + ": " + text.message() + "; its rules are not looked at for conflicts");
             continue;
         }
-        auto found = policy::parse_udev_rules(path, *text);
+        auto found = writers::parse_udev_rules(path, *text);
         out.insert(out.end(), found.begin(), found.end());
     }
     return out;
 }
 
-}  // namespace blkpolicy::udev
+}  // namespace blkpolicy::writers

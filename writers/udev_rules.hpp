@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: MIT
 // udev rules syntax, read the way udevd reads it: comments, backslash
 // continuations, one rule per logical line, KEY{attr}OP"value" tokens
-// separated by commas. Pure: udev/rules_files reads the files.
+// separated by commas. Pure: writers/scan_udev reads the files.
 #pragma once
 
 #include <string>
 #include <vector>
 
-#include "policy/writers.hpp"
+#include "writers/model.hpp"
 
-namespace blkpolicy::policy {
+namespace blkpolicy::writers {
 
 enum class UdevOp { match, nomatch, assign, add, remove, assign_final };
 const char* to_string(UdevOp op);
@@ -40,4 +40,4 @@ std::vector<std::string> split_alternatives(const std::string& pattern);
 // Every tuning assignment in one rules file's text.
 std::vector<WriterAssignment> parse_udev_rules(const std::string& file, const std::string& text);
 
-}  // namespace blkpolicy::policy
+}  // namespace blkpolicy::writers

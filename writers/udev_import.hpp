@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "policy/toml_text.hpp"
-#include "policy/udev_rules.hpp"
+#include "writers/udev_rules.hpp"
 
-namespace blkpolicy::policy {
+namespace blkpolicy::writers {
 
 struct ImportResult {
     std::string toml;                      // a policy that passes `blkpolicy check`
@@ -32,4 +32,4 @@ void check_import_output(ImportResult& out);
 // validates it; returns why it cannot be one, or empty.
 std::string convert_policy_value(const std::string& key, const std::string& raw, std::string& toml_value);
 
-}  // namespace blkpolicy::policy
+}  // namespace blkpolicy::writers

@@ -9,12 +9,12 @@
 #include <utility>
 #include <vector>
 
+#include "kernel/rows.hpp"
 #include "policy/facts.hpp"
-#include "policy/kernel.hpp"
 #include "policy/plan.hpp"
-#include "policy/writers.hpp"
+#include "writers/model.hpp"
 
-namespace blkpolicy::policy {
+namespace blkpolicy::kernel {
 
 struct ExplainContext {
     KernelVersion kernel;
@@ -35,7 +35,7 @@ struct ExplainContext {
     // The host's other writers (udev rules, TuneD, sysfsutils, tmpfiles.d,
     // units, rc.local): each one that writes an attribute of the device is
     // named beside it.
-    std::vector<WriterAssignment> writers;
+    std::vector<writers::WriterAssignment> writers;
 };
 
 struct Explanation {
@@ -43,8 +43,8 @@ struct Explanation {
     std::string current;
     bool managed = false;  // the policy sets it on this device
     std::string desired;   // expected read-back
-    RuleRef rule;
-    std::vector<RuleRef> overridden;
+    policy::RuleRef rule;
+    std::vector<policy::RuleRef> overridden;
     std::string plan_note;
     std::string kernel_default;  // empty when the kernel's choice cannot be known from sysfs
     std::string derivation;      // how the kernel arrives at it
@@ -59,7 +59,7 @@ struct Explanation {
     // observed past 7.3: read back" on a newer one.
     std::string kernel_rule_standing;
     // Other writers of this attribute on this device, in the order they decide.
-    std::vector<const WriterAssignment*> written_by;
+    std::vector<const writers::WriterAssignment*> written_by;
 };
 
 struct StackView {
@@ -71,14 +71,14 @@ struct StackView {
 };
 
 struct DeviceExplanation {
-    DeviceFacts facts;
+    policy::DeviceFacts facts;
     std::vector<Explanation> attributes;  // managed first (write order), then notable ones
     std::string wbt_state;                // empty when debugfs was not readable
     std::string wbt_consequence;
     StackView stack;
 };
 
-DeviceExplanation explain_device(const DeviceFacts& facts, const Values& values, const DevicePlan& plan,
-                                 const ExplainContext& ctx, StackView stack);
+DeviceExplanation explain_device(const policy::DeviceFacts& facts, const policy::Values& values,
+                                 const policy::DevicePlan& plan, const ExplainContext& ctx, StackView stack);
 
-}  // namespace blkpolicy::policy
+}  // namespace blkpolicy::kernel

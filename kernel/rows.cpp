@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "policy/kernel.hpp"
+#include "kernel/rows.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -8,7 +8,7 @@
 
 #include "util/names.hpp"
 
-namespace blkpolicy::policy {
+namespace blkpolicy::kernel {
 
 namespace {
 
@@ -780,4 +780,4 @@ const KernelRow& scheduler_default_row(SchedulerDefault s) {
     return kernel_row(kRowsByDefault[static_cast<std::size_t>(s)]);
 }
 
-}  // namespace blkpolicy::policy
+}  // namespace blkpolicy::kernel

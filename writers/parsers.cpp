@@ -1,7 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "policy/writers.hpp"
-
-#include <fnmatch.h>
+#include "writers/parsers.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -12,69 +10,7 @@
 #include "policy/attributes.hpp"
 #include "policy/values.hpp"
 
-namespace blkpolicy::policy {
-
-const char* to_string(WriterKind k) {
-    switch (k) {
-        case WriterKind::udev_rule:
-            return "udev";
-        case WriterKind::tuned:
-            return "tuned";
-        case WriterKind::sysfsutils:
-            return "sysfsutils";
-        case WriterKind::tmpfiles:
-            return "tmpfiles";
-        case WriterKind::unit:
-            return "unit";
-        case WriterKind::rc_local:
-            return "rc.local";
-    }
-    return "?";
-}
-
-const char* label(WriterKind k) {
-    switch (k) {
-        case WriterKind::udev_rule:
-            return "udev rule";
-        case WriterKind::tuned:
-            return "TuneD profile";
-        case WriterKind::sysfsutils:
-            return "sysfsutils";
-        case WriterKind::tmpfiles:
-            return "tmpfiles.d";
-        case WriterKind::unit:
-            return "unit";
-        case WriterKind::rc_local:
-            return "rc.local";
-    }
-    return "?";
-}
-
-std::string WriterAssignment::describe() const {
-    std::string s = std::string(label(kind)) + " " + where();
-    if (!context.empty()) s += " (" + context + ")";
-    return s;
-}
-
-bool WriterAssignment::applies_to(const std::string& device) const {
-    auto any = [&](const std::vector<std::string>& patterns) {
-        return std::any_of(patterns.begin(), patterns.end(),
-                           [&](const std::string& p) { return ::fnmatch(p.c_str(), device.c_str(), 0) == 0; });
-    };
-    if (!kernel_patterns.empty() && !any(kernel_patterns)) return false;
-    return !any(exclude_patterns);
-}
-
-const WriterAssignment* find_writer(const std::vector<WriterAssignment>& writers, const std::string& device,
-                                    const std::string& attribute, const std::string& current) {
-    const WriterAssignment* first = nullptr;
-    for (const auto& w : writers) {
-        if (w.attribute != attribute || !w.applies_to(device)) continue;
-        if (!current.empty() && !w.value.empty() && trim(w.value) == trim(current)) return &w;
-        if (!first) first = &w;
-    }
-    return first;
-}
+namespace blkpolicy::writers {
 
 std::optional<SysfsTarget> sysfs_target(std::string path) {
     if (path.rfind("/sys/", 0) == 0) path.erase(0, 5);
@@ -94,7 +30,7 @@ std::optional<SysfsTarget> sysfs_target(std::string path) {
     }
     const auto slash = rest.find('/');
     if (slash == std::string::npos || slash == 0) return std::nullopt;
-    SysfsTarget t{rest.substr(0, slash), policy_key_for_attr(rest.substr(slash + 1))};
+    SysfsTarget t{rest.substr(0, slash), policy::policy_key_for_attr(rest.substr(slash + 1))};
     if (t.attribute.empty() || t.attribute.find('/') != std::string::npos) return std::nullopt;
     return t;
 }
@@ -155,7 +91,7 @@ std::vector<WriterAssignment> parse_tmpfiles(const std::string& file, const std:
     int n = 0;
     for (const auto& l : lines_of(text)) {
         ++n;
-        const auto t = trim(l);
+        const auto t = policy::trim(l);
         if (t.empty() || t.front() == '#') continue;
         // Type Path Mode User Group Age Argument: the argument is the rest of the line.
         std::istringstream in(t);
@@ -166,7 +102,7 @@ std::vector<WriterAssignment> parse_tmpfiles(const std::string& file, const std:
         while (skipped < 4 && in >> field) ++skipped;
         std::string arg;
         std::getline(in, arg);
-        arg = trim(arg);
+        arg = policy::trim(arg);
         // "w", with the modifiers "+" (append), "-" (errors ignored), "!" (boot only), "=", "~", "^"
         std::string base = type;
         base.erase(std::remove_if(base.begin(), base.end(),
@@ -222,7 +158,7 @@ std::vector<WriterAssignment> parse_shell_writes(const std::string& file, const 
     int n = 0;
     for (const auto& raw : lines_of(text)) {
         ++n;
-        const auto l = trim(raw);
+        const auto l = policy::trim(raw);
         if (l.empty() || l.front() == '#' || l.front() == ';') continue;
         // Every "/sys/.../queue/..." path in the line: what writes it?
         for (std::size_t at = l.find("/sys/"); at != std::string::npos; at = l.find("/sys/", at + 1)) {
@@ -299,7 +235,7 @@ TunedProfileFile parse_tuned_conf(const std::string& name, const std::string& fi
     enum { none, main, unit } where = none;
     for (const auto& raw : lines_of(text)) {
         ++n;
-        const auto l = trim(raw);
+        const auto l = policy::trim(raw);
         if (l.empty() || l.front() == '#' || l.front() == ';') continue;
         if (l.front() == '[') {
             if (l.back() != ']') {
@@ -307,7 +243,7 @@ TunedProfileFile parse_tuned_conf(const std::string& name, const std::string& fi
                 where = none;
                 continue;
             }
-            const auto section = trim(l.substr(1, l.size() - 2));
+            const auto section = policy::trim(l.substr(1, l.size() - 2));
             if (section == "main") {
                 where = main;
             } else {
@@ -321,7 +257,7 @@ TunedProfileFile parse_tuned_conf(const std::string& name, const std::string& fi
             p.errors.push_back(file + ":" + std::to_string(n) + ": not key=value");
             continue;
         }
-        TunedOption o{trim(l.substr(0, eq)), trim(l.substr(eq + 1)), n};
+        TunedOption o{policy::trim(l.substr(0, eq)), policy::trim(l.substr(eq + 1)), n};
         if (where == main)
             p.main.push_back(o);
         else if (where == unit)
@@ -333,15 +269,15 @@ TunedProfileFile parse_tuned_conf(const std::string& name, const std::string& fi
 }
 
 std::optional<TunedReadahead> parse_tuned_readahead(const std::string& v) {
-    auto s = trim(v);
+    auto s = policy::trim(v);
     TunedReadahead r;
     if (!s.empty() && (s.front() == '>' || s.front() == '<')) {
         r.condition = s.front();
-        s = trim(s.substr(1));
+        s = policy::trim(s.substr(1));
     }
     const auto w = words(s);
     if (w.empty() || w.size() > 2) return std::nullopt;
-    auto n = parse_int(w[0]);
+    auto n = policy::parse_int(w[0]);
     if (!n || *n < 0) return std::nullopt;
     r.kib = *n;
     if (w.size() == 2) {
@@ -414,7 +350,7 @@ void split_devices(const std::string& spec, std::vector<std::string>& pos, std::
 }
 
 bool truthy(const std::string& v) {
-    auto t = trim(v);
+    auto t = policy::trim(v);
     std::transform(t.begin(), t.end(), t.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
     return t == "1" || t == "true" || t == "yes" || t == "y" || t == "on";
 }
@@ -445,7 +381,7 @@ std::vector<TunedProfileFile> walk_includes(const std::vector<std::string>& acti
             std::replace(v.begin(), v.end(), ';', ',');
             std::istringstream in(v);
             for (std::string inc; std::getline(in, inc, ',');) {
-                inc = trim(inc);
+                inc = policy::trim(inc);
                 if (inc.find("${") != std::string::npos) {
                     res.warnings.push_back(p->file + ":" + std::to_string(o.line) + ": include " + inc +
                                            " names a variable; not followed");
@@ -578,7 +514,7 @@ void emit_assignments(const MergedProfiles& merged, TunedResult& res) {
     for (const auto& name : merged.unit_order) {
         const auto& m = merged.units.at(name);
         if (!truthy(m.enabled.value)) continue;
-        const std::string type = trim(m.type.value);
+        const std::string type = policy::trim(m.type.value);
         if (type != "disk" && type != "sysfs") continue;
         const std::string context = "profile " + m.profile + ", unit [" + m.name + "]";
         std::vector<std::string> pos, neg;
@@ -632,4 +568,4 @@ TunedResult resolve_tuned(const std::vector<std::string>& active, const ProfileL
     return res;
 }
 
-}  // namespace blkpolicy::policy
+}  // namespace blkpolicy::writers

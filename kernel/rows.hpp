@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// What the kernel does on its own, as one table of rows (policy/kernel.cpp;
+// What the kernel does on its own, as one table of rows (kernel/rows.cpp;
 // `blkpolicy explain --kernel-rules` lists them): what a
 // write recomputes or resets, how each default is derived, what a value
 // reads back as. Each row says for which kernel versions it holds, how
@@ -17,7 +17,7 @@
 #include <string_view>
 #include <vector>
 
-namespace blkpolicy::policy {
+namespace blkpolicy::kernel {
 
 struct KernelVersion {
     int major = 0;
@@ -231,4 +231,4 @@ const KernelRow& rotational_row(RotationalSource s);
 enum class SchedulerDefault { loop_none, one_queue_mq_deadline, many_queues_none, bio_based };
 const KernelRow& scheduler_default_row(SchedulerDefault s);
 
-}  // namespace blkpolicy::policy
+}  // namespace blkpolicy::kernel

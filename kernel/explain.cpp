@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "policy/explain.hpp"
+#include "kernel/explain.hpp"
 
 #include <algorithm>
 #include <iterator>
@@ -7,7 +7,7 @@
 #include "policy/attributes.hpp"
 #include "policy/values.hpp"
 
-namespace blkpolicy::policy {
+namespace blkpolicy::kernel {
 
 namespace {
 
@@ -49,13 +49,13 @@ std::string switch_text(const KernelVersion& k) {
     return out;
 }
 
-void derive_read_ahead(Explanation& e, const Values& v, const ExplainContext& ctx) {
-    const bool rot = value_of(v, "rotational") == "1";
-    const auto io_opt = parse_int(value_of(v, "optimal_io_size")).value_or(0);
-    const auto max_kb = parse_int(value_of(v, "max_sectors_kb")).value_or(0);
-    e.inputs = {{"queue/rotational", value_of(v, "rotational")},
-                {"queue/optimal_io_size", value_of(v, "optimal_io_size")},
-                {"queue/max_sectors_kb", value_of(v, "max_sectors_kb")}};
+void derive_read_ahead(Explanation& e, const policy::Values& v, const ExplainContext& ctx) {
+    const bool rot = policy::value_of(v, "rotational") == "1";
+    const auto io_opt = policy::parse_int(policy::value_of(v, "optimal_io_size")).value_or(0);
+    const auto max_kb = policy::parse_int(policy::value_of(v, "max_sectors_kb")).value_or(0);
+    e.inputs = {{"queue/rotational", policy::value_of(v, "rotational")},
+                {"queue/optimal_io_size", policy::value_of(v, "optimal_io_size")},
+                {"queue/max_sectors_kb", policy::value_of(v, "max_sectors_kb")}};
     const auto& k = ctx.kernel;
     const std::string kv = "kernel " + version_text(k) + ": ";
     const auto& on_commit = kernel_row_for(KQuestion::readahead_on_commit, k);
@@ -111,7 +111,7 @@ struct RotationalDefault {
 
 // Why the kernel made the queue rotational or not, by the kernel row that
 // decides it for this kind of device.
-RotationalDefault rotational_default(const DeviceFacts& f, const Values& v, const ExplainContext& ctx) {
+RotationalDefault rotational_default(const policy::DeviceFacts& f, const policy::Values& v, const ExplainContext& ctx) {
     if (f.driver == "virtio_blk") {
         rotational_row(RotationalSource::virtio_blk);
         return {true, "virtio_blk always reports rotational: the host tells the guest nothing about the medium"};
@@ -130,7 +130,7 @@ RotationalDefault rotational_default(const DeviceFacts& f, const Values& v, cons
                                                    : std::to_string(*ctx.rotation_rate) + " rpm") +
                           " from VPD page B1h, so the disk spins"};
     }
-    if (f.stack == Stack::loop) {
+    if (f.stack == policy::Stack::loop) {
         rotational_row(f.loop_backing_file.empty() ? RotationalSource::loop_unbound : RotationalSource::loop_backing);
         if (f.loop_backing_file.empty()) {
             const bool rot = loop_created_rotational(ctx.kernel);
@@ -145,7 +145,7 @@ RotationalDefault rotational_default(const DeviceFacts& f, const Values& v, cons
                                              ctx.backing_store +
                                              (*ctx.backing_rotational ? " (rotational)" : " (non-rotational)")};
     }
-    if (f.stack == Stack::dm || f.stack == Stack::md) {
+    if (f.stack == policy::Stack::dm || f.stack == policy::Stack::md) {
         rotational_row(RotationalSource::stacked);
         if (ctx.lowers_rotational.empty()) return {std::nullopt, "stacked on nothing the kernel shows"};
         bool any = false;
@@ -157,25 +157,26 @@ RotationalDefault rotational_default(const DeviceFacts& f, const Values& v, cons
         return {any, "rotational when any device below is (" + which + "), combined at each table load or array start"};
     }
     rotational_row(RotationalSource::driver);
-    return {value_of(v, "rotational") == "1", "reported by the driver"};
+    return {policy::value_of(v, "rotational") == "1", "reported by the driver"};
 }
 
-void derive_wbt(Explanation& e, const DeviceFacts& f, const Values& v, const ExplainContext& ctx) {
-    const bool rot_now = value_of(v, "rotational") == "1";
-    e.inputs = {{"queue/rotational", value_of(v, "rotational")}, {"queue/scheduler", value_of(v, "scheduler")}};
+void derive_wbt(Explanation& e, const policy::DeviceFacts& f, const policy::Values& v, const ExplainContext& ctx) {
+    const bool rot_now = policy::value_of(v, "rotational") == "1";
+    e.inputs = {{"queue/rotational", policy::value_of(v, "rotational")},
+                {"queue/scheduler", policy::value_of(v, "scheduler")}};
     // Fixed when wbt started on the queue, at registration: from the
     // rotational flag the driver set then (a loop device's creation flag,
     // before any file was attached).
-    const std::optional<bool> at_init = f.stack == Stack::loop
+    const std::optional<bool> at_init = f.stack == policy::Stack::loop
                                             ? std::optional<bool>(loop_created_rotational(ctx.kernel))
                                             : rotational_default(f, v, ctx).rotational;
     if (at_init) e.kernel_default = std::to_string(wbt_default_usec(*at_init));
     e.derivation = "75000 if the queue was rotational when wbt was initialised (at registration), else 2000";
-    if (f.stack == Stack::loop)
+    if (f.stack == policy::Stack::loop)
         e.derivation += std::string("; a loop device is created ") +
                         (loop_created_rotational(ctx.kernel) ? "rotational on this kernel (before 6.11)"
                                                              : "non-rotational (6.11+), so it keeps 2000 after attach");
-    e.derivation += "; rotational is " + value_of(v, "rotational") + " now, so -1 or \"default\" would give " +
+    e.derivation += "; rotational is " + policy::value_of(v, "rotational") + " now, so -1 or \"default\" would give " +
                     std::to_string(wbt_default_usec(rot_now));
     const auto& row = kernel_row_for(KQuestion::bfq_off_wbt_reads, ctx.kernel);
     e.kernel_rule = row.id;
@@ -188,13 +189,14 @@ void derive_wbt(Explanation& e, const DeviceFacts& f, const Values& v, const Exp
     if (ctx.wbt_state) e.inputs.push_back({"debugfs rqos/wbt/enabled", std::to_string(*ctx.wbt_state)});
 }
 
-void derive_scheduler(Explanation& e, const DeviceFacts& f, const Values& v, const ExplainContext& ctx) {
-    e.inputs = {{"queue/scheduler", value_of(v, "scheduler")},
+void derive_scheduler(Explanation& e, const policy::DeviceFacts& f, const policy::Values& v,
+                      const ExplainContext& ctx) {
+    e.inputs = {{"queue/scheduler", policy::value_of(v, "scheduler")},
                 {"mq/ (hardware queues)", std::to_string(ctx.hw_queues)}};
-    if (!f.schedulers.empty()) e.inputs.push_back({"loaded schedulers", join(f.schedulers, " ")});
+    if (!f.schedulers.empty()) e.inputs.push_back({"loaded schedulers", policy::join(f.schedulers, " ")});
     if (ctx.loadable_schedulers)
-        e.inputs.push_back(
-            {"loadable as modules", ctx.loadable_schedulers->empty() ? "-" : join(*ctx.loadable_schedulers, " ")});
+        e.inputs.push_back({"loadable as modules",
+                            ctx.loadable_schedulers->empty() ? "-" : policy::join(*ctx.loadable_schedulers, " ")});
     if (ctx.hw_queues == 0) {
         scheduler_default_row(SchedulerDefault::bio_based);
         e.kernel_default = "none";
@@ -203,7 +205,7 @@ void derive_scheduler(Explanation& e, const DeviceFacts& f, const Values& v, con
             "requests";
         return;
     }
-    if (f.stack == Stack::loop) {
+    if (f.stack == policy::Stack::loop) {
         scheduler_default_row(SchedulerDefault::loop_none);
         e.kernel_default = "none";
         e.derivation = "the loop driver asks for no scheduler by default (BLK_MQ_F_NO_SCHED_BY_DEFAULT)";
@@ -219,8 +221,8 @@ void derive_scheduler(Explanation& e, const DeviceFacts& f, const Values& v, con
     e.disturbs = switch_text(ctx.kernel);
 }
 
-void derive_nr_requests(Explanation& e, const Values& v, const ExplainContext& ctx) {
-    const auto sched = value_of(v, "scheduler");
+void derive_nr_requests(Explanation& e, const policy::Values& v, const ExplainContext& ctx) {
+    const auto sched = policy::value_of(v, "scheduler");
     e.inputs = {{"queue/scheduler", sched}, {"mq/0/nr_tags (hardware queue depth)", std::to_string(ctx.hw_tags)}};
     if (ctx.hw_queues == 0) {
         kernel_row(KRow::nr_requests_default_bio_based);
@@ -245,10 +247,10 @@ void derive_nr_requests(Explanation& e, const Values& v, const ExplainContext& c
         e.disturbs += "; writing it rescales async_depth in proportion";
 }
 
-void derive_async_depth(Explanation& e, const Values& v, const ExplainContext& ctx) {
-    const auto sched = value_of(v, "scheduler");
-    const auto nr = parse_int(value_of(v, "nr_requests"));
-    e.inputs = {{"queue/scheduler", sched}, {"queue/nr_requests", value_of(v, "nr_requests")}};
+void derive_async_depth(Explanation& e, const policy::Values& v, const ExplainContext& ctx) {
+    const auto sched = policy::value_of(v, "scheduler");
+    const auto nr = policy::parse_int(policy::value_of(v, "nr_requests"));
+    e.inputs = {{"queue/scheduler", sched}, {"queue/nr_requests", policy::value_of(v, "nr_requests")}};
     const auto& row = kernel_row_for(KQuestion::async_depth, ctx.kernel);
     e.kernel_rule = row.id;
     e.kernel_rule_standing = standing_on(row, ctx.kernel);
@@ -265,12 +267,13 @@ void derive_async_depth(Explanation& e, const Values& v, const ExplainContext& c
         "above nr_requests reads back as nr_requests, and under none the kernel refuses any";
 }
 
-void derive_rotational(Explanation& e, const DeviceFacts& f, const Values& v, const ExplainContext& ctx) {
+void derive_rotational(Explanation& e, const policy::DeviceFacts& f, const policy::Values& v,
+                       const ExplainContext& ctx) {
     e.inputs = {{"driver", f.driver.empty() ? "-" : f.driver}};
     if (f.driver == "sd")
         e.inputs.push_back(
             {"device/vpd_pgb1 rotation rate", ctx.rotation_rate ? std::to_string(*ctx.rotation_rate) : "-"});
-    if (f.stack == Stack::loop && !f.loop_backing_file.empty())
+    if (f.stack == policy::Stack::loop && !f.loop_backing_file.empty())
         e.inputs.push_back({"loop/backing_file", f.loop_backing_file});
     for (const auto& [name, rot] : ctx.lowers_rotational)
         e.inputs.push_back({name + "/queue/rotational", rot ? "1" : "0"});
@@ -281,7 +284,7 @@ void derive_rotational(Explanation& e, const DeviceFacts& f, const Values& v, co
     e.disturbs = limits_commit_text(ctx.kernel) + " (see read_ahead_kb)";
 }
 
-void derive_write_cache(Explanation& e, const DeviceFacts& f) {
+void derive_write_cache(Explanation& e, const policy::DeviceFacts& f) {
     e.inputs = {{"cache_type (the device's own)", f.cache_type.empty() ? "-" : f.cache_type}};
     if (!f.cache_type.empty()) e.kernel_default = write_cache_readback(f.cache_type).value_or("write through");
     e.derivation = "follows the device's own cache mode; writing it only tells the kernel whether to send flushes";
@@ -290,8 +293,8 @@ void derive_write_cache(Explanation& e, const DeviceFacts& f) {
 
 }  // namespace
 
-DeviceExplanation explain_device(const DeviceFacts& facts, const Values& values, const DevicePlan& plan,
-                                 const ExplainContext& ctx, StackView stack) {
+DeviceExplanation explain_device(const policy::DeviceFacts& facts, const policy::Values& values,
+                                 const policy::DevicePlan& plan, const ExplainContext& ctx, StackView stack) {
     DeviceExplanation out;
     out.facts = facts;
     out.stack = std::move(stack);
@@ -306,7 +309,7 @@ DeviceExplanation explain_device(const DeviceFacts& facts, const Values& values,
     for (const auto& attr : order) {
         Explanation e;
         e.attribute = attr;
-        e.current = value_of(values, attr);
+        e.current = policy::value_of(values, attr);
         for (const auto& a : plan.actions) {
             if (a.attribute != attr) continue;
             e.managed = true;
@@ -330,7 +333,7 @@ DeviceExplanation explain_device(const DeviceFacts& facts, const Values& values,
         else if (attr == "write_cache")
             derive_write_cache(e, facts);
         else if (attr == "max_sectors_kb") {
-            e.inputs = {{"queue/max_hw_sectors_kb", value_of(values, "max_hw_sectors_kb")}};
+            e.inputs = {{"queue/max_hw_sectors_kb", policy::value_of(values, "max_hw_sectors_kb")}};
             e.derivation = "the driver's limit, capped by the hardware maximum";
             e.disturbs = limits_commit_text(ctx.kernel);
         }
@@ -343,7 +346,7 @@ DeviceExplanation explain_device(const DeviceFacts& facts, const Values& values,
         if (it == out.attributes.end()) {
             Explanation e;
             e.attribute = w.attribute;
-            e.current = value_of(values, w.attribute);
+            e.current = policy::value_of(values, w.attribute);
             out.attributes.push_back(std::move(e));
             it = std::prev(out.attributes.end());
         }
@@ -372,4 +375,4 @@ DeviceExplanation explain_device(const DeviceFacts& facts, const Values& values,
     return out;
 }
 
-}  // namespace blkpolicy::policy
+}  // namespace blkpolicy::kernel

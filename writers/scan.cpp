@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "udev/writer_files.hpp"
+#include "writers/scan.hpp"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -9,14 +9,14 @@
 #include <map>
 #include <sstream>
 
-#include "udev/rules_files.hpp"
 #include "util/files.hpp"
+#include "writers/scan_udev.hpp"
 
-namespace blkpolicy::udev {
+namespace blkpolicy::writers {
 
 namespace fs = std::filesystem;
-using policy::WriterAssignment;
-using policy::WriterKind;
+using writers::WriterAssignment;
+using writers::WriterKind;
 
 namespace {
 
@@ -99,7 +99,7 @@ std::vector<std::string> tuned_active_profiles(const std::string& root) {
 
 }  // namespace
 
-std::optional<policy::TunedProfileFile> load_tuned_profile(const std::string& root, const std::string& name) {
+std::optional<writers::TunedProfileFile> load_tuned_profile(const std::string& root, const std::string& name) {
     if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..") return std::nullopt;
     for (const char* dir : {"/etc/tuned/profiles/", "/etc/tuned/", "/usr/lib/tuned/profiles/", "/usr/lib/tuned/"}) {
         const auto path = under(root, std::string(dir) + name + "/tuned.conf");
@@ -107,13 +107,13 @@ std::optional<policy::TunedProfileFile> load_tuned_profile(const std::string& ro
         if (!fs::is_regular_file(path, ec)) continue;
         auto text = util::read_bounded_file(path, kMaxWriterFileBytes, "a TuneD profile");
         if (!text.ok()) {
-            policy::TunedProfileFile p;
+            writers::TunedProfileFile p;
             p.name = name;
             p.file = path;
             p.errors.push_back(path + ": " + text.message());
             return p;
         }
-        return policy::parse_tuned_conf(name, path, *text);
+        return writers::parse_tuned_conf(name, path, *text);
     }
     return std::nullopt;
 }
@@ -124,7 +124,7 @@ std::vector<WriterAssignment> scan_tuned_if(const std::string& root, std::vector
     if (!enabled) return {};
     const auto active = tuned_active_profiles(root);
     if (active.empty()) return {};
-    auto res = policy::resolve_tuned(active, [&](const std::string& n) { return load_tuned_profile(root, n); });
+    auto res = writers::resolve_tuned(active, [&](const std::string& n) { return load_tuned_profile(root, n); });
     if (warnings) warnings->insert(warnings->end(), res.warnings.begin(), res.warnings.end());
     return res.assignments;
 }
@@ -143,14 +143,14 @@ std::vector<WriterAssignment> scan_units_in(const std::string& root, const std::
         for (const auto& f : files) {
             auto text = read_writer_file(f, "a unit file", warnings);
             if (!text || text->find("/sys/") == std::string::npos) continue;
-            auto found = policy::parse_shell_writes(f, *text, WriterKind::unit, "unit " + name);
+            auto found = writers::parse_shell_writes(f, *text, WriterKind::unit, "unit " + name);
             out.insert(out.end(), found.begin(), found.end());
         }
     }
     const auto rc = under(root, "/etc/rc.local");
     if (::access(rc.c_str(), X_OK) == 0) {
         if (auto text = read_writer_file(rc, "rc.local", warnings)) {
-            auto found = policy::parse_shell_writes(rc, *text, WriterKind::rc_local, {});
+            auto found = writers::parse_shell_writes(rc, *text, WriterKind::rc_local, {});
             out.insert(out.end(), found.begin(), found.end());
         }
     }
@@ -173,7 +173,7 @@ std::vector<WriterAssignment> scan_sysfsutils(const std::string& root, std::vect
     for (const auto& f : files) {
         auto text = read_writer_file(f, "a sysfsutils file", warnings);
         if (!text) continue;
-        auto found = policy::parse_sysfs_conf(f, *text);
+        auto found = writers::parse_sysfs_conf(f, *text);
         all.insert(all.begin(), found.rbegin(), found.rend());  // the last write first
     }
     // The line that wins for each path: the one written last.
@@ -194,7 +194,7 @@ std::vector<WriterAssignment> scan_tmpfiles(const std::string& root, std::vector
     for (const auto& [name, path] : files_by_name(dirs, ".conf")) {
         auto text = read_writer_file(path, "a tmpfiles.d file", warnings);
         if (!text) continue;
-        for (auto& a : policy::parse_tmpfiles(path, *text)) {
+        for (auto& a : writers::parse_tmpfiles(path, *text)) {
             if (paths.insert(path_key(a)).second) out.push_back(std::move(a));
         }
     }
@@ -215,4 +215,4 @@ std::vector<WriterAssignment> scan_writers(const WriterSources& src, std::vector
     return out;
 }
 
-}  // namespace blkpolicy::udev
+}  // namespace blkpolicy::writers

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "policy/writer_import.hpp"
+#include "writers/writer_import.hpp"
 
 #include <filesystem>
 #include <map>
@@ -10,7 +10,7 @@
 #include "policy/toml_text.hpp"
 #include "policy/values.hpp"
 
-namespace blkpolicy::policy {
+namespace blkpolicy::writers {
 
 namespace {
 
@@ -22,8 +22,8 @@ struct Group {
     std::string where;   // file:line of the first assignment
     std::string origin;  // what the comment says it came from
     std::vector<std::string> kernel;
-    bool disks_only = false;     // TuneD's disk plugin: non-removable disks
-    std::vector<TomlEntry> set;  // key, TOML value
+    bool disks_only = false;             // TuneD's disk plugin: non-removable disks
+    std::vector<policy::TomlEntry> set;  // key, TOML value
     std::vector<const WriterAssignment*> from;
 };
 
@@ -43,8 +43,8 @@ ImportResult import_writers(const std::vector<WriterAssignment>& writers, const 
         auto leave_out = [&](const std::string& why) {
             ++out.left_out;
             diag("left out: " + w.attribute + ": " + why);
-            body += "\n# from " + comment_text(w.describe()) + " (left out: " + comment_text(w.attribute) + ": " +
-                    comment_text(why) + ")\n";
+            body += "\n# from " + policy::comment_text(w.describe()) +
+                    " (left out: " + policy::comment_text(w.attribute) + ": " + policy::comment_text(why) + ")\n";
         };
         if (!w.why_inexact.empty()) {
             leave_out(w.why_inexact);
@@ -88,10 +88,11 @@ ImportResult import_writers(const std::vector<WriterAssignment>& writers, const 
             // Named after the writer and the whole path, so that the imports
             // of files with the same name (sysfs.d/x.conf, tmpfiles.d/x.conf)
             // can sit side by side in policy.d.
-            std::string name = comment_text(std::string(to_string(w.kind)) + " " + w.where());
+            std::string name = policy::comment_text(std::string(to_string(w.kind)) + " " + w.where());
             if (w.kind == WriterKind::tuned) {
                 const auto unit = w.context.substr(w.context.find("unit "));
-                name = comment_text("tuned profile " + w.context.substr(8, w.context.find(',') - 8) + " " + unit);
+                name =
+                    policy::comment_text("tuned profile " + w.context.substr(8, w.context.find(',') - 8) + " " + unit);
             }
             while (names.count(name)) name += "'";
             names.insert(name);
@@ -106,34 +107,33 @@ ImportResult import_writers(const std::vector<WriterAssignment>& writers, const 
     }
 
     for (const auto& g : groups) {
-        RuleToml parts{g.name, {}, {}, {}, g.set};
+        policy::RuleToml parts{g.name, {}, {}, {}, g.set};
         for (const auto& e : g.set)
             if (e.key == "write_cache" && e.value == "\"write through\"") {
-                parts.acknowledge = {kAckWriteThrough};
+                parts.acknowledge = {policy::kAckWriteThrough};
                 parts.acknowledge_comment = "the original already did this";
             }
-        if (!g.kernel.empty()) parts.match.push_back({"kernel", toml_list(g.kernel), {}});
+        if (!g.kernel.empty()) parts.match.push_back({"kernel", policy::toml_list(g.kernel), {}});
         if (g.disks_only)
             parts.match.push_back({"removable", "false", "TuneD's disk plugin tunes disks that are not removable"});
-        const std::string rule = emit_rule(parts);
-        auto probe = load_policy({{"rule", rule}});
+        const std::string rule = policy::emit_rule(parts);
+        auto probe = policy::load_policy({{"rule", rule}});
         if (!probe.ok()) {
             for (const auto* w : g.from) {
                 ++out.left_out;
                 out.diagnostics.push_back(
                     w->where() + ": left out: blkpolicy check would refuse it: " + probe.errors.front().message);
             }
-            body += "\n# from " + comment_text(g.origin) +
-                    " (left out: blkpolicy check would refuse it: " + comment_text(probe.errors.front().message) +
-                    ")\n";
+            body += "\n# from " + policy::comment_text(g.origin) + " (left out: blkpolicy check would refuse it: " +
+                    policy::comment_text(probe.errors.front().message) + ")\n";
             continue;
         }
         out.converted += static_cast<int>(g.from.size());
-        body += "\n# from " + comment_text(g.origin) + "\n";
+        body += "\n# from " + policy::comment_text(g.origin) + "\n";
         for (const auto& k : g.kernel) {
             if (is_glob(k)) continue;
             // One device by its kernel name: names can change between boots.
-            std::string note = "# " + comment_text(k) +
+            std::string note = "# " + policy::comment_text(k) +
                                " is a kernel name, which can move to another disk at the next boot; match on who "
                                "the device is instead";
             bool offered = false;
@@ -141,12 +141,15 @@ ImportResult import_writers(const std::vector<WriterAssignment>& writers, const 
                 if (auto id = identity(k)) {
                     offered = true;
                     note += ", now:";
-                    if (!id->vendor.empty()) note += "\n#   vendor = " + comment_text(toml_quote(id->vendor));
-                    if (!id->model.empty()) note += "\n#   model = " + comment_text(toml_quote(id->model));
-                    if (!id->serial.empty()) note += "\n#   serial = " + comment_text(toml_quote(id->serial));
-                    if (!id->wwid.empty()) note += "\n#   wwid = " + comment_text(toml_quote(id->wwid));
+                    if (!id->vendor.empty())
+                        note += "\n#   vendor = " + policy::comment_text(policy::toml_quote(id->vendor));
+                    if (!id->model.empty())
+                        note += "\n#   model = " + policy::comment_text(policy::toml_quote(id->model));
+                    if (!id->serial.empty())
+                        note += "\n#   serial = " + policy::comment_text(policy::toml_quote(id->serial));
+                    if (!id->wwid.empty()) note += "\n#   wwid = " + policy::comment_text(policy::toml_quote(id->wwid));
                 } else {
-                    note += " (there is no " + comment_text(k) + " on this host now)";
+                    note += " (there is no " + policy::comment_text(k) + " on this host now)";
                 }
             }
             body += note + "\n";
@@ -157,11 +160,11 @@ ImportResult import_writers(const std::vector<WriterAssignment>& writers, const 
         body += rule;
     }
 
-    out.toml = import_document(
+    out.toml = policy::import_document(
         "Converted by blkpolicy import from:", sources,
         std::to_string(out.converted) + " setting(s) converted, " + std::to_string(out.left_out) + " left out", body);
     check_import_output(out);
     return out;
 }
 
-}  // namespace blkpolicy::policy
+}  // namespace blkpolicy::writers

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "policy/udev_import.hpp"
+#include "writers/udev_import.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -13,7 +13,7 @@
 #include "policy/values.hpp"
 #include "util/utf8.hpp"
 
-namespace blkpolicy::policy {
+namespace blkpolicy::writers {
 
 namespace {
 
@@ -85,7 +85,7 @@ bool is_condition(const UdevToken& t) {
 }
 
 struct Converted {
-    std::vector<TomlEntry> match;  // under [rule.match]
+    std::vector<policy::TomlEntry> match;  // under [rule.match]
     // Adds "key = value"; a key can appear once in a policy, so the same key
     // with another value (KERNEL=="a*", KERNEL=="*b": both must hold) cannot
     // be converted exactly. Returns why not, or empty.
@@ -98,7 +98,7 @@ struct Converted {
         match.push_back({key, value, {}});
         return {};
     }
-    std::vector<TomlEntry> set;  // key, TOML value
+    std::vector<policy::TomlEntry> set;  // key, TOML value
     bool write_through = false;
     std::string left_out;            // non-empty: the whole rule is left out, and why
     std::vector<std::string> notes;  // per-rule diagnostics that do not stop it
@@ -136,10 +136,10 @@ std::string convert_condition(const UdevToken& t, Converted& c, bool& add_only) 
     }
     if (!eq) return token_text(t) + ": blkpolicy cannot match on a negation";
     if (t.key == "KERNEL") {
-        return c.add_match("kernel", toml_list(alts));
+        return c.add_match("kernel", policy::toml_list(alts));
     }
     if (t.key == "DRIVERS") {
-        return c.add_match("driver", toml_list(alts));
+        return c.add_match("driver", policy::toml_list(alts));
     }
     if (t.key == "DRIVER") return "DRIVER==: a block device has no driver of its own, so the rule never matched";
     if (t.key == "ATTR" && (t.attr == "queue/rotational" || t.attr == "removable")) {
@@ -148,29 +148,29 @@ std::string convert_condition(const UdevToken& t, Converted& c, bool& add_only) 
     }
     if (t.key == "ATTRS" && (t.attr == "model" || t.attr == "vendor" || t.attr == "wwid")) {
         std::vector<std::string> trimmed;
-        for (const auto& a : alts) trimmed.push_back(trim(a));  // udev ignores trailing blanks of the attribute
-        return c.add_match(t.attr, toml_list(trimmed));
+        for (const auto& a : alts) trimmed.push_back(policy::trim(a));  // udev ignores trailing blanks of the attribute
+        return c.add_match(t.attr, policy::toml_list(trimmed));
     }
     if (t.key == "ENV" && !t.attr.empty()) {
         if (!std::all_of(t.attr.begin(), t.attr.end(),
                          [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'; }))
             return "ENV{" + t.attr + "}: not a property name a policy can match";
-        return c.add_match("env." + t.attr, toml_list(alts));
+        return c.add_match("env." + t.attr, policy::toml_list(alts));
     }
     return token_text(t) + " cannot be expressed in a policy";
 }
 
 // ATTR{queue/x}="v" -> set key and TOML value, or a reason it cannot be.
 std::string convert_assignment(const UdevToken& t, Converted& c) {
-    const auto key = policy_key_for_attr(t.attr);
-    auto spec = find_attribute(key);
+    const auto key = policy::policy_key_for_attr(t.attr);
+    auto spec = policy::find_attribute(key);
     if (!spec) return token_text(t) + ": blkpolicy does not write " + t.attr;
     if (t.op == UdevOp::add || t.op == UdevOp::remove)
         return token_text(t) + ": += and -= make no sense for an attribute";
     std::string value;
     if (auto why = convert_policy_value(key, t.value, value); !why.empty()) return token_text(t) + ": " + why;
-    if (key == "write_cache" && trim(t.value) == "write through") c.write_through = true;
-    c.set.erase(std::remove_if(c.set.begin(), c.set.end(), [&](const TomlEntry& e) { return e.key == key; }),
+    if (key == "write_cache" && policy::trim(t.value) == "write through") c.write_through = true;
+    c.set.erase(std::remove_if(c.set.begin(), c.set.end(), [&](const policy::TomlEntry& e) { return e.key == key; }),
                 c.set.end());
     c.set.push_back({key, value, {}});
     return {};
@@ -179,35 +179,35 @@ std::string convert_assignment(const UdevToken& t, Converted& c) {
 }  // namespace
 
 std::string convert_policy_value(const std::string& key, const std::string& raw, std::string& toml_value) {
-    auto spec = find_attribute(key);
+    auto spec = policy::find_attribute(key);
     if (!spec) return "blkpolicy does not manage " + key;
-    GivenValue given;
+    policy::GivenValue given;
     switch (spec->kind) {
-        case ValueKind::integer:
-        case ValueKind::flag:
-        case ValueKind::wbt: {
-            auto n = parse_int(raw);
+        case policy::ValueKind::integer:
+        case policy::ValueKind::flag:
+        case policy::ValueKind::wbt: {
+            auto n = policy::parse_int(raw);
             if (!n) return key + " must be a whole number";
-            given = *n == -1 && spec->kind == ValueKind::wbt ? GivenValue::of_string("default")
-                                                             : GivenValue::of_integer(*n);
+            given = *n == -1 && spec->kind == policy::ValueKind::wbt ? policy::GivenValue::of_string("default")
+                                                                     : policy::GivenValue::of_integer(*n);
             break;
         }
-        case ValueKind::choice:
-        case ValueKind::scheduler:
-            given = GivenValue::of_string(trim(raw));
+        case policy::ValueKind::choice:
+        case policy::ValueKind::scheduler:
+            given = policy::GivenValue::of_string(policy::trim(raw));
             break;
     }
     // The check `blkpolicy check` makes, on the attribute's row.
-    const auto checked = check_value(*spec, given);
+    const auto checked = policy::check_value(*spec, given);
     if (!checked.ok()) return checked.error;
-    toml_value =
-        given.type == GivenValue::Type::integer ? std::to_string(given.integer) : toml_quote(given.strings.front());
+    toml_value = given.type == policy::GivenValue::Type::integer ? std::to_string(given.integer)
+                                                                 : policy::toml_quote(given.strings.front());
     return {};
 }
 
 void check_import_output(ImportResult& out) {
     // The output must pass check; if it does not, that is a bug here.
-    auto verify = load_policy({{"import output", out.toml}});
+    auto verify = policy::load_policy({{"import output", out.toml}});
     for (const auto& e : verify.errors)
         out.diagnostics.push_back("internal error: the converted policy is invalid: " + e.str());
 }
@@ -233,8 +233,9 @@ ImportResult import_udev_rules(const std::vector<UdevRule>& rules, const std::ve
             if (tuning) {
                 ++out.tuning_rules;
                 ++out.left_out;
-                body += "\n# from " + comment_text(r.where()) + " (left out: cannot parse the rule: " + r.error +
-                        ")\n#   " + comment_text(r.text) + "\n";
+                body += "\n# from " + policy::comment_text(r.where()) +
+                        " (left out: cannot parse the rule: " + r.error + ")\n#   " + policy::comment_text(r.text) +
+                        "\n";
             }
             continue;
         }
@@ -244,7 +245,7 @@ ImportResult import_udev_rules(const std::vector<UdevRule>& rules, const std::ve
 
         bool tuning = false;
         for (const auto& t : r.tokens)
-            if (t.key == "ATTR" && is_assignment(t.op) && !policy_key_for_attr(t.attr).empty()) tuning = true;
+            if (t.key == "ATTR" && is_assignment(t.op) && !policy::policy_key_for_attr(t.attr).empty()) tuning = true;
 
         if (tuning) {
             ++out.tuning_rules;
@@ -256,7 +257,7 @@ ImportResult import_udev_rules(const std::vector<UdevRule>& rules, const std::ve
             if (!util::valid_utf8(r.text)) c.left_out = "the rule has bytes that are not UTF-8";
             for (const auto& t : r.tokens) {
                 if (!c.left_out.empty()) break;
-                if (t.key == "ATTR" && is_assignment(t.op) && !policy_key_for_attr(t.attr).empty()) continue;
+                if (t.key == "ATTR" && is_assignment(t.op) && !policy::policy_key_for_attr(t.attr).empty()) continue;
                 if (!is_condition(t)) {
                     if (t.key != "GOTO" && t.key != "LABEL")
                         c.notes.push_back("not converted: " + token_text(t) +
@@ -268,13 +269,14 @@ ImportResult import_udev_rules(const std::vector<UdevRule>& rules, const std::ve
             }
             if (c.left_out.empty()) {
                 for (const auto& t : r.tokens) {
-                    if (!(t.key == "ATTR" && is_assignment(t.op) && !policy_key_for_attr(t.attr).empty())) continue;
+                    if (!(t.key == "ATTR" && is_assignment(t.op) && !policy::policy_key_for_attr(t.attr).empty()))
+                        continue;
                     auto why = convert_assignment(t, c);
                     if (!why.empty()) {
                         ++out.attributes_left_out;
                         diag("left out: " + why);
-                        body +=
-                            "\n# from " + comment_text(r.where()) + ": left out " + comment_text(token_text(t)) + "\n";
+                        body += "\n# from " + policy::comment_text(r.where()) + ": left out " +
+                                policy::comment_text(token_text(t)) + "\n";
                     }
                 }
                 if (c.set.empty()) c.left_out = "none of its assignments can be converted";
@@ -283,24 +285,26 @@ ImportResult import_udev_rules(const std::vector<UdevRule>& rules, const std::ve
             std::string rule_toml;
             std::string name;
             if (c.left_out.empty()) {
-                name = comment_text(std::filesystem::path(r.file).filename().string() + ":" + std::to_string(r.line));
+                name = policy::comment_text(std::filesystem::path(r.file).filename().string() + ":" +
+                                            std::to_string(r.line));
                 while (names.count(name)) name += "'";
-                RuleToml rule{name, {}, {}, c.match, c.set};
+                policy::RuleToml rule{name, {}, {}, c.match, c.set};
                 if (c.write_through) {
-                    rule.acknowledge = {kAckWriteThrough};
+                    rule.acknowledge = {policy::kAckWriteThrough};
                     rule.acknowledge_comment = "the udev rule already did this";
                 }
-                rule_toml = emit_rule(rule);
+                rule_toml = policy::emit_rule(rule);
                 // Whatever check would refuse (bounds on patterns, values)
                 // leaves the rule out here, with check's own words.
-                auto probe = load_policy({{"rule", rule_toml}});
+                auto probe = policy::load_policy({{"rule", rule_toml}});
                 if (!probe.ok()) c.left_out = "blkpolicy check would refuse it: " + probe.errors.front().message;
             }
             if (!c.left_out.empty()) {
                 ++out.left_out;
                 diag("left out: " + c.left_out + "; converting it without that would match more devices");
-                body += "\n# from " + comment_text(r.where()) + " (left out: " + comment_text(c.left_out) + ")\n#   " +
-                        comment_text(r.text) + "\n";
+                body += "\n# from " + policy::comment_text(r.where()) +
+                        " (left out: " + policy::comment_text(c.left_out) + ")\n#   " + policy::comment_text(r.text) +
+                        "\n";
             } else {
                 ++out.converted;
                 names.insert(name);
@@ -312,7 +316,8 @@ ImportResult import_udev_rules(const std::vector<UdevRule>& rules, const std::ve
                     diag(
                         "warning: the rule sets write_cache to write through, which stops cache flushes; the "
                         "converted rule carries the acknowledgement that asks for");
-                body += "\n# from " + comment_text(r.where()) + "\n#   " + comment_text(r.text) + "\n" + rule_toml;
+                body += "\n# from " + policy::comment_text(r.where()) + "\n#   " + policy::comment_text(r.text) + "\n" +
+                        rule_toml;
             }
         }
         for (const auto& t : r.tokens)
@@ -323,9 +328,9 @@ ImportResult import_udev_rules(const std::vector<UdevRule>& rules, const std::ve
         std::to_string(out.converted) + " rule(s) converted, " + std::to_string(out.left_out) + " left out";
     if (out.attributes_left_out)
         counts += ", " + std::to_string(out.attributes_left_out) + " assignment(s) left out of converted rules";
-    out.toml = import_document("Converted from udev rules by blkpolicy import:", sources, counts, body);
+    out.toml = policy::import_document("Converted from udev rules by blkpolicy import:", sources, counts, body);
     check_import_output(out);
     return out;
 }
 
-}  // namespace blkpolicy::policy
+}  // namespace blkpolicy::writers

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "policy/udev_rules.hpp"
+#include "writers/udev_rules.hpp"
 
 #include <fnmatch.h>
 
@@ -9,7 +9,7 @@
 #include "policy/attributes.hpp"
 #include "util/names.hpp"
 
-namespace blkpolicy::policy {
+namespace blkpolicy::writers {
 
 namespace {
 constexpr util::Named<UdevOp> kUdevOps[] = {
@@ -138,7 +138,7 @@ std::vector<WriterAssignment> parse_udev_rules(const std::string& file, const st
             if (t.key == "KERNEL" && t.op == UdevOp::match) kernels = split_alternatives(t.value);
         for (const auto& t : r.tokens) {
             if (t.key != "ATTR" || !is_assignment(t.op)) continue;
-            auto key = policy_key_for_attr(t.attr);
+            auto key = policy::policy_key_for_attr(t.attr);
             if (key.empty()) continue;
             WriterAssignment a;
             a.file = file;
@@ -152,4 +152,4 @@ std::vector<WriterAssignment> parse_udev_rules(const std::string& file, const st
     return out;
 }
 
-}  // namespace blkpolicy::policy
+}  // namespace blkpolicy::writers

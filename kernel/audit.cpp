@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "policy/audit.hpp"
+#include "kernel/audit.hpp"
 
 #include <fnmatch.h>
 
@@ -11,7 +11,7 @@
 #include "policy/values.hpp"
 #include "util/names.hpp"
 
-namespace blkpolicy::policy {
+namespace blkpolicy::kernel {
 
 namespace {
 constexpr util::Named<Severity> kSeverities[] = {
@@ -28,11 +28,11 @@ namespace {
 
 bool glob(const char* pattern, const std::string& value) { return ::fnmatch(pattern, value.c_str(), 0) == 0; }
 
-std::string fix_rule(const std::string& name, const std::string& device, std::vector<TomlEntry> set) {
-    return emit_rule({name, {}, {}, {{"kernel", toml_quote(device), {}}}, std::move(set)});
+std::string fix_rule(const std::string& name, const std::string& device, std::vector<policy::TomlEntry> set) {
+    return policy::emit_rule({name, {}, {}, {{"kernel", policy::toml_quote(device), {}}}, std::move(set)});
 }
 
-std::string id_text(const DeviceFacts& f) {
+std::string id_text(const policy::DeviceFacts& f) {
     std::string s;
     auto add = [&](const char* key, const std::string& value) {
         if (!value.empty()) s += (s.empty() ? "" : " ") + std::string(key) + "=" + value;
@@ -40,7 +40,7 @@ std::string id_text(const DeviceFacts& f) {
     add("driver", f.driver);
     add("vendor", f.vendor);
     add("model", f.model);
-    if (f.stack != Stack::none) add("stack", to_string(f.stack));
+    if (f.stack != policy::Stack::none) add("stack", to_string(f.stack));
     add("dm_name", f.dm_name);
     add("dm_uuid", f.dm_uuid);
     add("md_level", f.md_level);
@@ -64,13 +64,13 @@ std::set<std::string> tops_of(const std::map<std::string, const AuditDevice*>& b
 bool manages_anything(const AuditDevice& d) {
     if (!d.plan) return false;
     for (const auto& a : d.plan->actions)
-        if (a.kind != ActionKind::skip && a.kind != ActionKind::unavailable) return true;
+        if (a.kind != policy::ActionKind::skip && a.kind != policy::ActionKind::unavailable) return true;
     return false;
 }
 
 }  // namespace
 
-std::string virtual_identity(const DeviceFacts& f) {
+std::string virtual_identity(const policy::DeviceFacts& f) {
     for (const auto& d : f.drivers)
         if (d == "virtio_blk" || d == "virtio_scsi" || d == "xen-blkfront" || d == "vmw_pvscsi" || d == "hv_storvsc")
             return "driver " + d;
@@ -79,7 +79,7 @@ std::string virtual_identity(const DeviceFacts& f) {
                                      "*Virtual disk*",   "*Virtual HD*", "*VBOX*", "Amazon Elastic Block Store*",
                                      "*PersistentDisk*", "*Google*"};
     for (const char* p : patterns)
-        if (glob(p, id) || glob(p, f.model)) return "model " + trim(id);
+        if (glob(p, id) || glob(p, f.model)) return "model " + policy::trim(id);
     return {};
 }
 
@@ -88,7 +88,7 @@ std::string virtual_identity(const DeviceFacts& f) {
 bool policy_keeps(const AuditDevice& d, const std::string& attr) {
     if (!d.plan) return false;
     for (const auto& a : d.plan->actions)
-        if (a.attribute == attr && a.kind == ActionKind::unchanged) return true;
+        if (a.attribute == attr && a.kind == policy::ActionKind::unchanged) return true;
     return false;
 }
 
@@ -104,8 +104,8 @@ struct AuditState {
 
 struct Subject {
     const AuditDevice& d;
-    const DeviceFacts& f;
-    const Values& v;
+    const policy::DeviceFacts& f;
+    const policy::Values& v;
     const std::string& name;
     const std::string& why_virtual;  // why the identity says virtual; empty for a real drive (and for stacks)
 };
@@ -120,7 +120,7 @@ struct Found {
 using Findings = std::vector<Found>;
 
 void rotational_claim_virtual(const Subject& s, AuditState&, Findings& out) {
-    if (s.why_virtual.empty() || value_of(s.v, "rotational") != "1") return;
+    if (s.why_virtual.empty() || policy::value_of(s.v, "rotational") != "1") return;
     out.push_back({s.name,
                    s.name + " claims to spin, but its " + s.why_virtual +
                        " says it is virtual: the kernel derives wbt and readahead defaults from that claim",
@@ -129,19 +129,20 @@ void rotational_claim_virtual(const Subject& s, AuditState&, Findings& out) {
 }
 
 void readahead_amplification(const Subject& s, AuditState&, Findings& out) {
-    const auto ra = parse_int(value_of(s.v, "read_ahead_kb"));
+    const auto ra = policy::parse_int(policy::value_of(s.v, "read_ahead_kb"));
     if (s.why_virtual.empty() || !ra || *ra < 1024 || policy_keeps(s.d, "read_ahead_kb")) return;
     out.push_back({s.name,
                    s.name + " reads ahead " + std::to_string(*ra) + " KiB, " + std::to_string(*ra / 128) +
                        "x the old 128 KiB floor: random mmap reads drag in that much each",
-                   {{"queue/read_ahead_kb", value_of(s.v, "read_ahead_kb")},
-                    {"queue/max_sectors_kb", value_of(s.v, "max_sectors_kb")},
-                    {"queue/rotational", value_of(s.v, "rotational")}},
+                   {{"queue/read_ahead_kb", policy::value_of(s.v, "read_ahead_kb")},
+                    {"queue/max_sectors_kb", policy::value_of(s.v, "max_sectors_kb")},
+                    {"queue/rotational", policy::value_of(s.v, "rotational")}},
                    fix_rule("virtual disks read ahead like SSDs", s.name, {{"read_ahead_kb", "128", {}}})});
 }
 
 void wbt_rotational_default_virtual(const Subject& s, AuditState&, Findings& out) {
-    if (s.why_virtual.empty() || value_of(s.v, "wbt_lat_usec") != "75000" || policy_keeps(s.d, "wbt_lat_usec")) return;
+    if (s.why_virtual.empty() || policy::value_of(s.v, "wbt_lat_usec") != "75000" || policy_keeps(s.d, "wbt_lat_usec"))
+        return;
     out.push_back({s.name,
                    s.name + " throttles writeback to a 75 ms target, the default for spinning disks",
                    {{"queue/wbt_lat_usec", "75000"}, {"identity", id_text(s.f)}},
@@ -151,7 +152,7 @@ void wbt_rotational_default_virtual(const Subject& s, AuditState&, Findings& out
 // The device's own cache mode against queue/write_cache: nullopt when
 // either is unknown, else {device caches write-back, queue says write back}.
 std::optional<std::pair<bool, bool>> cache_modes(const Subject& s) {
-    const std::string wc = value_of(s.v, "write_cache");
+    const std::string wc = policy::value_of(s.v, "write_cache");
     if (s.f.cache_type.empty() || wc.empty()) return std::nullopt;
     return std::pair{s.f.cache_type.rfind("write back", 0) == 0, wc == "write back"};
 }
@@ -162,7 +163,7 @@ void write_through_volatile_cache(const Subject& s, AuditState&, Findings& out) 
     out.push_back({s.name,
                    s.name + " has a volatile write-back cache, but queue/write_cache says write through: the "
                             "kernel sends no flushes, fsync returns 0 and data is lost on power failure",
-                   {{"queue/write_cache", value_of(s.v, "write_cache")}, {"cache_type", s.f.cache_type}},
+                   {{"queue/write_cache", policy::value_of(s.v, "write_cache")}, {"cache_type", s.f.cache_type}},
                    keep_flushes_fix(s.name)});
 }
 
@@ -172,7 +173,7 @@ void write_cache_mismatch(const Subject& s, AuditState&, Findings& out) {
     out.push_back({s.name,
                    s.name + ": queue/write_cache says write back but the device's own cache mode is " + s.f.cache_type +
                        ": somebody wrote it",
-                   {{"queue/write_cache", value_of(s.v, "write_cache")}, {"cache_type", s.f.cache_type}},
+                   {{"queue/write_cache", policy::value_of(s.v, "write_cache")}, {"cache_type", s.f.cache_type}},
                    {}});
 }
 
@@ -181,8 +182,8 @@ void write_cache_mismatch(const Subject& s, AuditState&, Findings& out) {
 // that way (the bfq-off-wbt-reads rows: 6.1 still shows the old latency,
 // and a 0 there was written by someone).
 void bfq_disabled_wbt(const Subject& s, AuditState& st, Findings& out) {
-    if (value_of(s.v, "scheduler") != "bfq") return;
-    const std::string shown = value_of(s.v, "wbt_lat_usec");
+    if (policy::value_of(s.v, "scheduler") != "bfq") return;
+    const std::string shown = policy::value_of(s.v, "wbt_lat_usec");
     const bool reads_zero = st.in.kernel.major == 0 || bfq_off_wbt_reads_zero(st.in.kernel);
     const bool off = s.d.wbt_state ? *s.d.wbt_state == 3 : reads_zero && shown == "0";
     if (!off) return;
@@ -203,7 +204,7 @@ void stack_lower_only(const Subject& s, AuditState& st, Findings& out) {
         out.push_back({s.name,
                        s.name + " is tuned by the policy, but filesystems read through " + top +
                            ", which no rule tunes: readahead and scheduling of " + top + " decide",
-                       {{"holders", join(s.f.holders, " ")}, {"top", top}},
+                       {{"holders", policy::join(s.f.holders, " ")}, {"top", top}},
                        fix_rule("tune the device filesystems use", top, {{"read_ahead_kb", "128", {}}})});
     }
 }
@@ -213,14 +214,14 @@ void stack_lower_only(const Subject& s, AuditState& st, Findings& out) {
 void writer_conflicts(const Subject& s, AuditState& st, Findings& out, bool udev) {
     if (!s.d.plan) return;
     for (const auto& a : s.d.plan->actions) {
-        if (a.kind == ActionKind::skip || a.kind == ActionKind::unavailable) continue;
+        if (a.kind == policy::ActionKind::skip || a.kind == policy::ActionKind::unavailable) continue;
         for (const auto& w : st.in.writers) {
-            if ((w.kind == WriterKind::udev_rule) != udev) continue;
+            if ((w.kind == writers::WriterKind::udev_rule) != udev) continue;
             if (w.attribute != a.attribute || !w.applies_to(s.name)) continue;
             // Two writers of the same value do not fight; a udev rule is named
             // whatever value it writes (udev-rule-conflict names every udev
             // writer of a managed attribute).
-            if (!udev && !w.value.empty() && trim(w.value) == a.desired) continue;
+            if (!udev && !w.value.empty() && policy::trim(w.value) == a.desired) continue;
             std::string what = w.value.empty() ? a.attribute + " (" + w.why_inexact + ")" : a.attribute + "=" + w.value;
             if (!w.value.empty() && !w.why_inexact.empty()) what += " (" + w.why_inexact + ")";
             std::vector<std::pair<std::string, std::string>> evidence;
@@ -253,7 +254,7 @@ void no_matching_rule(const Subject& s, AuditState& st, Findings& out) {
 // A property of the host, not of a device: each device notes itself, and
 // the finding is said once, for all of them, after the devices.
 void rq_affinity_inert_note(const Subject& s, AuditState& st, Findings&) {
-    if (st.in.single_llc && *st.in.single_llc && value_of(s.v, "rq_affinity") == "1")
+    if (st.in.single_llc && *st.in.single_llc && policy::value_of(s.v, "rq_affinity") == "1")
         st.rq_affinity_inert.push_back(s.name);
 }
 
@@ -263,10 +264,10 @@ void rq_affinity_inert(AuditState& st, Findings& out) {
                    "rq_affinity=1 steers completions to the submitting CPU's cache group, but every CPU shares "
                    "one last-level cache, so it behaves as 0 on " +
                        std::to_string(st.rq_affinity_inert.size()) + " device(s)",
-                   {{"devices", join(st.rq_affinity_inert, " ")},
+                   {{"devices", policy::join(st.rq_affinity_inert, " ")},
                     {"queue/rq_affinity", "1"},
                     {"cpu cache", "one last-level cache for all CPUs"}},
-                   emit_rule({"complete on the submitting CPU", {}, {}, {}, {{"rq_affinity", "2", {}}}})});
+                   policy::emit_rule({"complete on the submitting CPU", {}, {}, {}, {{"rq_affinity", "2", {}}}})});
 }
 
 // Every finding, in the order a device's findings are listed. A check runs
@@ -337,7 +338,8 @@ std::vector<Finding> audit(const AuditInput& in) {
     for (const auto& d : in.devices) {
         if (!d.facts.has_queue) continue;
         if (!d.has_medium && !in.include_empty) continue;
-        const std::string why_virtual = d.facts.stack == Stack::none ? virtual_identity(d.facts) : std::string();
+        const std::string why_virtual =
+            d.facts.stack == policy::Stack::none ? virtual_identity(d.facts) : std::string();
         const Subject s{d, d.facts, d.values, d.facts.name, why_virtual};
         for (const auto& row : kFindingRows) {
             if (!row.device) continue;
@@ -353,4 +355,4 @@ std::vector<Finding> audit(const AuditInput& in) {
     return out;
 }
 
-}  // namespace blkpolicy::policy
+}  // namespace blkpolicy::kernel

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
-// The other writers of queue attributes on a host, read from their files:
-// udev rules (policy/udev_rules), TuneD profiles, sysfsutils, tmpfiles.d `w`
-// lines, and units or rc.local that echo into /sys/block. Pure: text in,
-// assignments out; udev/writer_files reads the files and decides which of
-// them take effect.
+// The other writers' files read as each tool reads them: sysfsutils,
+// tmpfiles.d `w` lines, units and rc.local that echo into /sys/block, and
+// TuneD profiles (udev rules: writers/udev_rules). Pure: text in,
+// assignments out; writers/scan reads the files from the host and decides
+// which of them take effect.
 #pragma once
 
 #include <functional>
@@ -11,34 +11,9 @@
 #include <string>
 #include <vector>
 
-namespace blkpolicy::policy {
+#include "writers/model.hpp"
 
-enum class WriterKind { udev_rule, tuned, sysfsutils, tmpfiles, unit, rc_local };
-const char* to_string(WriterKind k);  // "udev", "tuned", "sysfsutils", "tmpfiles", "unit", "rc.local"
-const char* label(WriterKind k);      // "udev rule", "TuneD profile", ...
-
-// One write of one attribute by another writer.
-struct WriterAssignment {
-    std::string file;
-    int line = 0;
-    std::string attribute;                     // policy key: read_ahead_kb, scheduler, device.timeout, ...
-    std::string value;                         // in the policy's terms (read_ahead_kb in KiB); empty: not a fixed value
-    std::vector<std::string> kernel_patterns;  // fnmatch, any of them; empty: any device
-    std::vector<std::string> exclude_patterns;  // fnmatch, none of them (TuneD's "!sda")
-    WriterKind kind = WriterKind::udev_rule;
-    std::string context;              // "profile throughput-performance, unit [disk]", "unit tune-disks.service", ...
-    bool non_removable_only = false;  // TuneD's disk plugin: disks that are not removable
-    std::string why_inexact;          // non-empty: what the writer does cannot be a policy value as it stands
-    std::string where() const { return file + ":" + std::to_string(line); }
-    // "TuneD profile /etc/tuned/x/tuned.conf:4 (profile x, unit [disk])"
-    std::string describe() const;
-    bool applies_to(const std::string& device) const;
-};
-
-// The writer that writes `attribute` on `device`: the one whose value is
-// `current` when there is one (it is the one that wrote last), else the first.
-const WriterAssignment* find_writer(const std::vector<WriterAssignment>& writers, const std::string& device,
-                                    const std::string& attribute, const std::string& current = {});
+namespace blkpolicy::writers {
 
 // A sysfs path ("/sys/block/sda/queue/scheduler", "block/sd*/queue/nr_requests",
 // "/sys/class/block/vdb/bdi/read_ahead_kb") -> device pattern and policy key;
@@ -103,4 +78,4 @@ struct TunedReadahead {
 };
 std::optional<TunedReadahead> parse_tuned_readahead(const std::string& v);
 
-}  // namespace blkpolicy::policy
+}  // namespace blkpolicy::writers

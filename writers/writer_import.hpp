@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "policy/udev_import.hpp"
-#include "policy/writers.hpp"
+#include "writers/model.hpp"
+#include "writers/udev_import.hpp"
 
-namespace blkpolicy::policy {
+namespace blkpolicy::writers {
 
 // Who a device is now, for a rule that names it by kernel name.
 struct DeviceIdentity {
@@ -26,4 +26,4 @@ using IdentityLookup = std::function<std::optional<DeviceIdentity>(const std::st
 ImportResult import_writers(const std::vector<WriterAssignment>& writers, const std::vector<std::string>& sources,
                             const IdentityLookup& identity = {});
 
-}  // namespace blkpolicy::policy
+}  // namespace blkpolicy::writers
