@@ -13,6 +13,7 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string text(reinterpret_cast<const char*>(data), size);
     using namespace blkpolicy::policy;
+    using namespace blkpolicy::kernel;
     (void)parse_int(text);
     auto line = parse_scheduler_line(text);
     if (!line.active.empty() && line.offered.empty()) __builtin_trap();

@@ -11,7 +11,7 @@
 #include "writers/parsers.hpp"
 #include "writers/writer_import.hpp"
 
-using namespace blkpolicy::policy;
+using namespace blkpolicy::writers;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string text(reinterpret_cast<const char*>(data), size);
