@@ -112,7 +112,7 @@ private:
     // e.g. after bfq disabled the default) writing a non-zero value equal to
     // the retained latency is a silent no-op; writing 0 first makes it stick.
     int write(const Action& a, const std::string& value, const std::string& before, AttributeResult& r) {
-        if (a.attribute == "wbt_lat_usec" && value != "0" && (before == "0" || a.zero_first)) {
+        if (a.id == policy::Key::wbt_lat_usec && value != "0" && (before == "0" || a.zero_first)) {
             kernel::kernel_row(kernel::KRow::wbt_store_retained_value_noop);
             if (int err = write_settled(a, "0", r)) return err;
         }

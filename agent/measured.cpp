@@ -129,11 +129,11 @@ json figures_json(const measure::DeviceFigures& f) {
 
 namespace {
 // The figure that shows what each attribute does, in figures_json.
-constexpr std::pair<const char*, const char*> kShownBy[] = {
-    {"wbt_lat_usec", "wbt"},
-    {"write_cache", "flushes"},
-    {"read_ahead_kb", "readahead"},
-    {"rq_affinity", "completions"},
+constexpr std::pair<policy::Key, const char*> kShownBy[] = {
+    {policy::Key::wbt_lat_usec, "wbt"},
+    {policy::Key::write_cache, "flushes"},
+    {policy::Key::read_ahead_kb, "readahead"},
+    {policy::Key::rq_affinity, "completions"},
 };
 }  // namespace
 
@@ -149,7 +149,7 @@ json measured_device(const json& daemon, const std::string& device) {
 std::string measured_sentence(const json& figures, const std::string& attribute) {
     if (!figures.is_object()) return {};
     for (const auto& [attr, figure] : kShownBy) {
-        if (attribute != attr || !figures.contains(figure) || !figures[figure].is_object()) continue;
+        if (attribute != policy::key_text(attr) || !figures.contains(figure) || !figures[figure].is_object()) continue;
         const auto& f = figures[figure];
         return f.contains("sentence") && f["sentence"].is_string() ? f["sentence"].get<std::string>() : std::string();
     }

@@ -13,6 +13,8 @@
 
 namespace blkpolicy::kernel {
 
+using policy::Key;
+
 namespace {
 constexpr util::Named<Severity> kSeverities[] = {
     {Severity::info, "info"},
@@ -25,6 +27,9 @@ static_assert(util::in_enum_order(kSeverities));
 const char* to_string(Severity s) { return util::name_of(kSeverities, s); }
 
 namespace {
+
+// A fix's policy key.
+std::string key(Key k) { return std::string(policy::key_text(k)); }
 
 bool glob(const char* pattern, const std::string& value) { return ::fnmatch(pattern, value.c_str(), 0) == 0; }
 
@@ -85,10 +90,10 @@ std::string virtual_identity(const policy::DeviceFacts& f) {
 
 // The policy sets ATTR on this device and it reads as the policy says: the
 // operator chose that value, so it is not a finding.
-bool policy_keeps(const AuditDevice& d, const std::string& attr) {
+bool policy_keeps(const AuditDevice& d, Key attr) {
     if (!d.plan) return false;
     for (const auto& a : d.plan->actions)
-        if (a.attribute == attr && a.kind == policy::ActionKind::unchanged) return true;
+        if (a.id == attr && a.kind == policy::ActionKind::unchanged) return true;
     return false;
 }
 
@@ -120,39 +125,40 @@ struct Found {
 using Findings = std::vector<Found>;
 
 void rotational_claim_virtual(const Subject& s, AuditState&, Findings& out) {
-    if (s.why_virtual.empty() || policy::value_of(s.v, "rotational") != "1") return;
+    if (s.why_virtual.empty() || policy::value_of(s.v, Key::rotational) != "1") return;
     out.push_back({s.name,
                    s.name + " claims to spin, but its " + s.why_virtual +
                        " says it is virtual: the kernel derives wbt and readahead defaults from that claim",
                    {{"queue/rotational", "1"}, {"identity", id_text(s.f)}},
-                   fix_rule("virtual disks do not spin", s.name, {{"rotational", "0", {}}})});
+                   fix_rule("virtual disks do not spin", s.name, {{key(Key::rotational), "0", {}}})});
 }
 
 void readahead_amplification(const Subject& s, AuditState&, Findings& out) {
-    const auto ra = policy::parse_int(policy::value_of(s.v, "read_ahead_kb"));
-    if (s.why_virtual.empty() || !ra || *ra < 1024 || policy_keeps(s.d, "read_ahead_kb")) return;
+    const auto ra = policy::parse_int(policy::value_of(s.v, Key::read_ahead_kb));
+    if (s.why_virtual.empty() || !ra || *ra < 1024 || policy_keeps(s.d, Key::read_ahead_kb)) return;
     out.push_back({s.name,
                    s.name + " reads ahead " + std::to_string(*ra) + " KiB, " + std::to_string(*ra / 128) +
                        "x the old 128 KiB floor: random mmap reads drag in that much each",
-                   {{"queue/read_ahead_kb", policy::value_of(s.v, "read_ahead_kb")},
-                    {"queue/max_sectors_kb", policy::value_of(s.v, "max_sectors_kb")},
-                    {"queue/rotational", policy::value_of(s.v, "rotational")}},
-                   fix_rule("virtual disks read ahead like SSDs", s.name, {{"read_ahead_kb", "128", {}}})});
+                   {{"queue/read_ahead_kb", policy::value_of(s.v, Key::read_ahead_kb)},
+                    {"queue/max_sectors_kb", policy::value_of(s.v, Key::max_sectors_kb)},
+                    {"queue/rotational", policy::value_of(s.v, Key::rotational)}},
+                   fix_rule("virtual disks read ahead like SSDs", s.name, {{key(Key::read_ahead_kb), "128", {}}})});
 }
 
 void wbt_rotational_default_virtual(const Subject& s, AuditState&, Findings& out) {
-    if (s.why_virtual.empty() || policy::value_of(s.v, "wbt_lat_usec") != "75000" || policy_keeps(s.d, "wbt_lat_usec"))
+    if (s.why_virtual.empty() || policy::value_of(s.v, Key::wbt_lat_usec) != "75000" ||
+        policy_keeps(s.d, Key::wbt_lat_usec))
         return;
     out.push_back({s.name,
                    s.name + " throttles writeback to a 75 ms target, the default for spinning disks",
                    {{"queue/wbt_lat_usec", "75000"}, {"identity", id_text(s.f)}},
-                   fix_rule("virtual disks do not spin", s.name, {{"wbt_lat_usec", "2000", {}}})});
+                   fix_rule("virtual disks do not spin", s.name, {{key(Key::wbt_lat_usec), "2000", {}}})});
 }
 
 // The device's own cache mode against queue/write_cache: nullopt when
 // either is unknown, else {device caches write-back, queue says write back}.
 std::optional<std::pair<bool, bool>> cache_modes(const Subject& s) {
-    const std::string wc = policy::value_of(s.v, "write_cache");
+    const std::string wc = policy::value_of(s.v, Key::write_cache);
     if (s.f.cache_type.empty() || wc.empty()) return std::nullopt;
     return std::pair{s.f.cache_type.rfind("write back", 0) == 0, wc == "write back"};
 }
@@ -163,7 +169,7 @@ void write_through_volatile_cache(const Subject& s, AuditState&, Findings& out) 
     out.push_back({s.name,
                    s.name + " has a volatile write-back cache, but queue/write_cache says write through: the "
                             "kernel sends no flushes, fsync returns 0 and data is lost on power failure",
-                   {{"queue/write_cache", policy::value_of(s.v, "write_cache")}, {"cache_type", s.f.cache_type}},
+                   {{"queue/write_cache", policy::value_of(s.v, Key::write_cache)}, {"cache_type", s.f.cache_type}},
                    keep_flushes_fix(s.name)});
 }
 
@@ -173,7 +179,7 @@ void write_cache_mismatch(const Subject& s, AuditState&, Findings& out) {
     out.push_back({s.name,
                    s.name + ": queue/write_cache says write back but the device's own cache mode is " + s.f.cache_type +
                        ": somebody wrote it",
-                   {{"queue/write_cache", policy::value_of(s.v, "write_cache")}, {"cache_type", s.f.cache_type}},
+                   {{"queue/write_cache", policy::value_of(s.v, Key::write_cache)}, {"cache_type", s.f.cache_type}},
                    {}});
 }
 
@@ -182,18 +188,19 @@ void write_cache_mismatch(const Subject& s, AuditState&, Findings& out) {
 // that way (the bfq-off-wbt-reads rows: 6.1 still shows the old latency,
 // and a 0 there was written by someone).
 void bfq_disabled_wbt(const Subject& s, AuditState& st, Findings& out) {
-    if (policy::value_of(s.v, "scheduler") != "bfq") return;
-    const std::string shown = policy::value_of(s.v, "wbt_lat_usec");
+    if (policy::value_of(s.v, Key::scheduler) != "bfq") return;
+    const std::string shown = policy::value_of(s.v, Key::wbt_lat_usec);
     const bool reads_zero = st.in.kernel.major == 0 || bfq_off_wbt_reads_zero(st.in.kernel);
     const bool off = s.d.wbt_state ? *s.d.wbt_state == 3 : reads_zero && shown == "0";
     if (!off) return;
     std::vector<std::pair<std::string, std::string>> ev = {{"queue/scheduler", "bfq"}, {"queue/wbt_lat_usec", shown}};
     if (s.d.wbt_state) ev.push_back({"debugfs rqos/wbt/enabled", "3 (off-default)"});
-    out.push_back(
-        {s.name,
-         s.name + " runs bfq, which turned the default writeback throttling off; writing the old "
-                  "latency back alone does nothing",
-         ev, fix_rule("keep wbt under bfq", s.name, {{"scheduler", "\"bfq\"", {}}, {"wbt_lat_usec", "2000", {}}})});
+    out.push_back({s.name,
+                   s.name + " runs bfq, which turned the default writeback throttling off; writing the old "
+                            "latency back alone does nothing",
+                   ev,
+                   fix_rule("keep wbt under bfq", s.name,
+                            {{key(Key::scheduler), "\"bfq\"", {}}, {key(Key::wbt_lat_usec), "2000", {}}})});
 }
 
 void stack_lower_only(const Subject& s, AuditState& st, Findings& out) {
@@ -205,7 +212,7 @@ void stack_lower_only(const Subject& s, AuditState& st, Findings& out) {
                        s.name + " is tuned by the policy, but filesystems read through " + top +
                            ", which no rule tunes: readahead and scheduling of " + top + " decide",
                        {{"holders", policy::join(s.f.holders, " ")}, {"top", top}},
-                       fix_rule("tune the device filesystems use", top, {{"read_ahead_kb", "128", {}}})});
+                       fix_rule("tune the device filesystems use", top, {{key(Key::read_ahead_kb), "128", {}}})});
     }
 }
 
@@ -254,20 +261,21 @@ void no_matching_rule(const Subject& s, AuditState& st, Findings& out) {
 // A property of the host, not of a device: each device notes itself, and
 // the finding is said once, for all of them, after the devices.
 void rq_affinity_inert_note(const Subject& s, AuditState& st, Findings&) {
-    if (st.in.single_llc && *st.in.single_llc && policy::value_of(s.v, "rq_affinity") == "1")
+    if (st.in.single_llc && *st.in.single_llc && policy::value_of(s.v, Key::rq_affinity) == "1")
         st.rq_affinity_inert.push_back(s.name);
 }
 
 void rq_affinity_inert(AuditState& st, Findings& out) {
     if (st.rq_affinity_inert.empty()) return;
-    out.push_back({std::string(kHostDevice),
-                   "rq_affinity=1 steers completions to the submitting CPU's cache group, but every CPU shares "
-                   "one last-level cache, so it behaves as 0 on " +
-                       std::to_string(st.rq_affinity_inert.size()) + " device(s)",
-                   {{"devices", policy::join(st.rq_affinity_inert, " ")},
-                    {"queue/rq_affinity", "1"},
-                    {"cpu cache", "one last-level cache for all CPUs"}},
-                   policy::emit_rule({"complete on the submitting CPU", {}, {}, {}, {{"rq_affinity", "2", {}}}})});
+    out.push_back(
+        {std::string(kHostDevice),
+         "rq_affinity=1 steers completions to the submitting CPU's cache group, but every CPU shares "
+         "one last-level cache, so it behaves as 0 on " +
+             std::to_string(st.rq_affinity_inert.size()) + " device(s)",
+         {{"devices", policy::join(st.rq_affinity_inert, " ")},
+          {"queue/rq_affinity", "1"},
+          {"cpu cache", "one last-level cache for all CPUs"}},
+         policy::emit_rule({"complete on the submitting CPU", {}, {}, {}, {{key(Key::rq_affinity), "2", {}}}})});
 }
 
 // Every finding, in the order a device's findings are listed. A check runs
@@ -320,7 +328,7 @@ std::vector<FindingKind> finding_kinds() {
 }
 
 std::string keep_flushes_fix(const std::string& device) {
-    return fix_rule("keep flushes", device, {{"write_cache", "\"write back\"", {}}});
+    return fix_rule("keep flushes", device, {{key(Key::write_cache), "\"write back\"", {}}});
 }
 
 std::vector<Finding> audit(const AuditInput& in) {

@@ -9,6 +9,8 @@
 
 namespace blkpolicy::kernel {
 
+using policy::Key;
+
 namespace {
 
 // wbt state from debugfs (rqos/wbt/enabled): 1 on-default, 2 on-manual,
@@ -31,7 +33,7 @@ std::string version_text(const KernelVersion& k) { return std::to_string(k.major
 
 // What writing a queue-limits attribute does on this kernel, as its row says.
 std::string limits_commit_text(const KernelVersion& k) {
-    if (disturbed_by(WriteCause::limits_commit, "read_ahead_kb", k))
+    if (disturbed_by(WriteCause::limits_commit, policy::key_text(Key::read_ahead_kb), k))
         return "writing it is a queue-limits commit: read_ahead_kb is recomputed";
     return "writing it is a queue-limits commit, which on this kernel (before 6.9) leaves read_ahead_kb alone";
 }
@@ -39,23 +41,27 @@ std::string limits_commit_text(const KernelVersion& k) {
 // What a scheduler switch moves on this kernel, from the rows.
 std::string switch_text(const KernelVersion& k) {
     std::vector<std::string> moved;
-    if (disturbed_by(WriteCause::scheduler_switch, "nr_requests", k)) moved.push_back("resets nr_requests");
-    if (disturbed_by(WriteCause::scheduler_switch, "async_depth", k)) moved.push_back("resets async_depth");
-    if (disturbed_by(WriteCause::scheduler_switch, "iosched.", k)) moved.push_back("recreates iosched/ with defaults");
-    if (disturbed_by(WriteCause::scheduler_switch, "wbt_lat_usec", k)) moved.push_back("bfq turns a default wbt off");
+    if (disturbed_by(WriteCause::scheduler_switch, policy::key_text(Key::nr_requests), k))
+        moved.push_back("resets nr_requests");
+    if (disturbed_by(WriteCause::scheduler_switch, policy::key_text(Key::async_depth), k))
+        moved.push_back("resets async_depth");
+    if (disturbed_by(WriteCause::scheduler_switch, std::string(policy::key_text(Key::iosched)) + ".", k))
+        moved.push_back("recreates iosched/ with defaults");
+    if (disturbed_by(WriteCause::scheduler_switch, policy::key_text(Key::wbt_lat_usec), k))
+        moved.push_back("bfq turns a default wbt off");
     std::string out = "a switch";
     for (std::size_t i = 0; i < moved.size(); ++i)
         out += (i == 0 ? " " : i + 1 == moved.size() ? ", and " : ", ") + moved[i];
     return out;
 }
 
-void derive_read_ahead(Explanation& e, const policy::Values& v, const ExplainContext& ctx) {
-    const bool rot = policy::value_of(v, "rotational") == "1";
-    const auto io_opt = policy::parse_int(policy::value_of(v, "optimal_io_size")).value_or(0);
-    const auto max_kb = policy::parse_int(policy::value_of(v, "max_sectors_kb")).value_or(0);
-    e.inputs = {{"queue/rotational", policy::value_of(v, "rotational")},
-                {"queue/optimal_io_size", policy::value_of(v, "optimal_io_size")},
-                {"queue/max_sectors_kb", policy::value_of(v, "max_sectors_kb")}};
+void derive_read_ahead(Explanation& e, const policy::DeviceFacts&, const policy::Values& v, const ExplainContext& ctx) {
+    const bool rot = policy::value_of(v, Key::rotational) == "1";
+    const auto io_opt = policy::parse_int(policy::value_of(v, Key::optimal_io_size)).value_or(0);
+    const auto max_kb = policy::parse_int(policy::value_of(v, Key::max_sectors_kb)).value_or(0);
+    e.inputs = {{"queue/rotational", policy::value_of(v, Key::rotational)},
+                {"queue/optimal_io_size", policy::value_of(v, Key::optimal_io_size)},
+                {"queue/max_sectors_kb", policy::value_of(v, Key::max_sectors_kb)}};
     const auto& k = ctx.kernel;
     const std::string kv = "kernel " + version_text(k) + ": ";
     const auto& on_commit = kernel_row_for(KQuestion::readahead_on_commit, k);
@@ -157,13 +163,13 @@ RotationalDefault rotational_default(const policy::DeviceFacts& f, const policy:
         return {any, "rotational when any device below is (" + which + "), combined at each table load or array start"};
     }
     rotational_row(RotationalSource::driver);
-    return {policy::value_of(v, "rotational") == "1", "reported by the driver"};
+    return {policy::value_of(v, Key::rotational) == "1", "reported by the driver"};
 }
 
 void derive_wbt(Explanation& e, const policy::DeviceFacts& f, const policy::Values& v, const ExplainContext& ctx) {
-    const bool rot_now = policy::value_of(v, "rotational") == "1";
-    e.inputs = {{"queue/rotational", policy::value_of(v, "rotational")},
-                {"queue/scheduler", policy::value_of(v, "scheduler")}};
+    const bool rot_now = policy::value_of(v, Key::rotational) == "1";
+    e.inputs = {{"queue/rotational", policy::value_of(v, Key::rotational)},
+                {"queue/scheduler", policy::value_of(v, Key::scheduler)}};
     // Fixed when wbt started on the queue, at registration: from the
     // rotational flag the driver set then (a loop device's creation flag,
     // before any file was attached).
@@ -176,8 +182,8 @@ void derive_wbt(Explanation& e, const policy::DeviceFacts& f, const policy::Valu
         e.derivation += std::string("; a loop device is created ") +
                         (loop_created_rotational(ctx.kernel) ? "rotational on this kernel (before 6.11)"
                                                              : "non-rotational (6.11+), so it keeps 2000 after attach");
-    e.derivation += "; rotational is " + policy::value_of(v, "rotational") + " now, so -1 or \"default\" would give " +
-                    std::to_string(wbt_default_usec(rot_now));
+    e.derivation += "; rotational is " + policy::value_of(v, Key::rotational) +
+                    " now, so -1 or \"default\" would give " + std::to_string(wbt_default_usec(rot_now));
     const auto& row = kernel_row_for(KQuestion::bfq_off_wbt_reads, ctx.kernel);
     e.kernel_rule = row.id;
     e.kernel_rule_standing = standing_on(row, ctx.kernel);
@@ -191,7 +197,7 @@ void derive_wbt(Explanation& e, const policy::DeviceFacts& f, const policy::Valu
 
 void derive_scheduler(Explanation& e, const policy::DeviceFacts& f, const policy::Values& v,
                       const ExplainContext& ctx) {
-    e.inputs = {{"queue/scheduler", policy::value_of(v, "scheduler")},
+    e.inputs = {{"queue/scheduler", policy::value_of(v, Key::scheduler)},
                 {"mq/ (hardware queues)", std::to_string(ctx.hw_queues)}};
     if (!f.schedulers.empty()) e.inputs.push_back({"loaded schedulers", policy::join(f.schedulers, " ")});
     if (ctx.loadable_schedulers)
@@ -221,8 +227,9 @@ void derive_scheduler(Explanation& e, const policy::DeviceFacts& f, const policy
     e.disturbs = switch_text(ctx.kernel);
 }
 
-void derive_nr_requests(Explanation& e, const policy::Values& v, const ExplainContext& ctx) {
-    const auto sched = policy::value_of(v, "scheduler");
+void derive_nr_requests(Explanation& e, const policy::DeviceFacts&, const policy::Values& v,
+                        const ExplainContext& ctx) {
+    const auto sched = policy::value_of(v, Key::scheduler);
     e.inputs = {{"queue/scheduler", sched}, {"mq/0/nr_tags (hardware queue depth)", std::to_string(ctx.hw_tags)}};
     if (ctx.hw_queues == 0) {
         kernel_row(KRow::nr_requests_default_bio_based);
@@ -243,14 +250,15 @@ void derive_nr_requests(Explanation& e, const policy::Values& v, const ExplainCo
         e.derivation = "set from the hardware tag depth and the scheduler each time a scheduler is attached";
     }
     e.disturbs = "every scheduler switch resets it";
-    if (disturbed_by(WriteCause::nr_requests_write, "async_depth", ctx.kernel))
+    if (disturbed_by(WriteCause::nr_requests_write, policy::key_text(Key::async_depth), ctx.kernel))
         e.disturbs += "; writing it rescales async_depth in proportion";
 }
 
-void derive_async_depth(Explanation& e, const policy::Values& v, const ExplainContext& ctx) {
-    const auto sched = policy::value_of(v, "scheduler");
-    const auto nr = policy::parse_int(policy::value_of(v, "nr_requests"));
-    e.inputs = {{"queue/scheduler", sched}, {"queue/nr_requests", policy::value_of(v, "nr_requests")}};
+void derive_async_depth(Explanation& e, const policy::DeviceFacts&, const policy::Values& v,
+                        const ExplainContext& ctx) {
+    const auto sched = policy::value_of(v, Key::scheduler);
+    const auto nr = policy::parse_int(policy::value_of(v, Key::nr_requests));
+    e.inputs = {{"queue/scheduler", sched}, {"queue/nr_requests", policy::value_of(v, Key::nr_requests)}};
     const auto& row = kernel_row_for(KQuestion::async_depth, ctx.kernel);
     e.kernel_rule = row.id;
     e.kernel_rule_standing = standing_on(row, ctx.kernel);
@@ -284,11 +292,39 @@ void derive_rotational(Explanation& e, const policy::DeviceFacts& f, const polic
     e.disturbs = limits_commit_text(ctx.kernel) + " (see read_ahead_kb)";
 }
 
-void derive_write_cache(Explanation& e, const policy::DeviceFacts& f) {
+void derive_write_cache(Explanation& e, const policy::DeviceFacts& f, const policy::Values&, const ExplainContext&) {
     e.inputs = {{"cache_type (the device's own)", f.cache_type.empty() ? "-" : f.cache_type}};
     if (!f.cache_type.empty()) e.kernel_default = write_cache_readback(f.cache_type).value_or("write through");
     e.derivation = "follows the device's own cache mode; writing it only tells the kernel whether to send flushes";
     e.disturbs = "\"write through\" on a volatile cache drops every flush: fsync still returns 0";
+}
+
+void derive_max_sectors(Explanation& e, const policy::DeviceFacts&, const policy::Values& v,
+                        const ExplainContext& ctx) {
+    e.inputs = {{"queue/max_hw_sectors_kb", policy::value_of(v, Key::max_hw_sectors_kb)}};
+    e.derivation = "the driver's limit, capped by the hardware maximum";
+    e.disturbs = limits_commit_text(ctx.kernel);
+}
+
+// The attributes whose kernel side explain derives, each with its
+// derivation, in the order the ones the policy leaves alone are listed.
+using Derive = void (*)(Explanation&, const policy::DeviceFacts&, const policy::Values&, const ExplainContext&);
+struct Derivation {
+    Key key;
+    Derive derive;
+};
+constexpr Derivation kDerivations[] = {
+    {Key::rotational, derive_rotational},      {Key::scheduler, derive_scheduler},
+    {Key::nr_requests, derive_nr_requests},    {Key::async_depth, derive_async_depth},
+    {Key::wbt_lat_usec, derive_wbt},           {Key::write_cache, derive_write_cache},
+    {Key::max_sectors_kb, derive_max_sectors}, {Key::read_ahead_kb, derive_read_ahead},
+};
+
+const Derivation* derivation_of(std::string_view attribute) {
+    const auto key = policy::key_of(attribute);
+    for (const auto& d : kDerivations)
+        if (key == d.key) return &d;
+    return nullptr;
 }
 
 }  // namespace
@@ -301,10 +337,11 @@ DeviceExplanation explain_device(const policy::DeviceFacts& facts, const policy:
 
     std::vector<std::string> order;
     for (const auto& a : plan.actions) order.push_back(a.attribute);
-    for (const char* notable : {"rotational", "scheduler", "nr_requests", "async_depth", "wbt_lat_usec", "write_cache",
-                                "max_sectors_kb", "read_ahead_kb"})
+    for (const auto& d : kDerivations) {
+        const std::string notable(policy::key_text(d.key));
         if (std::find(order.begin(), order.end(), notable) == order.end() && values.count(notable))
             order.push_back(notable);
+    }
 
     for (const auto& attr : order) {
         Explanation e;
@@ -318,25 +355,7 @@ DeviceExplanation explain_device(const policy::DeviceFacts& facts, const policy:
             e.overridden = a.overridden;
             e.plan_note = a.note;
         }
-        if (attr == "read_ahead_kb")
-            derive_read_ahead(e, values, ctx);
-        else if (attr == "wbt_lat_usec")
-            derive_wbt(e, facts, values, ctx);
-        else if (attr == "scheduler")
-            derive_scheduler(e, facts, values, ctx);
-        else if (attr == "nr_requests")
-            derive_nr_requests(e, values, ctx);
-        else if (attr == "async_depth")
-            derive_async_depth(e, values, ctx);
-        else if (attr == "rotational")
-            derive_rotational(e, facts, values, ctx);
-        else if (attr == "write_cache")
-            derive_write_cache(e, facts);
-        else if (attr == "max_sectors_kb") {
-            e.inputs = {{"queue/max_hw_sectors_kb", policy::value_of(values, "max_hw_sectors_kb")}};
-            e.derivation = "the driver's limit, capped by the hardware maximum";
-            e.disturbs = limits_commit_text(ctx.kernel);
-        }
+        if (const auto* d = derivation_of(attr)) d->derive(e, facts, values, ctx);
         out.attributes.push_back(std::move(e));
     }
     for (const auto& w : ctx.writers) {

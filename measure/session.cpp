@@ -112,13 +112,16 @@ DeviceSettings Session::settings_of(const std::string& name) const {
     s.stack = facts->stack;
     s.request_based = facts->request_based;
     s.slaves = facts->slaves;
+    using policy::Key;
     const auto v = udev::read_values(
-        sysfs_, name, {"scheduler", "wbt_lat_usec", "write_cache", "read_ahead_kb", "rq_affinity"}, facts->live_values);
-    s.scheduler = policy::value_of(v, "scheduler");
-    s.wbt_lat_usec = policy::value_of(v, "wbt_lat_usec");
-    s.write_cache = policy::value_of(v, "write_cache");
-    s.read_ahead_kb = policy::value_of(v, "read_ahead_kb");
-    s.rq_affinity = policy::value_of(v, "rq_affinity");
+        sysfs_, name,
+        policy::key_texts({Key::scheduler, Key::wbt_lat_usec, Key::write_cache, Key::read_ahead_kb, Key::rq_affinity}),
+        facts->live_values);
+    s.scheduler = policy::value_of(v, Key::scheduler);
+    s.wbt_lat_usec = policy::value_of(v, Key::wbt_lat_usec);
+    s.write_cache = policy::value_of(v, Key::write_cache);
+    s.read_ahead_kb = policy::value_of(v, Key::read_ahead_kb);
+    s.rq_affinity = policy::value_of(v, Key::rq_affinity);
     if (s.request_based) {
         s.wbt_state = udev::read_wbt_state(sysfs_, name);
         s.hw_queues = udev::count_hw_queues(sysfs_, name);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <stdexcept>
 
 #include "policy/policy.hpp"
 #include "policy/values.hpp"
@@ -13,10 +14,11 @@ namespace {
 constexpr std::int64_t kInt32Max = std::numeric_limits<std::int32_t>::max();
 constexpr std::int64_t kInt64Max = std::numeric_limits<std::int64_t>::max();
 
-AttributeSpec make(std::string key, std::string path, Phase phase, int order, ValueKind kind, std::int64_t min = 0,
+AttributeSpec make(Key id, std::string path, Phase phase, int order, ValueKind kind, std::int64_t min = 0,
                    std::int64_t max = 0, std::string note = {}) {
     AttributeSpec s;
-    s.key = std::move(key);
+    s.id = id;
+    s.key = std::string(key_text(id));
     s.path = std::move(path);
     s.phase = phase;
     s.order = order;
@@ -30,7 +32,7 @@ AttributeSpec make(std::string key, std::string path, Phase phase, int order, Va
 // The kernel rejects max_sectors_kb above max_hw_sectors_kb.
 DeviceCheck within_hw_limit(const std::string& value, const Values& current, const DeviceFacts&,
                             const std::set<std::string>&) {
-    auto hw = current.find("max_hw_sectors_kb");
+    auto hw = current.find(std::string(key_text(Key::max_hw_sectors_kb)));
     auto want = parse_int(value);
     if (hw == current.end() || !want) return {};
     auto hwv = parse_int(hw->second);
@@ -42,7 +44,7 @@ DeviceCheck within_hw_limit(const std::string& value, const Values& current, con
 // discard_max_bytes on a device without discard, or off its granularity.
 DeviceCheck discard_granular(const std::string& value, const Values& current, const DeviceFacts&,
                              const std::set<std::string>&) {
-    auto g = current.find("discard_granularity");
+    auto g = current.find(std::string(key_text(Key::discard_granularity)));
     auto gv = g == current.end() ? std::optional<std::int64_t>{} : parse_int(g->second);
     auto want = parse_int(value).value_or(0);
     if (gv && *gv == 0)
@@ -69,32 +71,32 @@ std::vector<AttributeSpec> build_table() {
     std::vector<AttributeSpec> t;
     // Phase 1: queue-limits commits. rotational first: it changes the
     // readahead formula the later commits apply.
-    t.push_back(make("rotational", "queue/rotational", Phase::limits, 0, ValueKind::flag, 0, 1));
-    auto ms = make("max_sectors_kb", "queue/max_sectors_kb", Phase::limits, 1, ValueKind::integer, 4, kInt32Max,
+    t.push_back(make(Key::rotational, "queue/rotational", Phase::limits, 0, ValueKind::flag, 0, 1));
+    auto ms = make(Key::max_sectors_kb, "queue/max_sectors_kb", Phase::limits, 1, ValueKind::integer, 4, kInt32Max,
                    "at least one 4 KiB page; the kernel rejects values above max_hw_sectors_kb");
-    ms.inputs = {"max_hw_sectors_kb"};
+    ms.inputs = {Key::max_hw_sectors_kb};
     ms.device_check = within_hw_limit;
     t.push_back(ms);
-    auto dm = make("discard_max_bytes", "queue/discard_max_bytes", Phase::limits, 2, ValueKind::integer, 1, kInt64Max,
-                   "0 can disable discard for good on recent kernels; leave the key out instead");
-    dm.inputs = {"discard_granularity"};
+    auto dm = make(Key::discard_max_bytes, "queue/discard_max_bytes", Phase::limits, 2, ValueKind::integer, 1,
+                   kInt64Max, "0 can disable discard for good on recent kernels; leave the key out instead");
+    dm.inputs = {Key::discard_granularity};
     dm.device_check = discard_granular;
     t.push_back(dm);
-    auto wc = make("write_cache", "queue/write_cache", Phase::limits, 3, ValueKind::choice, 0, 0,
+    auto wc = make(Key::write_cache, "queue/write_cache", Phase::limits, 3, ValueKind::choice, 0, 0,
                    "the kernel matches only the start of the text, so a typo would silently apply another mode");
     wc.choices = {"write back", "write through"};
     wc.device_check = flushes_kept;
     t.push_back(wc);
-    t.push_back(make("add_random", "queue/add_random", Phase::limits, 4, ValueKind::flag, 0, 1));
-    t.push_back(make("iostats", "queue/iostats", Phase::limits, 5, ValueKind::flag, 0, 1));
+    t.push_back(make(Key::add_random, "queue/add_random", Phase::limits, 4, ValueKind::flag, 0, 1));
+    t.push_back(make(Key::iostats, "queue/iostats", Phase::limits, 5, ValueKind::flag, 0, 1));
     for (auto& s : t) s.cause = kernel::WriteCause::limits_commit;
 
-    auto sched = make("scheduler", "queue/scheduler", Phase::scheduler, 0, ValueKind::scheduler);
+    auto sched = make(Key::scheduler, "queue/scheduler", Phase::scheduler, 0, ValueKind::scheduler);
     sched.mq_only = true;
     sched.cause = kernel::WriteCause::scheduler_switch;
     t.push_back(sched);
 
-    auto nr = make("nr_requests", "queue/nr_requests", Phase::requests, 0, ValueKind::integer, 4, 65536,
+    auto nr = make(Key::nr_requests, "queue/nr_requests", Phase::requests, 0, ValueKind::integer, 4, 65536,
                    "the kernel silently raises values below 4");
     nr.mq_only = true;
     nr.cause = kernel::WriteCause::nr_requests_write;
@@ -102,27 +104,27 @@ std::vector<AttributeSpec> build_table() {
 
     // 7.0+: reset by a scheduler switch and rescaled by an nr_requests write,
     // so it is written after both.
-    auto ad = make("async_depth", "queue/async_depth", Phase::requests, 1, ValueKind::integer, 1, 65536,
+    auto ad = make(Key::async_depth, "queue/async_depth", Phase::requests, 1, ValueKind::integer, 1, 65536,
                    "at least 1; the kernel caps it at nr_requests and refuses it under scheduler none");
     ad.mq_only = true;
-    ad.inputs = {"nr_requests"};
+    ad.inputs = {Key::nr_requests};
     t.push_back(ad);
 
-    auto wbt = make("wbt_lat_usec", "queue/wbt_lat_usec", Phase::wbt, 0, ValueKind::wbt, 0, 60'000'000,
+    auto wbt = make(Key::wbt_lat_usec, "queue/wbt_lat_usec", Phase::wbt, 0, ValueKind::wbt, 0, 60'000'000,
                     "microseconds, at most 60 s; use \"default\" for the kernel's own value");
     wbt.mq_only = true;
     t.push_back(wbt);
 
-    t.push_back(make("nomerges", "queue/nomerges", Phase::late, 0, ValueKind::integer, 0, 2,
+    t.push_back(make(Key::nomerges, "queue/nomerges", Phase::late, 0, ValueKind::integer, 0, 2,
                      "0 merges, 1 simple merges only, 2 no merges"));
-    auto rq = make("rq_affinity", "queue/rq_affinity", Phase::late, 1, ValueKind::integer, 0, 2,
+    auto rq = make(Key::rq_affinity, "queue/rq_affinity", Phase::late, 1, ValueKind::integer, 0, 2,
                    "the kernel accepts 3 without error and ignores it");
     rq.mq_only = true;
     t.push_back(rq);
-    t.push_back(make("device.timeout", "device/timeout", Phase::late, 2, ValueKind::integer, 1, 86400, "seconds"));
-    t.push_back(make("device.queue_depth", "device/queue_depth", Phase::late, 3, ValueKind::integer, 1, 65535));
+    t.push_back(make(Key::device_timeout, "device/timeout", Phase::late, 2, ValueKind::integer, 1, 86400, "seconds"));
+    t.push_back(make(Key::device_queue_depth, "device/queue_depth", Phase::late, 3, ValueKind::integer, 1, 65535));
 
-    t.push_back(make("read_ahead_kb", "queue/read_ahead_kb", Phase::readahead, 0, ValueKind::integer, 0, 1'048'576,
+    t.push_back(make(Key::read_ahead_kb, "queue/read_ahead_kb", Phase::readahead, 0, ValueKind::integer, 0, 1'048'576,
                      "KiB, at most 1 GiB"));
     return t;
 }
@@ -146,18 +148,25 @@ const AttributeSpec* fixed_attribute(std::string_view key) {
     return nullptr;
 }
 
+const AttributeSpec& fixed_attribute(Key key) {
+    for (const auto& s : table())
+        if (s.id == key) return s;
+    throw std::logic_error("no attribute row for " + std::string(key_text(key)));
+}
+
 std::optional<AttributeSpec> find_attribute(std::string_view key) {
     if (const auto* fixed = fixed_attribute(key)) return *fixed;
     constexpr std::string_view iosched = "iosched.";
     if (key.substr(0, iosched.size()) == iosched) {
         auto name = key.substr(iosched.size());
         if (!valid_tunable_name(name)) return std::nullopt;
-        auto s = make(std::string(key), "queue/iosched/" + std::string(name), Phase::requests, 2, ValueKind::integer, 0,
+        auto s = make(Key::iosched, "queue/iosched/" + std::string(name), Phase::requests, 2, ValueKind::integer, 0,
                       kInt64Max);
+        s.key = std::string(key);
         s.mq_only = true;
         // mq-deadline's async_depth moved to queue/async_depth (7.0): that
         // file being there says so.
-        if (name == "async_depth") s.inputs = {"async_depth"};
+        if (name == key_text(Key::async_depth)) s.inputs = {Key::async_depth};
         return s;
     }
     return std::nullopt;
@@ -166,7 +175,7 @@ std::optional<AttributeSpec> find_attribute(std::string_view key) {
 std::string policy_key_for_attr(const std::string& attr_path) {
     if (attr_path.rfind("queue/iosched/", 0) == 0) return "iosched." + attr_path.substr(14);
     if (attr_path.rfind("queue/", 0) == 0) return attr_path.substr(6);
-    if (attr_path == "bdi/read_ahead_kb") return "read_ahead_kb";
+    if (attr_path == "bdi/read_ahead_kb") return std::string(key_text(Key::read_ahead_kb));
     if (attr_path.rfind("device/", 0) == 0) return "device." + attr_path.substr(7);
     return {};
 }

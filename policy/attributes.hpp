@@ -14,6 +14,7 @@
 
 #include "kernel/rows.hpp"
 #include "policy/facts.hpp"
+#include "policy/keys.hpp"
 
 namespace blkpolicy::policy {
 
@@ -48,8 +49,9 @@ using DeviceCheckFn = DeviceCheck (*)(const std::string& value, const Values& cu
                                       const std::set<std::string>& acknowledged);
 
 struct AttributeSpec {
-    std::string key;   // policy key, e.g. "read_ahead_kb", "iosched.fifo_batch"
-    std::string path;  // relative to the device's sysfs directory
+    Key id = Key::rotational;  // what code names it by (Key::iosched for every iosched.NAME)
+    std::string key;           // policy key, e.g. "read_ahead_kb", "iosched.fifo_batch"
+    std::string path;          // relative to the device's sysfs directory
     Phase phase = Phase::late;
     int order = 0;  // position within the phase
     ValueKind kind = ValueKind::integer;
@@ -67,7 +69,7 @@ struct AttributeSpec {
     std::string range_note;
     // Other values read to plan it (a limit it must stay within, an
     // attribute that caps it), beside its own.
-    std::vector<std::string> inputs;
+    std::vector<Key> inputs;
     // Whether this device can take the value (nullptr: any in range can).
     DeviceCheckFn device_check = nullptr;
 };
@@ -78,6 +80,9 @@ std::optional<AttributeSpec> find_attribute(std::string_view key);
 // The table's own entry for a fixed key (not iosched.NAME), or nullptr:
 // no copy, for the per-device paths.
 const AttributeSpec* fixed_attribute(std::string_view key);
+// The row of a writable key other than the iosched family (a row for every
+// one of them: checked by tests/test_values).
+const AttributeSpec& fixed_attribute(Key key);
 
 // The policy key a sysfs path under the device stands for, as other tools
 // name it ("queue/nr_requests" -> "nr_requests", "bdi/read_ahead_kb" ->

@@ -3,11 +3,14 @@
 // the pure matcher and planner.
 #pragma once
 
+#include <initializer_list>
 #include <map>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "policy/keys.hpp"
 
 namespace blkpolicy::policy {
 
@@ -84,6 +87,15 @@ using Values = std::map<std::string, std::string>;
 inline std::string value_of(const Values& values, const std::string& key, const std::string& fallback = {}) {
     auto it = values.find(key);
     return it == values.end() ? fallback : it->second;
+}
+inline std::string value_of(const Values& values, Key key, const std::string& fallback = {}) {
+    return value_of(values, std::string(key_text(key)), fallback);
+}
+// The value names of `keys`, for a read of only those values.
+inline std::vector<std::string> key_texts(std::initializer_list<Key> keys) {
+    std::vector<std::string> out;
+    for (const Key k : keys) out.emplace_back(key_text(k));
+    return out;
 }
 
 }  // namespace blkpolicy::policy

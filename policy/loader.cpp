@@ -442,6 +442,7 @@ private:
             return;
         }
         Setting s;
+        s.id = spec->id;
         s.attribute = name;
         s.pos = pos(v);
         if (!validate(*spec, v, s.values)) return;
@@ -491,7 +492,7 @@ private:
 
     void check_write_through(const Rule& rule) {
         for (const auto& s : rule.set) {
-            if (s.attribute != "write_cache" || s.values.front() != "write through") continue;
+            if (s.id != Key::write_cache || s.values.front() != "write through") continue;
             if (rule.acknowledge.count(kAckWriteThrough)) continue;
             error(s.pos, std::string("write_cache = \"write through\" makes the kernel stop sending cache flushes: "
                                      "fsync still succeeds, but data in the device's volatile cache is lost on "
@@ -589,7 +590,7 @@ std::vector<PolicyError> policy_warnings(const Policy& policy) {
     std::vector<PolicyError> out;
     for (const auto& rule : policy.rules)
         for (const auto& s : rule.set)
-            if (s.attribute == "iosched.async_depth")
+            if (s.attribute == "iosched." + std::string(key_text(Key::async_depth)))
                 out.push_back({s.pos,
                                "iosched.async_depth: since kernel 7.0 mq-deadline has no such tunable and "
                                "queue/async_depth replaces it (set async_depth); there plan and apply skip "

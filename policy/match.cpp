@@ -113,7 +113,7 @@ FactNeeds fact_needs(const Policy& policy) {
     for (const auto& rule : policy.rules) {
         for (const auto& c : rule.match) needs |= fact_needs(c.key);
         for (const auto& s : rule.set)
-            if (s.attribute == "write_cache") needs |= kFactCache;
+            if (s.id == Key::write_cache) needs |= kFactCache;
     }
     return needs;
 }

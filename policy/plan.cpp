@@ -78,7 +78,7 @@ void resolve(Action& a, const AttributeSpec& spec, const Winner& w, const Device
         a.value = "-1";
         a.expected = std::to_string(kernel::wbt_default_usec(final_rotational));
         a.note = std::string("kernel default for a ") + (final_rotational ? "rotational" : "non-rotational") + " queue";
-    } else if (spec.key == "read_ahead_kb") {
+    } else if (spec.id == Key::read_ahead_kb) {
         auto n = parse_int(a.value).value_or(0);
         a.expected = std::to_string(kernel::readahead_readback(n, ctx.page_size));
         if (a.expected != a.value) a.note = "reads back as " + a.expected + " (whole pages)";
@@ -106,14 +106,14 @@ std::vector<std::string> value_keys_for(const Policy& policy, const DeviceFacts&
     if (keys.empty()) return {};
     // Every plan asks the final rotational flag (defaults follow it) and the
     // scheduler (what a switch disturbs); each row adds its own inputs.
-    std::set<std::string> inputs = {"rotational", "scheduler"};
+    std::set<Key> inputs = {Key::rotational, Key::scheduler};
     for (const auto& k : keys) {
         if (const auto* spec = fixed_attribute(k))
             inputs.insert(spec->inputs.begin(), spec->inputs.end());
         else if (auto made = find_attribute(k))  // iosched.NAME
             inputs.insert(made->inputs.begin(), made->inputs.end());
     }
-    keys.insert(inputs.begin(), inputs.end());
+    for (const Key k : inputs) keys.emplace(key_text(k));
     return {keys.begin(), keys.end()};
 }
 
@@ -140,8 +140,9 @@ DevicePlan plan_device(const Policy& policy, const DeviceFacts& facts, const Val
     }
 
     // What rotational will read once the plan has run (wbt "default" depends on it).
-    bool final_rotational = current.count("rotational") ? current.at("rotational") == "1" : facts.rotational;
-    if (auto it = winners.find("rotational"); it != winners.end())
+    const std::string rotational(key_text(Key::rotational));
+    bool final_rotational = current.count(rotational) ? current.at(rotational) == "1" : facts.rotational;
+    if (auto it = winners.find(rotational); it != winners.end())
         final_rotational = it->second.setting->values.front() == "1";
 
     // Each attribute's spec and write rank first; the actions are then made
@@ -172,6 +173,7 @@ DevicePlan plan_device(const Policy& policy, const DeviceFacts& facts, const Val
         const std::string& key = *key_ptr;
         const Winner& w = *w_ptr;
         Action a;
+        a.id = spec->id;
         a.attribute = key;
         a.path = spec->path;
         a.phase = spec->phase;
@@ -186,7 +188,7 @@ DevicePlan plan_device(const Policy& policy, const DeviceFacts& facts, const Val
         if (spec->mq_only && !facts.request_based) {
             a.kind = ActionKind::skip;
             a.note = "bio-based queue: no " + spec->path;
-        } else if (cur == current.end() && starts_with(key, "iosched.")) {
+        } else if (cur == current.end() && spec->id == Key::iosched) {
             // Under another scheduler the tunable may appear after the switch;
             // resolved below once the scheduler action is known.
             resolve(a, *spec, w, facts, current, ctx, final_rotational);
@@ -198,7 +200,7 @@ DevicePlan plan_device(const Policy& policy, const DeviceFacts& facts, const Val
             a.kind = starts_with(spec->path, "queue/") ? ActionKind::unavailable : ActionKind::skip;
             a.value = a.expected = w.setting->values.front();  // what the policy asks, as it says it
             a.note = "device has no " + spec->path;
-            if (key == "async_depth") {
+            if (spec->id == Key::async_depth) {
                 kernel::kernel_row(kernel::KRow::async_depth_iosched_tunable);
                 a.note =
                     "this kernel has no queue/async_depth (7.0 and later have it; before, mq-deadline has "
@@ -215,26 +217,26 @@ DevicePlan plan_device(const Policy& policy, const DeviceFacts& facts, const Val
     std::set<kernel::WriteCause> written;
     std::string final_scheduler = facts.scheduler;
     // nr_requests once the plan has run; -1 when a switch resets it to a default not known here.
-    std::int64_t final_nr = parse_int(value_of(current, "nr_requests")).value_or(-1);
+    std::int64_t final_nr = parse_int(value_of(current, Key::nr_requests)).value_or(-1);
     for (auto& a : plan.actions) {
         const bool active = a.kind == ActionKind::write || a.kind == ActionKind::unchanged;
         const auto by = [&](kernel::WriteCause c) -> const kernel::KernelRow* {
             return written.count(c) ? kernel::disturbed_by(c, a.attribute, ctx.kernel) : nullptr;
         };
         const auto* by_switch = active ? by(kernel::WriteCause::scheduler_switch) : nullptr;
-        if (a.attribute == "scheduler" && a.kind == ActionKind::write) {
+        if (a.id == Key::scheduler && a.kind == ActionKind::write) {
             final_scheduler = a.expected;
             final_nr = -1;  // the switch resets it to the new scheduler's default
         }
-        if (a.attribute == "nr_requests" && active) final_nr = parse_int(a.expected).value_or(-1);
+        if (a.id == Key::nr_requests && active) final_nr = parse_int(a.expected).value_or(-1);
 
         if (!active) {
-        } else if (starts_with(a.attribute, "iosched.")) {
+        } else if (a.id == Key::iosched) {
             if (final_scheduler == "none") {
                 a.kind = ActionKind::skip;
                 a.note = "scheduler none has no tunables";
-            } else if (a.attribute == "iosched.async_depth" && final_scheduler == "mq-deadline" &&
-                       current.count("async_depth")) {
+            } else if (a.attribute == "iosched." + std::string(key_text(Key::async_depth)) &&
+                       final_scheduler == "mq-deadline" && current.count(std::string(key_text(Key::async_depth)))) {
                 kernel::kernel_row(kernel::KRow::async_depth_queue_attribute);
                 a.kind = ActionKind::unavailable;
                 a.note = "moved: since 7.0 mq-deadline has no iosched/async_depth; set async_depth instead";
@@ -245,10 +247,10 @@ DevicePlan plan_device(const Policy& policy, const DeviceFacts& facts, const Val
                 a.kind = ActionKind::write;
                 a.note = "the switch to " + final_scheduler + " recreates iosched/ with defaults";
             }
-        } else if (a.attribute == "nr_requests" && by_switch) {
+        } else if (a.id == Key::nr_requests && by_switch) {
             a.kind = ActionKind::write;
             a.note = "the scheduler switch resets nr_requests";
-        } else if (a.attribute == "async_depth") {
+        } else if (a.id == Key::async_depth) {
             const auto want = parse_int(a.expected).value_or(0);
             if (final_scheduler == "none") {
                 kernel::kernel_row(kernel::KRow::async_depth_write_capped_refused_under_none);
@@ -265,7 +267,7 @@ DevicePlan plan_device(const Policy& policy, const DeviceFacts& facts, const Val
                 a.kind = ActionKind::write;
                 a.note = "writing nr_requests rescales async_depth";
             }
-        } else if (a.attribute == "wbt_lat_usec" && a.expected != "0") {
+        } else if (a.id == Key::wbt_lat_usec && a.expected != "0") {
             if (by_switch && final_scheduler == "bfq") {
                 a.kind = ActionKind::write;
                 a.zero_first = true;
@@ -275,7 +277,7 @@ DevicePlan plan_device(const Policy& policy, const DeviceFacts& facts, const Val
                 a.zero_first = true;
                 a.note = "wbt is off: written as 0, then the value (the value alone can be a no-op)";
             }
-        } else if (a.attribute == "read_ahead_kb" && by(kernel::WriteCause::limits_commit) &&
+        } else if (a.id == Key::read_ahead_kb && by(kernel::WriteCause::limits_commit) &&
                    a.kind == ActionKind::unchanged) {
             a.kind = ActionKind::write;
             a.note = "checked again after the limits writes: the kernel can raise read_ahead_kb";

@@ -32,8 +32,9 @@ enum class ActionKind {
 const char* to_string(ActionKind k);
 
 struct Action {
-    std::string attribute;  // policy key
-    std::string path;       // relative to the device's sysfs directory
+    Key id = Key::rotational;  // the attribute's row (Key::iosched for every iosched.NAME)
+    std::string attribute;     // policy key
+    std::string path;          // relative to the device's sysfs directory
     Phase phase = Phase::late;
     kernel::WriteCause cause = kernel::WriteCause::none;  // from the attribute table: what the write can disturb
     int rank = 0;                                         // write order

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "policy/keys.hpp"
+
 namespace blkpolicy::policy {
 
 struct SourcePos {
@@ -56,6 +58,7 @@ struct MatchClause {
 };
 
 struct Setting {
+    Key id = Key::rotational;         // the attribute's row (Key::iosched for every iosched.NAME)
     std::string attribute;            // policy key, validated against the allow-list
     std::vector<std::string> values;  // normalised; more than one only for a scheduler preference list
     SourcePos pos;

@@ -3,6 +3,8 @@
 
 #include <charconv>
 
+#include "policy/keys.hpp"
+
 namespace blkpolicy::policy {
 
 std::string trim(std::string_view s) {
@@ -47,7 +49,7 @@ SchedulerLine parse_scheduler_line(std::string_view line) {
 }
 
 std::string normalise_readback(std::string_view attribute, std::string_view raw) {
-    if (attribute == "scheduler") return parse_scheduler_line(raw).active;
+    if (attribute == key_text(Key::scheduler)) return parse_scheduler_line(raw).active;
     return trim(raw);
 }
 

@@ -227,6 +227,7 @@ TEST_CASE("audit: a value the policy chose is not a finding") {
     policy::DevicePlan plan;
     for (const char* attr : {"read_ahead_kb", "wbt_lat_usec"}) {
         policy::Action a;
+        a.id = *policy::key_of(attr);
         a.attribute = attr;
         a.kind = policy::ActionKind::unchanged;
         plan.actions.push_back(a);

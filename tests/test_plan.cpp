@@ -339,3 +339,63 @@ TEST_CASE("the values a plan reads: the policy's keys, each row's inputs, rotati
         "[[rule]]\nname = \"t\"\n[rule.match]\nkernel = \"sd*\"\n[rule.set]\nmax_sectors_kb = 512\n");
     CHECK(value_keys_for(none, loop_facts()).empty());
 }
+
+TEST_CASE("Key: writable keys in write order, each with its row; key_of reads policy keys and the iosched family") {
+    // The enum lists the writable attributes in the order they are written:
+    // each one's row ranks after the one before (iosched.NAME stands for
+    // its family).
+    auto spec_of = [](Key k) { return k == Key::iosched ? *find_attribute("iosched.fifo_batch") : fixed_attribute(k); };
+    int last_rank = -1;
+    std::size_t writable_keys = 0;
+    for (const auto& row : kKeyNames) {
+        CAPTURE(row.name);
+        if (!writable(row.value)) {
+            CHECK_FALSE(find_attribute(row.name));  // read-only values are never written
+            continue;
+        }
+        ++writable_keys;
+        const AttributeSpec spec = spec_of(row.value);
+        CHECK(spec.id == row.value);
+        if (row.value != Key::iosched) CHECK(spec.key == row.name);
+        CHECK(write_rank(spec) > last_rank);
+        last_rank = write_rank(spec);
+    }
+    // Every row of the table has its Key, and every writable Key a row.
+    const auto keys = fixed_attribute_keys();
+    CHECK(keys.size() + 1 == writable_keys);
+    for (const auto& k : keys) {
+        CAPTURE(k);
+        REQUIRE(key_of(k));
+        CHECK(fixed_attribute(k)->id == *key_of(k));
+    }
+    CHECK(key_of("iosched.fifo_batch") == Key::iosched);
+    CHECK(key_of("device.timeout") == Key::device_timeout);
+    CHECK(key_of("max_hw_sectors_kb") == Key::max_hw_sectors_kb);
+    CHECK_FALSE(key_of("iosched"));
+    CHECK_FALSE(key_of("read_ahead"));
+    CHECK(key_text(Key::device_queue_depth) == "device.queue_depth");
+}
+
+TEST_CASE("the loader's settings and the plan's actions carry their attribute's Key") {
+    const auto pol = blkpolicy::test::policy_from_toml(R"(
+[[rule]]
+name = "some"
+[rule.set]
+read_ahead_kb = 128
+iosched.fifo_batch = 4
+scheduler = "mq-deadline"
+device.timeout = 30
+)");
+    for (const auto& s : pol.rules.front().set) {
+        CAPTURE(s.attribute);
+        CHECK(key_of(s.attribute) == s.id);
+    }
+    const auto p = plan_device(pol, loop_facts(), loop_values(), {});
+    REQUIRE(p.actions.size() == 4);
+    for (const auto& a : p.actions) {
+        CAPTURE(a.attribute);
+        CHECK(key_of(a.attribute) == a.id);
+    }
+    CHECK(action(p, "iosched.fifo_batch").id == Key::iosched);
+    CHECK(action(p, "device.timeout").id == Key::device_timeout);
+}

@@ -118,15 +118,16 @@ std::optional<DeviceFacts> read_facts(const Sysfs& s, const std::string& name, c
     f.request_based = s.is_dir(dir + "/mq");
     if (auto rot = s.read(dir + "/queue/rotational"); rot.ok()) {
         f.has_queue = true;
-        f.live_values["rotational"] = policy::normalise_readback("rotational", rot.value);
-        f.rotational = f.live_values["rotational"] == "1";
+        const std::string key(policy::key_text(policy::Key::rotational));
+        f.live_values[key] = policy::normalise_readback(key, rot.value);
+        f.rotational = f.live_values[key] == "1";
     }
     if (auto sched = s.read(dir + "/queue/scheduler"); sched.ok()) {
         f.has_queue = true;
         auto line = policy::parse_scheduler_line(sched.value);
         f.schedulers = line.offered;
         f.scheduler = line.active;
-        f.live_values["scheduler"] = line.active;
+        f.live_values[std::string(policy::key_text(policy::Key::scheduler))] = line.active;
     }
     // A file read from queue/ says it is there; asked only when none could be.
     if (!f.has_queue) f.has_queue = s.is_dir(dir + "/queue");
@@ -357,7 +358,7 @@ ReadResult read_value(const Sysfs& s, const std::string& name, const std::string
     auto r = s.read(rel);
     if (!r.ok()) return r;
     r.value = policy::normalise_readback(key, r.value);
-    if (key == "wbt_lat_usec" && r.value != "0" && s.has_debugfs_block()) {
+    if (key == policy::key_text(policy::Key::wbt_lat_usec) && r.value != "0" && s.has_debugfs_block()) {
         // debugfs (when mounted) has the real state: 3 off by default (bfq
         // turned it off), 4 off by hand. 6.1 keeps showing the old latency
         // in sysfs after bfq turned wbt off.
@@ -390,9 +391,9 @@ policy::Values read_values(const Sysfs& s, const std::string& name) {
         if (auto r = read_value(s, name, key); r.ok()) v[key] = std::move(r.value);
     };
     for (const auto& key : policy::fixed_attribute_keys()) put(key);
-    put("max_hw_sectors_kb");
-    put("discard_granularity");
-    put("optimal_io_size");
+    for (const auto key :
+         {policy::Key::max_hw_sectors_kb, policy::Key::discard_granularity, policy::Key::optimal_io_size})
+        put(std::string(policy::key_text(key)));
     for (const auto& tunable : s.list(dir + "queue/iosched")) {
         if (auto spec = policy::find_attribute("iosched." + tunable)) put(spec->key);
     }

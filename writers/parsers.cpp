@@ -485,12 +485,12 @@ std::string expand_variables(const std::map<std::string, std::string>& variables
 bool disk_option(const std::string& key, const std::string& raw, const std::string& value, WriterAssignment& a,
                  std::string& why) {
     if (key == "elevator") {
-        a.attribute = "scheduler";
+        a.attribute = policy::key_text(policy::Key::scheduler);
         a.value = value;
         return true;
     }
     if (key == "readahead") {
-        a.attribute = "read_ahead_kb";
+        a.attribute = policy::key_text(policy::Key::read_ahead_kb);
         if (auto ra = value.empty() ? std::nullopt : parse_tuned_readahead(value)) {
             a.value = std::to_string(ra->kib);
             if (ra->condition)
@@ -502,7 +502,7 @@ bool disk_option(const std::string& key, const std::string& raw, const std::stri
         return true;
     }
     if (key == "readahead_multiply") {
-        a.attribute = "read_ahead_kb";
+        a.attribute = policy::key_text(policy::Key::read_ahead_kb);
         why = "readahead_multiply=" + raw + " multiplies whatever the device had";
         return true;
     }

@@ -169,7 +169,8 @@ std::string convert_assignment(const UdevToken& t, Converted& c) {
         return token_text(t) + ": += and -= make no sense for an attribute";
     std::string value;
     if (auto why = convert_policy_value(key, t.value, value); !why.empty()) return token_text(t) + ": " + why;
-    if (key == "write_cache" && policy::trim(t.value) == "write through") c.write_through = true;
+    if (key == policy::key_text(policy::Key::write_cache) && policy::trim(t.value) == "write through")
+        c.write_through = true;
     c.set.erase(std::remove_if(c.set.begin(), c.set.end(), [&](const policy::TomlEntry& e) { return e.key == key; }),
                 c.set.end());
     c.set.push_back({key, value, {}});

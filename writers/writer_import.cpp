@@ -109,7 +109,7 @@ ImportResult import_writers(const std::vector<WriterAssignment>& writers, const 
     for (const auto& g : groups) {
         policy::RuleToml parts{g.name, {}, {}, {}, g.set};
         for (const auto& e : g.set)
-            if (e.key == "write_cache" && e.value == "\"write through\"") {
+            if (e.key == policy::key_text(policy::Key::write_cache) && e.value == "\"write through\"") {
                 parts.acknowledge = {policy::kAckWriteThrough};
                 parts.acknowledge_comment = "the original already did this";
             }

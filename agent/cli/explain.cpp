@@ -67,7 +67,7 @@ kernel::StackView stack_of(const std::map<std::string, DeviceView>& views, const
         auto it = views.find(low);
         if (it == views.end()) continue;
         for (const auto& a : it->second.plan.actions)
-            if (a.attribute == "read_ahead_kb" && a.kind != policy::ActionKind::skip &&
+            if (a.id == policy::Key::read_ahead_kb && a.kind != policy::ActionKind::skip &&
                 a.kind != policy::ActionKind::unavailable)
                 s.lowers_tuned_in_vain.push_back(low);
     }

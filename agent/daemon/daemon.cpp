@@ -533,7 +533,7 @@ private:
                 systemd::Alert a;
                 a.kind = systemd::AlertKind::at_risk;
                 a.device = f.device;
-                a.attribute = "write_cache";
+                a.attribute = policy::key_text(policy::Key::write_cache);
                 a.expected = measure::to_string(f.flush.cache.mode);
                 a.actual = f.flush.write_cache;
                 a.message = f.findings.empty() ? measure::flush_sentence(f) : f.findings.front().message;
@@ -547,7 +547,7 @@ private:
                 systemd::Alert a;
                 a.kind = systemd::AlertKind::resolved;
                 a.device = f.device;
-                a.attribute = "write_cache";
+                a.attribute = policy::key_text(policy::Key::write_cache);
                 a.expected = f.flush.write_cache;
                 a.actual = f.flush.write_cache;
                 a.message = f.device + ": flushes reach the device again (" + measure::flush_sentence(f) + ")";

@@ -15,6 +15,7 @@ namespace blkpolicy::agent {
 
 using policy::Action;
 using policy::ActionKind;
+using policy::Key;
 using systemd::AlertKind;
 
 namespace {
@@ -73,7 +74,7 @@ AlertKind Reconciler::classify(const std::string& device, const Action& a, const
             return AlertKind::conflict;
         }
     }
-    if (a.attribute == "read_ahead_kb" && kernel::readahead_on_commit(kernel_) == kernel::ReadaheadOnCommit::raise) {
+    if (a.id == Key::read_ahead_kb && kernel::readahead_on_commit(kernel_) == kernel::ReadaheadOnCommit::raise) {
         // A kernel that only ever raises read_ahead_kb on a limits commit
         // cannot have put a smaller value in place of the policy's (not its
         // computed one, not the device's first): someone wrote it.
@@ -82,17 +83,18 @@ AlertKind Reconciler::classify(const std::string& device, const Action& a, const
         if (now && expected && *now < *expected) return AlertKind::drift;
     }
     if (!r.original.empty() && r.original != r.expected && a.current == r.original) return AlertKind::reverted;
-    const bool rotational = policy::value_of(values, "rotational") == "1";
-    if (a.attribute == "read_ahead_kb") {
+    const bool rotational = policy::value_of(values, Key::rotational) == "1";
+    if (a.id == Key::read_ahead_kb) {
         // What the kernel would have put back, from the limits as they are now.
-        const auto limits = udev::read_values(sysfs_, device, {"optimal_io_size", "max_sectors_kb"});
+        const auto limits =
+            udev::read_values(sysfs_, device, policy::key_texts({Key::optimal_io_size, Key::max_sectors_kb}));
         auto computed = kernel::kernel_readahead_kb(
-            kernel_, rotational, policy::parse_int(policy::value_of(limits, "optimal_io_size", "0")).value_or(0),
-            policy::parse_int(policy::value_of(limits, "max_sectors_kb", "0")).value_or(0));
+            kernel_, rotational, policy::parse_int(policy::value_of(limits, Key::optimal_io_size, "0")).value_or(0),
+            policy::parse_int(policy::value_of(limits, Key::max_sectors_kb, "0")).value_or(0));
         if (computed && std::to_string(*computed) == a.current) return AlertKind::reverted;
     }
-    if (a.attribute == "wbt_lat_usec") {
-        if (a.current == "0" && policy::value_of(values, "scheduler") == "bfq" &&
+    if (a.id == Key::wbt_lat_usec) {
+        if (a.current == "0" && policy::value_of(values, Key::scheduler) == "bfq" &&
             kernel::disturbed_by(kernel::WriteCause::scheduler_switch, a.attribute, kernel_))
             return AlertKind::reverted;
         if (a.current == std::to_string(kernel::wbt_default_usec(rotational))) return AlertKind::reverted;
