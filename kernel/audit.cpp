@@ -129,7 +129,7 @@ void rotational_claim_virtual(const Subject& s, AuditState&, Findings& out) {
     out.push_back({s.name,
                    s.name + " claims to spin, but its " + s.why_virtual +
                        " says it is virtual: the kernel derives wbt and readahead defaults from that claim",
-                   {{"queue/rotational", "1"}, {"identity", id_text(s.f)}},
+                   {{policy::value_path(Key::rotational), "1"}, {"identity", id_text(s.f)}},
                    fix_rule("virtual disks do not spin", s.name, {{key(Key::rotational), "0", {}}})});
 }
 
@@ -139,9 +139,8 @@ void readahead_amplification(const Subject& s, AuditState&, Findings& out) {
     out.push_back({s.name,
                    s.name + " reads ahead " + std::to_string(*ra) + " KiB, " + std::to_string(*ra / 128) +
                        "x the old 128 KiB floor: random mmap reads drag in that much each",
-                   {{"queue/read_ahead_kb", policy::value_of(s.v, Key::read_ahead_kb)},
-                    {"queue/max_sectors_kb", policy::value_of(s.v, Key::max_sectors_kb)},
-                    {"queue/rotational", policy::value_of(s.v, Key::rotational)}},
+                   {policy::shown_value(s.v, Key::read_ahead_kb), policy::shown_value(s.v, Key::max_sectors_kb),
+                    policy::shown_value(s.v, Key::rotational)},
                    fix_rule("virtual disks read ahead like SSDs", s.name, {{key(Key::read_ahead_kb), "128", {}}})});
 }
 
@@ -151,7 +150,7 @@ void wbt_rotational_default_virtual(const Subject& s, AuditState&, Findings& out
         return;
     out.push_back({s.name,
                    s.name + " throttles writeback to a 75 ms target, the default for spinning disks",
-                   {{"queue/wbt_lat_usec", "75000"}, {"identity", id_text(s.f)}},
+                   {{policy::value_path(Key::wbt_lat_usec), "75000"}, {"identity", id_text(s.f)}},
                    fix_rule("virtual disks do not spin", s.name, {{key(Key::wbt_lat_usec), "2000", {}}})});
 }
 
@@ -169,7 +168,7 @@ void write_through_volatile_cache(const Subject& s, AuditState&, Findings& out) 
     out.push_back({s.name,
                    s.name + " has a volatile write-back cache, but queue/write_cache says write through: the "
                             "kernel sends no flushes, fsync returns 0 and data is lost on power failure",
-                   {{"queue/write_cache", policy::value_of(s.v, Key::write_cache)}, {"cache_type", s.f.cache_type}},
+                   {policy::shown_value(s.v, Key::write_cache), {"cache_type", s.f.cache_type}},
                    keep_flushes_fix(s.name)});
 }
 
@@ -179,7 +178,7 @@ void write_cache_mismatch(const Subject& s, AuditState&, Findings& out) {
     out.push_back({s.name,
                    s.name + ": queue/write_cache says write back but the device's own cache mode is " + s.f.cache_type +
                        ": somebody wrote it",
-                   {{"queue/write_cache", policy::value_of(s.v, Key::write_cache)}, {"cache_type", s.f.cache_type}},
+                   {policy::shown_value(s.v, Key::write_cache), {"cache_type", s.f.cache_type}},
                    {}});
 }
 
@@ -193,7 +192,8 @@ void bfq_disabled_wbt(const Subject& s, AuditState& st, Findings& out) {
     const bool reads_zero = st.in.kernel.major == 0 || bfq_off_wbt_reads_zero(st.in.kernel);
     const bool off = s.d.wbt_state ? *s.d.wbt_state == 3 : reads_zero && shown == "0";
     if (!off) return;
-    std::vector<std::pair<std::string, std::string>> ev = {{"queue/scheduler", "bfq"}, {"queue/wbt_lat_usec", shown}};
+    std::vector<std::pair<std::string, std::string>> ev = {{policy::value_path(Key::scheduler), "bfq"},
+                                                           {policy::value_path(Key::wbt_lat_usec), shown}};
     if (s.d.wbt_state) ev.push_back({"debugfs rqos/wbt/enabled", "3 (off-default)"});
     out.push_back({s.name,
                    s.name + " runs bfq, which turned the default writeback throttling off; writing the old "
@@ -273,7 +273,7 @@ void rq_affinity_inert(AuditState& st, Findings& out) {
          "one last-level cache, so it behaves as 0 on " +
              std::to_string(st.rq_affinity_inert.size()) + " device(s)",
          {{"devices", policy::join(st.rq_affinity_inert, " ")},
-          {"queue/rq_affinity", "1"},
+          {policy::value_path(Key::rq_affinity), "1"},
           {"cpu cache", "one last-level cache for all CPUs"}},
          policy::emit_rule({"complete on the submitting CPU", {}, {}, {}, {{key(Key::rq_affinity), "2", {}}}})});
 }

@@ -59,9 +59,8 @@ void derive_read_ahead(Explanation& e, const policy::DeviceFacts&, const policy:
     const bool rot = policy::value_of(v, Key::rotational) == "1";
     const auto io_opt = policy::parse_int(policy::value_of(v, Key::optimal_io_size)).value_or(0);
     const auto max_kb = policy::parse_int(policy::value_of(v, Key::max_sectors_kb)).value_or(0);
-    e.inputs = {{"queue/rotational", policy::value_of(v, Key::rotational)},
-                {"queue/optimal_io_size", policy::value_of(v, Key::optimal_io_size)},
-                {"queue/max_sectors_kb", policy::value_of(v, Key::max_sectors_kb)}};
+    e.inputs = {policy::shown_value(v, Key::rotational), policy::shown_value(v, Key::optimal_io_size),
+                policy::shown_value(v, Key::max_sectors_kb)};
     const auto& k = ctx.kernel;
     const std::string kv = "kernel " + version_text(k) + ": ";
     const auto& on_commit = kernel_row_for(KQuestion::readahead_on_commit, k);
@@ -168,8 +167,7 @@ RotationalDefault rotational_default(const policy::DeviceFacts& f, const policy:
 
 void derive_wbt(Explanation& e, const policy::DeviceFacts& f, const policy::Values& v, const ExplainContext& ctx) {
     const bool rot_now = policy::value_of(v, Key::rotational) == "1";
-    e.inputs = {{"queue/rotational", policy::value_of(v, Key::rotational)},
-                {"queue/scheduler", policy::value_of(v, Key::scheduler)}};
+    e.inputs = {policy::shown_value(v, Key::rotational), policy::shown_value(v, Key::scheduler)};
     // Fixed when wbt started on the queue, at registration: from the
     // rotational flag the driver set then (a loop device's creation flag,
     // before any file was attached).
@@ -197,8 +195,7 @@ void derive_wbt(Explanation& e, const policy::DeviceFacts& f, const policy::Valu
 
 void derive_scheduler(Explanation& e, const policy::DeviceFacts& f, const policy::Values& v,
                       const ExplainContext& ctx) {
-    e.inputs = {{"queue/scheduler", policy::value_of(v, Key::scheduler)},
-                {"mq/ (hardware queues)", std::to_string(ctx.hw_queues)}};
+    e.inputs = {policy::shown_value(v, Key::scheduler), {"mq/ (hardware queues)", std::to_string(ctx.hw_queues)}};
     if (!f.schedulers.empty()) e.inputs.push_back({"loaded schedulers", policy::join(f.schedulers, " ")});
     if (ctx.loadable_schedulers)
         e.inputs.push_back({"loadable as modules",
@@ -230,7 +227,8 @@ void derive_scheduler(Explanation& e, const policy::DeviceFacts& f, const policy
 void derive_nr_requests(Explanation& e, const policy::DeviceFacts&, const policy::Values& v,
                         const ExplainContext& ctx) {
     const auto sched = policy::value_of(v, Key::scheduler);
-    e.inputs = {{"queue/scheduler", sched}, {"mq/0/nr_tags (hardware queue depth)", std::to_string(ctx.hw_tags)}};
+    e.inputs = {{policy::value_path(Key::scheduler), sched},
+                {"mq/0/nr_tags (hardware queue depth)", std::to_string(ctx.hw_tags)}};
     if (ctx.hw_queues == 0) {
         kernel_row(KRow::nr_requests_default_bio_based);
         e.kernel_default = "128";
@@ -258,7 +256,7 @@ void derive_async_depth(Explanation& e, const policy::DeviceFacts&, const policy
                         const ExplainContext& ctx) {
     const auto sched = policy::value_of(v, Key::scheduler);
     const auto nr = policy::parse_int(policy::value_of(v, Key::nr_requests));
-    e.inputs = {{"queue/scheduler", sched}, {"queue/nr_requests", policy::value_of(v, Key::nr_requests)}};
+    e.inputs = {{policy::value_path(Key::scheduler), sched}, policy::shown_value(v, Key::nr_requests)};
     const auto& row = kernel_row_for(KQuestion::async_depth, ctx.kernel);
     e.kernel_rule = row.id;
     e.kernel_rule_standing = standing_on(row, ctx.kernel);
@@ -301,7 +299,7 @@ void derive_write_cache(Explanation& e, const policy::DeviceFacts& f, const poli
 
 void derive_max_sectors(Explanation& e, const policy::DeviceFacts&, const policy::Values& v,
                         const ExplainContext& ctx) {
-    e.inputs = {{"queue/max_hw_sectors_kb", policy::value_of(v, Key::max_hw_sectors_kb)}};
+    e.inputs = {policy::shown_value(v, Key::max_hw_sectors_kb)};
     e.derivation = "the driver's limit, capped by the hardware maximum";
     e.disturbs = limits_commit_text(ctx.kernel);
 }

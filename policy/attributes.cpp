@@ -67,6 +67,22 @@ DeviceCheck flushes_kept(const std::string& value, const Values&, const DeviceFa
     return {};
 }
 
+// read_ahead_kb reads back in whole pages.
+Readback whole_pages(const std::string& value, const ReadbackContext& ctx) {
+    const auto n = parse_int(value).value_or(0);
+    Readback r{value, std::to_string(kernel::readahead_readback(n, ctx.page_size)), {}};
+    if (r.expected != r.value) r.note = "reads back as " + r.expected + " (whole pages)";
+    return r;
+}
+
+// wbt "default" is written as -1 and reads back as the latency the kernel
+// picks for the queue's final rotational flag.
+Readback wbt_default(const std::string& value, const ReadbackContext& ctx) {
+    if (value != "default") return {value, value, {}};
+    return {"-1", std::to_string(kernel::wbt_default_usec(ctx.final_rotational)),
+            std::string("kernel default for a ") + (ctx.final_rotational ? "rotational" : "non-rotational") + " queue"};
+}
+
 std::vector<AttributeSpec> build_table() {
     std::vector<AttributeSpec> t;
     // Phase 1: queue-limits commits. rotational first: it changes the
@@ -113,6 +129,7 @@ std::vector<AttributeSpec> build_table() {
     auto wbt = make(Key::wbt_lat_usec, "queue/wbt_lat_usec", Phase::wbt, 0, ValueKind::wbt, 0, 60'000'000,
                     "microseconds, at most 60 s; use \"default\" for the kernel's own value");
     wbt.mq_only = true;
+    wbt.readback = wbt_default;
     t.push_back(wbt);
 
     t.push_back(make(Key::nomerges, "queue/nomerges", Phase::late, 0, ValueKind::integer, 0, 2,
@@ -124,8 +141,10 @@ std::vector<AttributeSpec> build_table() {
     t.push_back(make(Key::device_timeout, "device/timeout", Phase::late, 2, ValueKind::integer, 1, 86400, "seconds"));
     t.push_back(make(Key::device_queue_depth, "device/queue_depth", Phase::late, 3, ValueKind::integer, 1, 65535));
 
-    t.push_back(make(Key::read_ahead_kb, "queue/read_ahead_kb", Phase::readahead, 0, ValueKind::integer, 0, 1'048'576,
-                     "KiB, at most 1 GiB"));
+    auto ra = make(Key::read_ahead_kb, "queue/read_ahead_kb", Phase::readahead, 0, ValueKind::integer, 0, 1'048'576,
+                   "KiB, at most 1 GiB");
+    ra.readback = whole_pages;
+    t.push_back(ra);
     return t;
 }
 
@@ -152,6 +171,16 @@ const AttributeSpec& fixed_attribute(Key key) {
     for (const auto& s : table())
         if (s.id == key) return s;
     throw std::logic_error("no attribute row for " + std::string(key_text(key)));
+}
+
+std::string value_path(Key key) {
+    if (key == Key::iosched) return "queue/iosched";
+    if (writable(key)) return fixed_attribute(key).path;
+    return "queue/" + std::string(key_text(key));
+}
+
+std::pair<std::string, std::string> shown_value(const Values& values, Key key) {
+    return {value_path(key), value_of(values, key)};
 }
 
 std::optional<AttributeSpec> find_attribute(std::string_view key) {

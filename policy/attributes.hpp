@@ -10,6 +10,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "kernel/rows.hpp"
@@ -48,6 +49,20 @@ struct DeviceCheck {
 using DeviceCheckFn = DeviceCheck (*)(const std::string& value, const Values& current, const DeviceFacts& facts,
                                       const std::set<std::string>& acknowledged);
 
+// What planning knows when it works out a value's read-back.
+struct ReadbackContext {
+    std::int64_t page_size = 4096;
+    bool final_rotational = false;  // rotational once the plan has run
+};
+// The value to write and what reading it back shows, where the kernel makes
+// them differ from what the policy says (whole pages, wbt's "default").
+struct Readback {
+    std::string value;
+    std::string expected;
+    std::string note;  // why they differ; empty when they do not
+};
+using ReadbackFn = Readback (*)(const std::string& value, const ReadbackContext& ctx);
+
 struct AttributeSpec {
     Key id = Key::rotational;  // what code names it by (Key::iosched for every iosched.NAME)
     std::string key;           // policy key, e.g. "read_ahead_kb", "iosched.fifo_batch"
@@ -72,6 +87,9 @@ struct AttributeSpec {
     std::vector<Key> inputs;
     // Whether this device can take the value (nullptr: any in range can).
     DeviceCheckFn device_check = nullptr;
+    // What is written and read back for a value (nullptr: it is written as
+    // the policy says it, and reads back the same).
+    ReadbackFn readback = nullptr;
 };
 
 // The spec for a policy set-key, or nullopt when the key is not writable.
@@ -83,6 +101,13 @@ const AttributeSpec* fixed_attribute(std::string_view key);
 // The row of a writable key other than the iosched family (a row for every
 // one of them: checked by tests/test_values).
 const AttributeSpec& fixed_attribute(Key key);
+
+// Where a value is read under the device's sysfs directory: its row's path
+// for a writable attribute ("queue/rotational", "device/timeout"),
+// queue/NAME for a read-only value ("queue/optimal_io_size").
+std::string value_path(Key key);
+// The path and the value read there, as explain and audit show their inputs.
+std::pair<std::string, std::string> shown_value(const Values& values, Key key);
 
 // The policy key a sysfs path under the device stands for, as other tools
 // name it ("queue/nr_requests" -> "nr_requests", "bdi/read_ahead_kb" ->

@@ -74,14 +74,11 @@ void resolve(Action& a, const AttributeSpec& spec, const Winner& w, const Device
             a.note = (a.note.empty() ? "" : a.note + "; ") + a.value + " is not loaded yet: " + load;
             if (!a.alternatives.empty()) a.note += " (if it refuses: " + join(a.alternatives, ", ") + ")";
         }
-    } else if (spec.kind == ValueKind::wbt && a.value == "default") {
-        a.value = "-1";
-        a.expected = std::to_string(kernel::wbt_default_usec(final_rotational));
-        a.note = std::string("kernel default for a ") + (final_rotational ? "rotational" : "non-rotational") + " queue";
-    } else if (spec.id == Key::read_ahead_kb) {
-        auto n = parse_int(a.value).value_or(0);
-        a.expected = std::to_string(kernel::readahead_readback(n, ctx.page_size));
-        if (a.expected != a.value) a.note = "reads back as " + a.expected + " (whole pages)";
+    } else if (spec.readback) {
+        auto r = spec.readback(a.value, {ctx.page_size, final_rotational});
+        a.value = std::move(r.value);
+        a.expected = std::move(r.expected);
+        if (!r.note.empty()) a.note = std::move(r.note);
     }
 
     if (spec.device_check) {
