@@ -14,14 +14,13 @@ namespace {
 constexpr std::int64_t kInt32Max = std::numeric_limits<std::int32_t>::max();
 constexpr std::int64_t kInt64Max = std::numeric_limits<std::int64_t>::max();
 
-AttributeSpec make(Key id, std::string path, Phase phase, int order, ValueKind kind, std::int64_t min = 0,
-                   std::int64_t max = 0, std::string note = {}) {
+AttributeSpec make(Key id, std::string path, Phase phase, ValueKind kind, std::int64_t min = 0, std::int64_t max = 0,
+                   std::string note = {}) {
     AttributeSpec s;
     s.id = id;
     s.key = std::string(key_text(id));
     s.path = std::move(path);
     s.phase = phase;
-    s.order = order;
     s.kind = kind;
     s.min = min;
     s.max = max;
@@ -87,32 +86,32 @@ std::vector<AttributeSpec> build_table() {
     std::vector<AttributeSpec> t;
     // Phase 1: queue-limits commits. rotational first: it changes the
     // readahead formula the later commits apply.
-    t.push_back(make(Key::rotational, "queue/rotational", Phase::limits, 0, ValueKind::flag, 0, 1));
-    auto ms = make(Key::max_sectors_kb, "queue/max_sectors_kb", Phase::limits, 1, ValueKind::integer, 4, kInt32Max,
+    t.push_back(make(Key::rotational, "queue/rotational", Phase::limits, ValueKind::flag, 0, 1));
+    auto ms = make(Key::max_sectors_kb, "queue/max_sectors_kb", Phase::limits, ValueKind::integer, 4, kInt32Max,
                    "at least one 4 KiB page; the kernel rejects values above max_hw_sectors_kb");
     ms.inputs = {Key::max_hw_sectors_kb};
     ms.device_check = within_hw_limit;
     t.push_back(ms);
-    auto dm = make(Key::discard_max_bytes, "queue/discard_max_bytes", Phase::limits, 2, ValueKind::integer, 1,
-                   kInt64Max, "0 can disable discard for good on recent kernels; leave the key out instead");
+    auto dm = make(Key::discard_max_bytes, "queue/discard_max_bytes", Phase::limits, ValueKind::integer, 1, kInt64Max,
+                   "0 can disable discard for good on recent kernels; leave the key out instead");
     dm.inputs = {Key::discard_granularity};
     dm.device_check = discard_granular;
     t.push_back(dm);
-    auto wc = make(Key::write_cache, "queue/write_cache", Phase::limits, 3, ValueKind::choice, 0, 0,
+    auto wc = make(Key::write_cache, "queue/write_cache", Phase::limits, ValueKind::choice, 0, 0,
                    "the kernel matches only the start of the text, so a typo would silently apply another mode");
     wc.choices = {"write back", "write through"};
     wc.device_check = flushes_kept;
     t.push_back(wc);
-    t.push_back(make(Key::add_random, "queue/add_random", Phase::limits, 4, ValueKind::flag, 0, 1));
-    t.push_back(make(Key::iostats, "queue/iostats", Phase::limits, 5, ValueKind::flag, 0, 1));
+    t.push_back(make(Key::add_random, "queue/add_random", Phase::limits, ValueKind::flag, 0, 1));
+    t.push_back(make(Key::iostats, "queue/iostats", Phase::limits, ValueKind::flag, 0, 1));
     for (auto& s : t) s.cause = kernel::WriteCause::limits_commit;
 
-    auto sched = make(Key::scheduler, "queue/scheduler", Phase::scheduler, 0, ValueKind::scheduler);
+    auto sched = make(Key::scheduler, "queue/scheduler", Phase::scheduler, ValueKind::scheduler);
     sched.mq_only = true;
     sched.cause = kernel::WriteCause::scheduler_switch;
     t.push_back(sched);
 
-    auto nr = make(Key::nr_requests, "queue/nr_requests", Phase::requests, 0, ValueKind::integer, 4, 65536,
+    auto nr = make(Key::nr_requests, "queue/nr_requests", Phase::requests, ValueKind::integer, 4, 65536,
                    "the kernel silently raises values below 4");
     nr.mq_only = true;
     nr.cause = kernel::WriteCause::nr_requests_write;
@@ -120,28 +119,28 @@ std::vector<AttributeSpec> build_table() {
 
     // 7.0+: reset by a scheduler switch and rescaled by an nr_requests write,
     // so it is written after both.
-    auto ad = make(Key::async_depth, "queue/async_depth", Phase::requests, 1, ValueKind::integer, 1, 65536,
+    auto ad = make(Key::async_depth, "queue/async_depth", Phase::requests, ValueKind::integer, 1, 65536,
                    "at least 1; the kernel caps it at nr_requests and refuses it under scheduler none");
     ad.mq_only = true;
     ad.inputs = {Key::nr_requests};
     t.push_back(ad);
 
-    auto wbt = make(Key::wbt_lat_usec, "queue/wbt_lat_usec", Phase::wbt, 0, ValueKind::wbt, 0, 60'000'000,
+    auto wbt = make(Key::wbt_lat_usec, "queue/wbt_lat_usec", Phase::wbt, ValueKind::wbt, 0, 60'000'000,
                     "microseconds, at most 60 s; use \"default\" for the kernel's own value");
     wbt.mq_only = true;
     wbt.readback = wbt_default;
     t.push_back(wbt);
 
-    t.push_back(make(Key::nomerges, "queue/nomerges", Phase::late, 0, ValueKind::integer, 0, 2,
+    t.push_back(make(Key::nomerges, "queue/nomerges", Phase::late, ValueKind::integer, 0, 2,
                      "0 merges, 1 simple merges only, 2 no merges"));
-    auto rq = make(Key::rq_affinity, "queue/rq_affinity", Phase::late, 1, ValueKind::integer, 0, 2,
+    auto rq = make(Key::rq_affinity, "queue/rq_affinity", Phase::late, ValueKind::integer, 0, 2,
                    "the kernel accepts 3 without error and ignores it");
     rq.mq_only = true;
     t.push_back(rq);
-    t.push_back(make(Key::device_timeout, "device/timeout", Phase::late, 2, ValueKind::integer, 1, 86400, "seconds"));
-    t.push_back(make(Key::device_queue_depth, "device/queue_depth", Phase::late, 3, ValueKind::integer, 1, 65535));
+    t.push_back(make(Key::device_timeout, "device/timeout", Phase::late, ValueKind::integer, 1, 86400, "seconds"));
+    t.push_back(make(Key::device_queue_depth, "device/queue_depth", Phase::late, ValueKind::integer, 1, 65535));
 
-    auto ra = make(Key::read_ahead_kb, "queue/read_ahead_kb", Phase::readahead, 0, ValueKind::integer, 0, 1'048'576,
+    auto ra = make(Key::read_ahead_kb, "queue/read_ahead_kb", Phase::readahead, ValueKind::integer, 0, 1'048'576,
                    "KiB, at most 1 GiB");
     ra.readback = whole_pages;
     t.push_back(ra);
@@ -189,8 +188,8 @@ std::optional<AttributeSpec> find_attribute(std::string_view key) {
     if (key.substr(0, iosched.size()) == iosched) {
         auto name = key.substr(iosched.size());
         if (!valid_tunable_name(name)) return std::nullopt;
-        auto s = make(Key::iosched, "queue/iosched/" + std::string(name), Phase::requests, 2, ValueKind::integer, 0,
-                      kInt64Max);
+        auto s =
+            make(Key::iosched, "queue/iosched/" + std::string(name), Phase::requests, ValueKind::integer, 0, kInt64Max);
         s.key = std::string(key);
         s.mq_only = true;
         // mq-deadline's async_depth moved to queue/async_depth (7.0): that
@@ -286,6 +285,6 @@ CheckedValue check_value(const AttributeSpec& spec, const GivenValue& given) {
     return refused(spec.key + ": no check for this kind of value");
 }
 
-int write_rank(const AttributeSpec& spec) { return static_cast<int>(spec.phase) * 100 + spec.order; }
+int write_rank(const AttributeSpec& spec) { return static_cast<int>(spec.id); }
 
 }  // namespace blkpolicy::policy

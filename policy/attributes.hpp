@@ -68,7 +68,6 @@ struct AttributeSpec {
     std::string key;           // policy key, e.g. "read_ahead_kb", "iosched.fifo_batch"
     std::string path;          // relative to the device's sysfs directory
     Phase phase = Phase::late;
-    int order = 0;  // position within the phase
     ValueKind kind = ValueKind::integer;
     std::int64_t min = 0;
     std::int64_t max = 0;
@@ -148,7 +147,8 @@ struct CheckedValue {
 };
 CheckedValue check_value(const AttributeSpec& spec, const GivenValue& given);
 
-// Rank for sorting actions into write order.
+// Rank for sorting actions into write order: the row's place in Key, whose
+// writable values are listed in write order (their phases in order too).
 int write_rank(const AttributeSpec& spec);
 
 }  // namespace blkpolicy::policy

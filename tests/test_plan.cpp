@@ -341,10 +341,12 @@ TEST_CASE("the values a plan reads: the policy's keys, each row's inputs, rotati
 }
 
 TEST_CASE("Key: writable keys in write order, each with its row; key_of reads policy keys and the iosched family") {
-    // The enum lists the writable attributes in the order they are written:
-    // each one's row ranks after the one before (iosched.NAME stands for
-    // its family).
+    // The enum lists the writable attributes in the order they are written
+    // (a row's write rank is its place in it), so its order must keep the
+    // phases in order: limits commits, the scheduler, requests, wbt, the
+    // late ones, read_ahead_kb (iosched.NAME stands for its family).
     auto spec_of = [](Key k) { return k == Key::iosched ? *find_attribute("iosched.fifo_batch") : fixed_attribute(k); };
+    Phase last_phase = Phase::limits;
     int last_rank = -1;
     std::size_t writable_keys = 0;
     for (const auto& row : kKeyNames) {
@@ -357,6 +359,8 @@ TEST_CASE("Key: writable keys in write order, each with its row; key_of reads po
         const AttributeSpec spec = spec_of(row.value);
         CHECK(spec.id == row.value);
         if (row.value != Key::iosched) CHECK(spec.key == row.name);
+        CHECK(spec.phase >= last_phase);
+        last_phase = spec.phase;
         CHECK(write_rank(spec) > last_rank);
         last_rank = write_rank(spec);
     }
