@@ -2,9 +2,12 @@
 // Enum <-> text tables (util/names.hpp): each direction reads one table.
 #include <doctest/doctest.h>
 
+#include <tuple>
+
 #include "policy/facts.hpp"
 #include "policy/policy.hpp"
 #include "util/names.hpp"
+#include "writers/model.hpp"
 #include "writers/udev_rules.hpp"
 
 using namespace blkpolicy;
@@ -66,4 +69,19 @@ TEST_CASE("udev operators parse by the longest match from the same table they pr
     auto bad = writers::parse_udev_rules_text("t.rules", "KERNEL~\"sd*\"\n");
     REQUIRE(bad.size() == 1);
     CHECK(bad[0].error == "expected an operator after KERNEL");
+}
+
+TEST_CASE("writer kinds: the name journal fields and JSON use, and the label sentences use") {
+    const std::vector<std::tuple<WriterKind, std::string, std::string>> kinds = {
+        {WriterKind::udev_rule, "udev", "udev rule"},
+        {WriterKind::tuned, "tuned", "TuneD profile"},
+        {WriterKind::sysfsutils, "sysfsutils", "sysfsutils"},
+        {WriterKind::tmpfiles, "tmpfiles", "tmpfiles.d"},
+        {WriterKind::unit, "unit", "unit"},
+        {WriterKind::rc_local, "rc.local", "rc.local"},
+    };
+    for (const auto& [kind, name, text] : kinds) {
+        CHECK(std::string(to_string(kind)) == name);
+        CHECK(std::string(label(kind)) == text);
+    }
 }

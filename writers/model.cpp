@@ -6,43 +6,33 @@
 #include <algorithm>
 
 #include "policy/values.hpp"
+#include "util/names.hpp"
 
 namespace blkpolicy::writers {
 
-const char* to_string(WriterKind k) {
-    switch (k) {
-        case WriterKind::udev_rule:
-            return "udev";
-        case WriterKind::tuned:
-            return "tuned";
-        case WriterKind::sysfsutils:
-            return "sysfsutils";
-        case WriterKind::tmpfiles:
-            return "tmpfiles";
-        case WriterKind::unit:
-            return "unit";
-        case WriterKind::rc_local:
-            return "rc.local";
-    }
-    return "?";
-}
+namespace {
+// Each kind's name (journal fields, JSON) and how a sentence calls it.
+struct KindRow {
+    WriterKind value;
+    const char* name;
+    const char* label;
+};
+constexpr KindRow kKinds[] = {
+    {WriterKind::udev_rule, "udev", "udev rule"},
+    {WriterKind::tuned, "tuned", "TuneD profile"},
+    {WriterKind::sysfsutils, "sysfsutils", "sysfsutils"},
+    {WriterKind::tmpfiles, "tmpfiles", "tmpfiles.d"},
+    {WriterKind::unit, "unit", "unit"},
+    {WriterKind::rc_local, "rc.local", "rc.local"},
+};
+static_assert(util::in_enum_order(kKinds));
+}  // namespace
+
+const char* to_string(WriterKind k) { return util::name_of(kKinds, k); }
 
 const char* label(WriterKind k) {
-    switch (k) {
-        case WriterKind::udev_rule:
-            return "udev rule";
-        case WriterKind::tuned:
-            return "TuneD profile";
-        case WriterKind::sysfsutils:
-            return "sysfsutils";
-        case WriterKind::tmpfiles:
-            return "tmpfiles.d";
-        case WriterKind::unit:
-            return "unit";
-        case WriterKind::rc_local:
-            return "rc.local";
-    }
-    return "?";
+    const auto i = static_cast<std::size_t>(k);
+    return i < std::size(kKinds) ? kKinds[i].label : "?";
 }
 
 std::string WriterAssignment::describe() const {
