@@ -48,7 +48,7 @@ std::vector<Uevent> Monitor::drain(bool& overflow) {
     std::vector<Uevent> out;
     for (;;) {
         errno = 0;
-        Owned<struct ::udev_device, ::udev_device_unref> d{udev_monitor_receive_device(monitor_.get())};
+        util::Owned<struct ::udev_device, ::udev_device_unref> d{udev_monitor_receive_device(monitor_.get())};
         if (!d) {
             if (errno == ENOBUFS) {
                 overflow = true;

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "udev/owned.hpp"
+#include "util/owned.hpp"
 
 namespace blkpolicy::udev {
 
@@ -40,8 +40,8 @@ public:
 private:
     EventSource source_;
     // Declared in this order so the monitor goes before its context.
-    Owned<struct ::udev, ::udev_unref> udev_;
-    Owned<struct ::udev_monitor, ::udev_monitor_unref> monitor_;
+    util::Owned<struct ::udev, ::udev_unref> udev_;
+    util::Owned<struct ::udev_monitor, ::udev_monitor_unref> monitor_;
 };
 
 // True when udevd runs (its control socket accepts a connection), i.e. udev

@@ -27,9 +27,9 @@
 #include "systemd/notify.hpp"
 #include "udev/discovery.hpp"
 #include "udev/monitor.hpp"
-#include "udev/owned.hpp"
 #include "udev/probes.hpp"
 #include "util/files.hpp"
+#include "util/owned.hpp"
 #include "writers/scan.hpp"
 
 namespace blkpolicy::agent {
@@ -605,11 +605,11 @@ private:
     std::string last_metrics_error_;
     // Last, so they go first: the loop (and the floating sources it owns)
     // before the monitors and watches its sources point at.
-    udev::Owned<sd_event, sd_event_unref> event_;
-    std::vector<udev::Owned<sd_event_source, sd_event_source_unref>> sources_;
+    util::Owned<sd_event, sd_event_unref> event_;
+    std::vector<util::Owned<sd_event_source, sd_event_source_unref>> sources_;
     // The measuring window's sources, after the loop so that they go before
     // it; the session they read goes after them (declared above).
-    std::vector<udev::Owned<sd_event_source, sd_event_source_unref>> measure_sources_;
+    std::vector<util::Owned<sd_event_source, sd_event_source_unref>> measure_sources_;
     sd_event_source* measure_timer_ = nullptr;  // these two borrow from measure_sources_
     sd_event_source* sample_timer_ = nullptr;
 };

@@ -18,6 +18,7 @@
 
 #include "udev/monitor.hpp"
 #include "util/files.hpp"
+#include "util/owned.hpp"
 
 namespace blkpolicy::test {
 
@@ -134,8 +135,10 @@ bool DaemonProcess::wait_notification(const std::string& needle, std::chrono::mi
 
 std::vector<JournalEntry> DaemonProcess::journal() const {
     std::vector<JournalEntry> out;
-    sd_journal* j = nullptr;
-    if (sd_journal_open(&j, SD_JOURNAL_LOCAL_ONLY) < 0) return out;
+    sd_journal* raw = nullptr;
+    if (sd_journal_open(&raw, SD_JOURNAL_LOCAL_ONLY) < 0) return out;
+    const util::Owned<sd_journal, sd_journal_close> journal{raw};
+    sd_journal* j = journal.get();
     const std::string match = "_PID=" + std::to_string(pid_);
     sd_journal_add_match(j, match.c_str(), 0);
     sd_journal_add_match(j, "SYSLOG_IDENTIFIER=blkpolicy", 0);
@@ -150,7 +153,6 @@ std::vector<JournalEntry> DaemonProcess::journal() const {
         }
         out.push_back(std::move(e));
     }
-    sd_journal_close(j);
     return out;
 }
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// C library handles (libudev, sd-event) owned the C++ way: one release path,
+// C library handles (libudev, sd-event, sd-journal) owned the C++ way: one release path,
 // run by the destructor, whatever way the owner leaves (an early return, an
 // exception in a constructor).
 //
@@ -8,7 +8,7 @@
 
 #include <memory>
 
-namespace blkpolicy::udev {
+namespace blkpolicy::util {
 
 template <auto Release>
 struct ReleaseWith {
@@ -21,4 +21,4 @@ struct ReleaseWith {
 template <typename T, auto Release>
 using Owned = std::unique_ptr<T, ReleaseWith<Release>>;
 
-}  // namespace blkpolicy::udev
+}  // namespace blkpolicy::util
