@@ -228,7 +228,7 @@ private:
     // does not know the kernel's version, so every such row counts.
     bool disturbed(const Action& a) const {
         return std::any_of(written_.begin(), written_.end(),
-                           [&](kernel::WriteCause c) { return kernel::disturbed_by(c, a.attribute, {}) != nullptr; });
+                           [&](kernel::WriteCause c) { return kernel::disturbed_by(c, a.id, {}) != nullptr; });
     }
 
     // Reads everything back. What differs (undone by a later write, or never

@@ -13,8 +13,6 @@
 
 namespace blkpolicy::kernel {
 
-using policy::Key;
-
 namespace {
 constexpr util::Named<Severity> kSeverities[] = {
     {Severity::info, "info"},

@@ -9,8 +9,6 @@
 
 namespace blkpolicy::kernel {
 
-using policy::Key;
-
 namespace {
 
 // wbt state from debugfs (rqos/wbt/enabled): 1 on-default, 2 on-manual,
@@ -33,7 +31,7 @@ std::string version_text(const KernelVersion& k) { return std::to_string(k.major
 
 // What writing a queue-limits attribute does on this kernel, as its row says.
 std::string limits_commit_text(const KernelVersion& k) {
-    if (disturbed_by(WriteCause::limits_commit, policy::key_text(Key::read_ahead_kb), k))
+    if (disturbed_by(WriteCause::limits_commit, Key::read_ahead_kb, k))
         return "writing it is a queue-limits commit: read_ahead_kb is recomputed";
     return "writing it is a queue-limits commit, which on this kernel (before 6.9) leaves read_ahead_kb alone";
 }
@@ -41,13 +39,11 @@ std::string limits_commit_text(const KernelVersion& k) {
 // What a scheduler switch moves on this kernel, from the rows.
 std::string switch_text(const KernelVersion& k) {
     std::vector<std::string> moved;
-    if (disturbed_by(WriteCause::scheduler_switch, policy::key_text(Key::nr_requests), k))
-        moved.push_back("resets nr_requests");
-    if (disturbed_by(WriteCause::scheduler_switch, policy::key_text(Key::async_depth), k))
-        moved.push_back("resets async_depth");
-    if (disturbed_by(WriteCause::scheduler_switch, std::string(policy::key_text(Key::iosched)) + ".", k))
+    if (disturbed_by(WriteCause::scheduler_switch, Key::nr_requests, k)) moved.push_back("resets nr_requests");
+    if (disturbed_by(WriteCause::scheduler_switch, Key::async_depth, k)) moved.push_back("resets async_depth");
+    if (disturbed_by(WriteCause::scheduler_switch, Key::iosched, k))
         moved.push_back("recreates iosched/ with defaults");
-    if (disturbed_by(WriteCause::scheduler_switch, policy::key_text(Key::wbt_lat_usec), k))
+    if (disturbed_by(WriteCause::scheduler_switch, Key::wbt_lat_usec, k))
         moved.push_back("bfq turns a default wbt off");
     std::string out = "a switch";
     for (std::size_t i = 0; i < moved.size(); ++i)
@@ -248,7 +244,7 @@ void derive_nr_requests(Explanation& e, const policy::DeviceFacts&, const policy
         e.derivation = "set from the hardware tag depth and the scheduler each time a scheduler is attached";
     }
     e.disturbs = "every scheduler switch resets it";
-    if (disturbed_by(WriteCause::nr_requests_write, policy::key_text(Key::async_depth), ctx.kernel))
+    if (disturbed_by(WriteCause::nr_requests_write, Key::async_depth, ctx.kernel))
         e.disturbs += "; writing it rescales async_depth in proportion";
 }
 

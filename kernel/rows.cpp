@@ -44,7 +44,7 @@ constexpr KernelRow kRows[] = {
      "the release: 6.15 and later, and the 6.12 stable series from the release it was observed on",
      "6.12.117 (Debian 13, the 6.15 rule carried back), 6.18.44 (host), 7.3.4 (Debian 13 backports)",
      WriteCause::none,
-     "",
+     std::nullopt,
      "blk_apply_bdi_limits, block/blk-settings.c",
      kNewest},
     {KRow::readahead_on_commit_unknown,
@@ -55,7 +55,7 @@ constexpr KernelRow kRows[] = {
      "not known from the release: every write is read back and a changed read_ahead_kb written again",
      "",
      WriteCause::none,
-     "",
+     std::nullopt,
      "blk_apply_bdi_limits, block/blk-settings.c"},
     {KRow::readahead_on_commit_reset,
      "readahead-on-commit:reset",
@@ -65,7 +65,7 @@ constexpr KernelRow kRows[] = {
      "the release: 6.9 to 6.13 (the 6.12 and 6.14 series are rows of their own)",
      "",
      WriteCause::none,
-     "",
+     std::nullopt,
      "blk_apply_bdi_limits, block/blk-settings.c"},
     {KRow::readahead_on_commit_untouched,
      "readahead-on-commit:untouched",
@@ -75,7 +75,7 @@ constexpr KernelRow kRows[] = {
      "the release: before 6.9",
      "6.1.0 (Debian 12)",
      WriteCause::none,
-     "",
+     std::nullopt,
      "blk_register_queue, block/blk-sysfs.c"},
 
     // The read_ahead_kb the kernel computes.
@@ -88,7 +88,7 @@ constexpr KernelRow kRows[] = {
      "6.18.44 (host: a bound loop reads 2560 = 2 x 1280), 7.3.4 (Debian 13 backports: a virtio disk reads 8192 = 2 x "
      "4096)",
      WriteCause::none,
-     "",
+     std::nullopt,
      "blk_apply_bdi_limits, block/blk-settings.c",
      kNewest},
     {KRow::readahead_default_2x_io_opt,
@@ -99,7 +99,7 @@ constexpr KernelRow kRows[] = {
      "",
      kAll,
      WriteCause::none,
-     "",
+     std::nullopt,
      "blk_apply_bdi_limits, block/blk-settings.c"},
     {KRow::read_ahead_whole_pages,
      "read-ahead:whole-pages",
@@ -109,7 +109,7 @@ constexpr KernelRow kRows[] = {
      "the page size, from sysconf",
      "6.18.44 (host: 99999999 reads 99999996), 7.3.4 (Debian 13 backports)",
      WriteCause::none,
-     "",
+     std::nullopt,
      "queue_ra_store, block/blk-sysfs.c"},
 
     // What a write disturbs.
@@ -122,7 +122,7 @@ constexpr KernelRow kRows[] = {
      "the release, and read_ahead_kb is read again after every such write",
      "6.12.117 (Debian 13), 6.18.44 (host), 7.3.4 (Debian 13 backports)",
      WriteCause::limits_commit,
-     "read_ahead_kb",
+     Key::read_ahead_kb,
      "queue_limits_commit_update, block/blk-settings.c",
      kNewest},
     {KRow::scheduler_switch_resets_nr_requests,
@@ -133,7 +133,7 @@ constexpr KernelRow kRows[] = {
      "nr_requests is read again after a switch",
      kAll,
      WriteCause::scheduler_switch,
-     "nr_requests",
+     Key::nr_requests,
      "blk_mq_init_sched, block/blk-mq-sched.c"},
     {KRow::scheduler_switch_recreates_iosched,
      "scheduler-switch:recreates-iosched",
@@ -143,7 +143,7 @@ constexpr KernelRow kRows[] = {
      "the tunables are read again after a switch",
      kAll,
      WriteCause::scheduler_switch,
-     "iosched.",
+     Key::iosched,
      "elevator_switch, block/elevator.c"},
     {KRow::scheduler_switch_resets_async_depth,
      "scheduler-switch:resets-async-depth",
@@ -153,7 +153,7 @@ constexpr KernelRow kRows[] = {
      "the release, and queue/async_depth is there; it is read again after a switch",
      "7.3.4 (Debian 13 backports)",
      WriteCause::scheduler_switch,
-     "async_depth",
+     Key::async_depth,
      "elevator_switch, block/elevator.c",
      kNewest},
     {KRow::bfq_attach_turns_default_wbt_off,
@@ -164,7 +164,7 @@ constexpr KernelRow kRows[] = {
      "debugfs rqos/wbt/enabled, where debugfs is mounted",
      kAll,
      WriteCause::scheduler_switch,
-     "wbt_lat_usec",
+     Key::wbt_lat_usec,
      "bfq_init_queue, block/bfq-iosched.c; wbt_disable_default"},
     {KRow::nr_requests_write_rescales_async_depth,
      "nr-requests-write:rescales-async-depth",
@@ -174,7 +174,7 @@ constexpr KernelRow kRows[] = {
      "the release, and queue/async_depth is there; it is read again after an nr_requests write",
      "7.3.4 (Debian 13 backports)",
      WriteCause::nr_requests_write,
-     "async_depth",
+     Key::async_depth,
      "blk_mq_update_nr_requests, block/blk-mq.c",
      kNewest},
 
@@ -187,7 +187,7 @@ constexpr KernelRow kRows[] = {
      "the release, and debugfs rqos/wbt/enabled = 3 where debugfs is mounted",
      "6.12.117 (Debian 13), 6.18.44 (host), 7.3.4 (Debian 13 backports)",
      WriteCause::none,
-     "",
+     std::nullopt,
      "queue_wb_lat_show, block/blk-sysfs.c",
      kNewest},
     {KRow::bfq_off_wbt_reads_latency,
@@ -198,7 +198,7 @@ constexpr KernelRow kRows[] = {
      "the release, and debugfs rqos/wbt/enabled = 3 where debugfs is mounted",
      "6.1.0 (Debian 12)",
      WriteCause::none,
-     "",
+     std::nullopt,
      "queue_wb_lat_show, block/blk-sysfs.c"},
     {KRow::wbt_default_rotational_at_init,
      "wbt-default:rotational-at-init",
@@ -208,7 +208,7 @@ constexpr KernelRow kRows[] = {
      "",
      kAll,
      WriteCause::none,
-     "",
+     std::nullopt,
      "wbt_default_latency_nsec, block/blk-wbt.c"},
     {KRow::wbt_store_retained_value_noop,
      "wbt-store:retained-value-noop",
@@ -219,7 +219,7 @@ constexpr KernelRow kRows[] = {
      "every kernel",
      "6.1.0 (Debian 12), 6.12.117 (Debian 13), 6.18.44 (host)",
      WriteCause::none,
-     "",
+     std::nullopt,
      "wbt_set_lat, block/blk-wbt.c"},
     {KRow::wbt_store_unknown,
      "wbt-store:unknown",
@@ -229,7 +229,7 @@ constexpr KernelRow kRows[] = {
      "every write is read back; blkpolicy writes 0 first where wbt is off either way",
      "",
      WriteCause::none,
-     "",
+     std::nullopt,
      "wbt_set_lat, block/blk-wbt.c"},
     {KRow::wbt_store_off_retained_applies,
      "wbt-store:off-retained-applies",
@@ -239,7 +239,7 @@ constexpr KernelRow kRows[] = {
      "every write is read back; blkpolicy writes 0 first where wbt is off, which works here too",
      "7.3.4 (Debian 13 backports: after bfq, writing 75000 gives enabled=2)",
      WriteCause::none,
-     "",
+     std::nullopt,
      "wbt_set_lat, block/blk-wbt.c",
      kNewest},
 
@@ -255,7 +255,7 @@ constexpr KernelRow kRows[] = {
      "6.18.44 (host: two writers of one loop queue), 7.3.4 (Debian 13 backports: a scheduler switch on another disk "
      "of the same SCSI host)",
      WriteCause::none,
-     "",
+     std::nullopt,
      "elevator_change, blk_mq_update_nr_requests; block/elevator.c, block/blk-mq.c",
      kNewest},
     {KRow::write_contended_unknown,
@@ -266,7 +266,7 @@ constexpr KernelRow kRows[] = {
      "the write's own errno: an EBUSY is written again after a pause, within a bound",
      "",
      WriteCause::none,
-     "",
+     std::nullopt,
      "elevator_change, blk_mq_update_nr_requests; block/elevator.c, block/blk-mq.c"},
     {KRow::write_contended_waits,
      "write-contended:waits",
@@ -276,7 +276,7 @@ constexpr KernelRow kRows[] = {
      "the write's own errno (none comes)",
      kGuests.substr(0, kGuests.find(", 7.3.4")),
      WriteCause::none,
-     "",
+     std::nullopt,
      "elevator_change, blk_mq_update_nr_requests; block/elevator.c, block/blk-mq.c"},
 
     // queue/async_depth (7.0+).
@@ -288,7 +288,7 @@ constexpr KernelRow kRows[] = {
      "the release, and the file queue/async_depth",
      "7.3.4 (Debian 13 backports)",
      WriteCause::none,
-     "",
+     std::nullopt,
      "queue_async_depth_store, block/blk-sysfs.c",
      kNewest},
     {KRow::async_depth_iosched_tunable,
@@ -299,7 +299,7 @@ constexpr KernelRow kRows[] = {
      "the release, and the file iosched/async_depth under mq-deadline",
      "6.1.0 (Debian 12), 6.12.117 (Debian 13), 6.18.44 (host)",
      WriteCause::none,
-     "",
+     std::nullopt,
      "deadline_async_depth_store, block/mq-deadline.c"},
     {KRow::async_depth_default_by_scheduler,
      "async-depth-default:by-scheduler",
@@ -309,7 +309,7 @@ constexpr KernelRow kRows[] = {
      "the release, and queue/async_depth is read again after a switch",
      "7.3.4 (Debian 13 backports: 256 and 192 of 256)",
      WriteCause::none,
-     "",
+     std::nullopt,
      "blk_mq_init_sched, block/blk-mq-sched.c",
      kNewest},
     {KRow::async_depth_write_capped_refused_under_none,
@@ -320,7 +320,7 @@ constexpr KernelRow kRows[] = {
      "the release; the plan leaves it out under none and refuses a value above nr_requests; every write is read back",
      "7.3.4 (Debian 13 backports)",
      WriteCause::none,
-     "",
+     std::nullopt,
      "queue_async_depth_store, block/blk-sysfs.c",
      kNewest},
 
@@ -333,7 +333,7 @@ constexpr KernelRow kRows[] = {
      "the release: before 6.11",
      "6.1.0 (Debian 12: unbound loops read 1)",
      WriteCause::none,
-     "",
+     std::nullopt,
      "blk_mq_alloc_disk, drivers/block/loop.c"},
     {KRow::loop_created_rotational_0,
      "loop-created-rotational:0",
@@ -343,7 +343,7 @@ constexpr KernelRow kRows[] = {
      "the release: 6.11 and later",
      "6.12.117 (Debian 13), 6.18.44 (host), 7.3.4 (Debian 13 backports)",
      WriteCause::none,
-     "",
+     std::nullopt,
      "loop_add, drivers/block/loop.c",
      kNewest},
 
@@ -356,7 +356,7 @@ constexpr KernelRow kRows[] = {
      "mq/0/nr_tags",
      kAll,
      WriteCause::none,
-     "",
+     std::nullopt,
      "blk_mq_init_sched, block/blk-mq-sched.c"},
     {KRow::nr_requests_default_none,
      "nr-requests-default:none",
@@ -366,7 +366,7 @@ constexpr KernelRow kRows[] = {
      "mq/0/nr_tags",
      kAll,
      WriteCause::none,
-     "",
+     std::nullopt,
      "blk_mq_init_sched, block/blk-mq-sched.c"},
     {KRow::nr_requests_default_bio_based,
      "nr-requests-default:bio-based",
@@ -378,7 +378,7 @@ constexpr KernelRow kRows[] = {
      "6.1.0 (Debian 12: 128 on md and dm), 6.12.117 (Debian 13) and 7.3.4 (Debian 13 backports): no such file on md "
      "and dm",
      WriteCause::none,
-     "",
+     std::nullopt,
      "blk_alloc_queue (BLKDEV_DEFAULT_RQ), block/blk-core.c"},
 
     // Read-backs.
@@ -391,7 +391,7 @@ constexpr KernelRow kRows[] = {
      "every write is read back",
      kAll,
      WriteCause::none,
-     "",
+     std::nullopt,
      "queue_wc_store, block/blk-sysfs.c"},
     {KRow::rq_affinity_3_ignored,
      "rq-affinity:3-ignored",
@@ -401,7 +401,7 @@ constexpr KernelRow kRows[] = {
      "the policy allows 0-2 only; every write is read back",
      kAll,
      WriteCause::none,
-     "",
+     std::nullopt,
      "queue_rq_affinity_store, block/blk-sysfs.c"},
 
     // rotational, per driver.
@@ -413,7 +413,7 @@ constexpr KernelRow kRows[] = {
      "the driver, from the device's driver chain",
      kGuests,
      WriteCause::none,
-     "",
+     std::nullopt,
      "virtblk_probe, drivers/block/virtio_blk.c"},
     {KRow::rotational_default_nvme,
      "rotational-default:nvme",
@@ -423,7 +423,7 @@ constexpr KernelRow kRows[] = {
      "the driver, from the device's driver chain",
      kGuests,
      WriteCause::none,
-     "",
+     std::nullopt,
      "nvme_alloc_ns, drivers/nvme/host/core.c"},
     {KRow::rotational_default_sd_vpd_b1,
      "rotational-default:sd-vpd-b1",
@@ -433,7 +433,7 @@ constexpr KernelRow kRows[] = {
      "device/vpd_pgb1",
      kGuests,
      WriteCause::none,
-     "",
+     std::nullopt,
      "sd_read_block_characteristics, drivers/scsi/sd.c"},
     {KRow::rotational_default_sd_no_vpd,
      "rotational-default:sd-no-vpd",
@@ -443,7 +443,7 @@ constexpr KernelRow kRows[] = {
      "device/vpd_pgb1 missing",
      kGuests,
      WriteCause::none,
-     "",
+     std::nullopt,
      "sd_read_block_characteristics, drivers/scsi/sd.c"},
     {KRow::rotational_default_loop_backing,
      "rotational-default:loop-backing",
@@ -453,7 +453,7 @@ constexpr KernelRow kRows[] = {
      "loop/backing_file and the device its file system is on",
      "6.12.117 (Debian 13), 6.18.44 (host), 7.3.4 (Debian 13 backports)",
      WriteCause::none,
-     "",
+     std::nullopt,
      "loop_update_rotational, drivers/block/loop.c"},
     {KRow::rotational_default_loop_unbound,
      "rotational-default:loop-unbound",
@@ -463,7 +463,7 @@ constexpr KernelRow kRows[] = {
      "the release",
      kAll,
      WriteCause::none,
-     "",
+     std::nullopt,
      "loop_add, drivers/block/loop.c"},
     {KRow::rotational_default_stacked,
      "rotational-default:stacked",
@@ -473,7 +473,7 @@ constexpr KernelRow kRows[] = {
      "slaves/*/queue/rotational",
      kGuests,
      WriteCause::none,
-     "",
+     std::nullopt,
      "blk_stack_limits, block/blk-settings.c"},
     {KRow::rotational_default_driver,
      "rotational-default:driver",
@@ -483,7 +483,7 @@ constexpr KernelRow kRows[] = {
      "queue/rotational",
      "",
      WriteCause::none,
-     "",
+     std::nullopt,
      "the driver's probe"},
 
     // The scheduler picked at registration.
@@ -495,7 +495,7 @@ constexpr KernelRow kRows[] = {
      "the stack kind",
      kAll,
      WriteCause::none,
-     "",
+     std::nullopt,
      "BLK_MQ_F_NO_SCHED_BY_DEFAULT, drivers/block/loop.c"},
     {KRow::scheduler_default_one_queue_mq_deadline,
      "scheduler-default:one-queue-mq-deadline",
@@ -505,7 +505,7 @@ constexpr KernelRow kRows[] = {
      "mq/ (hardware queues)",
      kGuests,
      WriteCause::none,
-     "",
+     std::nullopt,
      "elevator_get_default, block/elevator.c"},
     {KRow::scheduler_default_many_queues_none,
      "scheduler-default:many-queues-none",
@@ -515,7 +515,7 @@ constexpr KernelRow kRows[] = {
      "mq/ (hardware queues)",
      kGuests,
      WriteCause::none,
-     "",
+     std::nullopt,
      "elevator_get_default, block/elevator.c"},
     {KRow::scheduler_default_bio_based,
      "scheduler-default:bio-based",
@@ -525,7 +525,7 @@ constexpr KernelRow kRows[] = {
      "no mq/ directory",
      kGuests,
      WriteCause::none,
-     "",
+     std::nullopt,
      "blk_alloc_disk, block/genhd.c"},
 };
 constexpr std::size_t kRowCount = sizeof(kRows) / sizeof(kRows[0]);
@@ -741,7 +741,7 @@ std::optional<std::int64_t> async_depth_readback(std::int64_t value, std::int64_
     return std::min(value, nr_requests);
 }
 
-const KernelRow* disturbed_by(WriteCause cause, std::string_view attribute, const KernelVersion& v) {
+const KernelRow* disturbed_by(WriteCause cause, Key attribute, const KernelVersion& v) {
     if (cause == WriteCause::none) return nullptr;
     // A kernel newer than any seen here is treated like an unknown one:
     // whatever some kernel's write disturbed is checked for.
@@ -750,8 +750,7 @@ const KernelRow* disturbed_by(WriteCause cause, std::string_view attribute, cons
     for (std::size_t i = 0; i < kRowCount; ++i) {
         const auto& r = kRows[i];
         if (r.cause != cause || (known && !r.holds_on(v))) continue;
-        const bool prefix = r.disturbs.ends_with('.');
-        if (prefix ? attribute.starts_with(r.disturbs) : attribute == r.disturbs) return &consulted(i);
+        if (r.disturbs == attribute) return &consulted(i);
     }
     return nullptr;
 }

@@ -17,7 +17,13 @@
 #include <string_view>
 #include <vector>
 
+#include "policy/keys.hpp"
+
 namespace blkpolicy::kernel {
+
+// The attributes are the policy's names for them (policy/keys: an enum
+// and its names, header only, below the kernel rows).
+using policy::Key;
 
 struct KernelVersion {
     int major = 0;
@@ -128,7 +134,7 @@ struct KernelRow {
     std::string_view how;                 // the probe, the read-back, or the version rule
     std::string_view observed;            // kernels it was seen on, on these machines; empty: from the source only
     WriteCause cause = WriteCause::none;  // for "a write disturbs" rows: which writes
-    std::string_view disturbs;            // ... and the attribute (a trailing '.' is a prefix: iosched.)
+    std::optional<Key> disturbs;          // ... and the attribute (Key::iosched: every tunable)
     std::string_view source;              // kernel function and file
     // For a row keyed on the version with an open-ended range: the newest
     // kernel series it was observed on here. On a newer kernel blkpolicy
@@ -219,7 +225,7 @@ std::optional<std::int64_t> async_depth_readback(std::int64_t value, std::int64_
 // The row behind "a write of this cause can move this attribute" on `v`
 // (v.major == 0: the kernel is not known, and a kernel newer than any seen
 // here is treated the same: every such row counts), or null.
-const KernelRow* disturbed_by(WriteCause cause, std::string_view attribute, const KernelVersion& v);
+const KernelRow* disturbed_by(WriteCause cause, Key attribute, const KernelVersion& v);
 
 // The row of the question "rotational-default" that explains how the
 // driver decides (virtio-blk, nvme, sd with and without VPD B1h, loop,

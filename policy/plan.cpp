@@ -218,7 +218,7 @@ DevicePlan plan_device(const Policy& policy, const DeviceFacts& facts, const Val
     for (auto& a : plan.actions) {
         const bool active = a.kind == ActionKind::write || a.kind == ActionKind::unchanged;
         const auto by = [&](kernel::WriteCause c) -> const kernel::KernelRow* {
-            return written.count(c) ? kernel::disturbed_by(c, a.attribute, ctx.kernel) : nullptr;
+            return written.count(c) ? kernel::disturbed_by(c, a.id, ctx.kernel) : nullptr;
         };
         const auto* by_switch = active ? by(kernel::WriteCause::scheduler_switch) : nullptr;
         if (a.id == Key::scheduler && a.kind == ActionKind::write) {

@@ -41,7 +41,7 @@ TEST_CASE("kernel rows: each says what, where it holds, how blkpolicy knows, and
         // How it is known, unless it is the same on every kernel or is the
         // driver's own answer.
         if (r.known_by != KnownBy::always && r.id != "rotational-default:driver") CHECK_FALSE(r.how.empty());
-        if (r.cause != WriteCause::none) CHECK_FALSE(r.disturbs.empty());
+        if (r.cause != WriteCause::none) CHECK(r.disturbs.has_value());
     }
 }
 
@@ -152,20 +152,20 @@ TEST_CASE("read-backs: write_cache's two words, rq_affinity above 2 ignored") {
 TEST_CASE("which writes disturb which attribute, per kernel") {
     const KernelVersion unknown{};
     auto id = [](const KernelRow* r) { return r ? r->id : std::string_view("-"); };
-    CHECK(id(disturbed_by(WriteCause::limits_commit, "read_ahead_kb", {6, 18, 44})) ==
+    CHECK(id(disturbed_by(WriteCause::limits_commit, Key::read_ahead_kb, {6, 18, 44})) ==
           "limits-commit:recomputes-read-ahead");
     // 6.1 recomputes nothing on a commit; an unknown kernel may.
-    CHECK_FALSE(disturbed_by(WriteCause::limits_commit, "read_ahead_kb", {6, 1, 0}));
-    CHECK(disturbed_by(WriteCause::limits_commit, "read_ahead_kb", unknown));
-    CHECK_FALSE(disturbed_by(WriteCause::limits_commit, "nr_requests", unknown));
-    CHECK(id(disturbed_by(WriteCause::scheduler_switch, "nr_requests", unknown)) ==
+    CHECK_FALSE(disturbed_by(WriteCause::limits_commit, Key::read_ahead_kb, {6, 1, 0}));
+    CHECK(disturbed_by(WriteCause::limits_commit, Key::read_ahead_kb, unknown));
+    CHECK_FALSE(disturbed_by(WriteCause::limits_commit, Key::nr_requests, unknown));
+    CHECK(id(disturbed_by(WriteCause::scheduler_switch, Key::nr_requests, unknown)) ==
           "scheduler-switch:resets-nr-requests");
-    CHECK(id(disturbed_by(WriteCause::scheduler_switch, "iosched.fifo_batch", unknown)) ==
+    CHECK(id(disturbed_by(WriteCause::scheduler_switch, Key::iosched, unknown)) ==
           "scheduler-switch:recreates-iosched");
-    CHECK(id(disturbed_by(WriteCause::scheduler_switch, "wbt_lat_usec", {6, 1, 0})) ==
+    CHECK(id(disturbed_by(WriteCause::scheduler_switch, Key::wbt_lat_usec, {6, 1, 0})) ==
           "bfq-attach:turns-default-wbt-off");
-    CHECK_FALSE(disturbed_by(WriteCause::scheduler_switch, "read_ahead_kb", unknown));
-    CHECK_FALSE(disturbed_by(WriteCause::none, "read_ahead_kb", unknown));
+    CHECK_FALSE(disturbed_by(WriteCause::scheduler_switch, Key::read_ahead_kb, unknown));
+    CHECK_FALSE(disturbed_by(WriteCause::none, Key::read_ahead_kb, unknown));
 }
 
 TEST_CASE("kernel rows keyed on the version say the newest kernel they were observed on, and name it") {
@@ -232,12 +232,12 @@ TEST_CASE("async_depth (7.0+): the default per scheduler, rescaling by nr_reques
     CHECK(async_depth_readback(64, 512, "bfq") == 64);
     CHECK_FALSE(async_depth_readback(0, 512, "mq-deadline"));
     CHECK_FALSE(async_depth_readback(64, 256, "none"));
-    CHECK(id_of(disturbed_by(WriteCause::nr_requests_write, "async_depth", {7, 3, 4})) ==
+    CHECK(id_of(disturbed_by(WriteCause::nr_requests_write, Key::async_depth, {7, 3, 4})) ==
           "nr-requests-write:rescales-async-depth");
-    CHECK(id_of(disturbed_by(WriteCause::scheduler_switch, "async_depth", {7, 3, 4})) ==
+    CHECK(id_of(disturbed_by(WriteCause::scheduler_switch, Key::async_depth, {7, 3, 4})) ==
           "scheduler-switch:resets-async-depth");
-    CHECK_FALSE(disturbed_by(WriteCause::scheduler_switch, "async_depth", {6, 18, 44}));
-    CHECK_FALSE(disturbed_by(WriteCause::nr_requests_write, "read_ahead_kb", {7, 3, 4}));
+    CHECK_FALSE(disturbed_by(WriteCause::scheduler_switch, Key::async_depth, {6, 18, 44}));
+    CHECK_FALSE(disturbed_by(WriteCause::nr_requests_write, Key::read_ahead_kb, {7, 3, 4}));
 }
 
 TEST_CASE("wbt: writing the retained latency turns a wbt bfq turned off back on only from 7.3 (observed 7.3.4)") {

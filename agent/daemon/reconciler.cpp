@@ -95,7 +95,7 @@ AlertKind Reconciler::classify(const std::string& device, const Action& a, const
     }
     if (a.id == Key::wbt_lat_usec) {
         if (a.current == "0" && policy::value_of(values, Key::scheduler) == "bfq" &&
-            kernel::disturbed_by(kernel::WriteCause::scheduler_switch, a.attribute, kernel_))
+            kernel::disturbed_by(kernel::WriteCause::scheduler_switch, a.id, kernel_))
             return AlertKind::reverted;
         if (a.current == std::to_string(kernel::wbt_default_usec(rotational))) return AlertKind::reverted;
     }

@@ -172,7 +172,7 @@ int KernelModelSysfs::simulate(const std::string& dev, const std::string& attr, 
     // read_ahead_kb the way the modelled kernel does (the kernel rows).
     const auto spec = attr.rfind("queue/", 0) == 0 ? policy::find_attribute(attr.substr(6)) : std::nullopt;
     if (spec && spec->path == attr && spec->cause == kernel::WriteCause::limits_commit &&
-        kernel::disturbed_by(kernel::WriteCause::limits_commit, "read_ahead_kb", kernel)) {
+        kernel::disturbed_by(kernel::WriteCause::limits_commit, policy::Key::read_ahead_kb, kernel)) {
         const auto computed =
             kernel::kernel_readahead_kb(kernel, get("rotational") == "1", parse_int(get("optimal_io_size")).value_or(0),
                                         parse_int(get("max_sectors_kb")).value_or(0));
