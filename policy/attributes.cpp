@@ -2,6 +2,7 @@
 #include "policy/attributes.hpp"
 
 #include <algorithm>
+#include <array>
 #include <limits>
 #include <stdexcept>
 
@@ -13,20 +14,6 @@ namespace {
 
 constexpr std::int64_t kInt32Max = std::numeric_limits<std::int32_t>::max();
 constexpr std::int64_t kInt64Max = std::numeric_limits<std::int64_t>::max();
-
-AttributeSpec make(Key id, std::string path, Phase phase, ValueKind kind, std::int64_t min = 0, std::int64_t max = 0,
-                   std::string note = {}) {
-    AttributeSpec s;
-    s.id = id;
-    s.key = std::string(key_text(id));
-    s.path = std::move(path);
-    s.phase = phase;
-    s.kind = kind;
-    s.min = min;
-    s.max = max;
-    s.range_note = std::move(note);
-    return s;
-}
 
 // The kernel rejects max_sectors_kb above max_hw_sectors_kb.
 DeviceCheck within_hw_limit(const std::string& value, const Values& current, const DeviceFacts&,
@@ -82,74 +69,194 @@ Readback wbt_default(const std::string& value, const ReadbackContext& ctx) {
             std::string("kernel default for a ") + (ctx.final_rotational ? "rotational" : "non-rotational") + " queue"};
 }
 
-std::vector<AttributeSpec> build_table() {
-    std::vector<AttributeSpec> t;
-    // Phase 1: queue-limits commits. rotational first: it changes the
-    // readahead formula the later commits apply.
-    t.push_back(make(Key::rotational, "queue/rotational", Phase::limits, ValueKind::flag, 0, 1));
-    auto ms = make(Key::max_sectors_kb, "queue/max_sectors_kb", Phase::limits, ValueKind::integer, 4, kInt32Max,
-                   "at least one 4 KiB page; the kernel rejects values above max_hw_sectors_kb");
-    ms.inputs = {Key::max_hw_sectors_kb};
-    ms.device_check = within_hw_limit;
-    t.push_back(ms);
-    auto dm = make(Key::discard_max_bytes, "queue/discard_max_bytes", Phase::limits, ValueKind::integer, 1, kInt64Max,
-                   "0 can disable discard for good on recent kernels; leave the key out instead");
-    dm.inputs = {Key::discard_granularity};
-    dm.device_check = discard_granular;
-    t.push_back(dm);
-    auto wc = make(Key::write_cache, "queue/write_cache", Phase::limits, ValueKind::choice, 0, 0,
-                   "the kernel matches only the start of the text, so a typo would silently apply another mode");
-    wc.choices = {"write back", "write through"};
-    wc.device_check = flushes_kept;
-    t.push_back(wc);
-    t.push_back(make(Key::add_random, "queue/add_random", Phase::limits, ValueKind::flag, 0, 1));
-    t.push_back(make(Key::iostats, "queue/iostats", Phase::limits, ValueKind::flag, 0, 1));
-    for (auto& s : t) s.cause = kernel::WriteCause::limits_commit;
+// One row per writable Key, in Key order, so in write order (a row's write
+// rank is its place): everything about the attribute. A Key without its
+// row, or a row out of place, does not build.
+struct Row {
+    Key value;
+    std::string_view path;
+    Phase phase;
+    ValueKind kind;
+    std::int64_t min = 0;
+    std::int64_t max = 0;
+    std::string_view note = {};
+    kernel::WriteCause cause = kernel::WriteCause::none;
+    bool mq_only = false;
+    std::optional<Key> input = {};
+    DeviceCheckFn device_check = nullptr;
+    ReadbackFn readback = nullptr;
+    std::array<std::string_view, 2> choices = {};
+    FactNeeds fact_needs = 0;
+    std::string_view alias = {};
+};
 
-    auto sched = make(Key::scheduler, "queue/scheduler", Phase::scheduler, ValueKind::scheduler);
-    sched.mq_only = true;
-    sched.cause = kernel::WriteCause::scheduler_switch;
-    t.push_back(sched);
+using kernel::WriteCause;
+constexpr Row kRows[] = {
+    // Queue-limits commits. rotational first: it changes the readahead
+    // formula the later commits apply.
+    {.value = Key::rotational,
+     .path = "queue/rotational",
+     .phase = Phase::limits,
+     .kind = ValueKind::flag,
+     .max = 1,
+     .cause = WriteCause::limits_commit},
+    {.value = Key::max_sectors_kb,
+     .path = "queue/max_sectors_kb",
+     .phase = Phase::limits,
+     .kind = ValueKind::integer,
+     .min = 4,
+     .max = kInt32Max,
+     .note = "at least one 4 KiB page; the kernel rejects values above max_hw_sectors_kb",
+     .cause = WriteCause::limits_commit,
+     .input = Key::max_hw_sectors_kb,
+     .device_check = within_hw_limit},
+    {.value = Key::discard_max_bytes,
+     .path = "queue/discard_max_bytes",
+     .phase = Phase::limits,
+     .kind = ValueKind::integer,
+     .min = 1,
+     .max = kInt64Max,
+     .note = "0 can disable discard for good on recent kernels; leave the key out instead",
+     .cause = WriteCause::limits_commit,
+     .input = Key::discard_granularity,
+     .device_check = discard_granular},
+    {.value = Key::write_cache,
+     .path = "queue/write_cache",
+     .phase = Phase::limits,
+     .kind = ValueKind::choice,
+     .note = "the kernel matches only the start of the text, so a typo would silently apply another mode",
+     .cause = WriteCause::limits_commit,
+     .device_check = flushes_kept,
+     .choices = {"write back", "write through"},
+     .fact_needs = kFactCache},
+    {.value = Key::add_random,
+     .path = "queue/add_random",
+     .phase = Phase::limits,
+     .kind = ValueKind::flag,
+     .max = 1,
+     .cause = WriteCause::limits_commit},
+    {.value = Key::iostats,
+     .path = "queue/iostats",
+     .phase = Phase::limits,
+     .kind = ValueKind::flag,
+     .max = 1,
+     .cause = WriteCause::limits_commit},
+    {.value = Key::scheduler,
+     .path = "queue/scheduler",
+     .phase = Phase::scheduler,
+     .kind = ValueKind::scheduler,
+     .cause = WriteCause::scheduler_switch,
+     .mq_only = true},
+    {.value = Key::nr_requests,
+     .path = "queue/nr_requests",
+     .phase = Phase::requests,
+     .kind = ValueKind::integer,
+     .min = 4,
+     .max = 65536,
+     .note = "the kernel silently raises values below 4",
+     .cause = WriteCause::nr_requests_write,
+     .mq_only = true},
+    // 7.0+: reset by a scheduler switch and rescaled by an nr_requests
+    // write, so it is written after both.
+    {.value = Key::async_depth,
+     .path = "queue/async_depth",
+     .phase = Phase::requests,
+     .kind = ValueKind::integer,
+     .min = 1,
+     .max = 65536,
+     .note = "at least 1; the kernel caps it at nr_requests and refuses it under scheduler none",
+     .mq_only = true,
+     .input = Key::nr_requests},
+    // The family iosched.NAME: each tunable's row is this one with its name.
+    {.value = Key::iosched,
+     .path = "queue/iosched",
+     .phase = Phase::requests,
+     .kind = ValueKind::integer,
+     .max = kInt64Max,
+     .mq_only = true},
+    {.value = Key::wbt_lat_usec,
+     .path = "queue/wbt_lat_usec",
+     .phase = Phase::wbt,
+     .kind = ValueKind::wbt,
+     .max = 60'000'000,
+     .note = "microseconds, at most 60 s; use \"default\" for the kernel's own value",
+     .mq_only = true,
+     .readback = wbt_default},
+    {.value = Key::nomerges,
+     .path = "queue/nomerges",
+     .phase = Phase::late,
+     .kind = ValueKind::integer,
+     .max = 2,
+     .note = "0 merges, 1 simple merges only, 2 no merges"},
+    {.value = Key::rq_affinity,
+     .path = "queue/rq_affinity",
+     .phase = Phase::late,
+     .kind = ValueKind::integer,
+     .max = 2,
+     .note = "the kernel accepts 3 without error and ignores it",
+     .mq_only = true},
+    {.value = Key::device_timeout,
+     .path = "device/timeout",
+     .phase = Phase::late,
+     .kind = ValueKind::integer,
+     .min = 1,
+     .max = 86400,
+     .note = "seconds"},
+    {.value = Key::device_queue_depth,
+     .path = "device/queue_depth",
+     .phase = Phase::late,
+     .kind = ValueKind::integer,
+     .min = 1,
+     .max = 65535},
+    // Written last: every earlier kind of write can move it.
+    {.value = Key::read_ahead_kb,
+     .path = "queue/read_ahead_kb",
+     .phase = Phase::readahead,
+     .kind = ValueKind::integer,
+     .max = 1'048'576,
+     .note = "KiB, at most 1 GiB",
+     .readback = whole_pages,
+     .alias = "bdi/read_ahead_kb"},
+};
+static_assert(util::in_enum_order(kRows), "a row per writable Key, in Key order");
+static_assert(std::size(kRows) == static_cast<std::size_t>(kLastWritable) + 1, "no row for a read-only Key");
 
-    auto nr = make(Key::nr_requests, "queue/nr_requests", Phase::requests, ValueKind::integer, 4, 65536,
-                   "the kernel silently raises values below 4");
-    nr.mq_only = true;
-    nr.cause = kernel::WriteCause::nr_requests_write;
-    t.push_back(nr);
+constexpr bool phases_in_order() {
+    for (std::size_t i = 1; i < std::size(kRows); ++i)
+        if (kRows[i].phase < kRows[i - 1].phase) return false;
+    return true;
+}
+static_assert(phases_in_order(), "Key's writable order is the write order: phases may not go back");
 
-    // 7.0+: reset by a scheduler switch and rescaled by an nr_requests write,
-    // so it is written after both.
-    auto ad = make(Key::async_depth, "queue/async_depth", Phase::requests, ValueKind::integer, 1, 65536,
-                   "at least 1; the kernel caps it at nr_requests and refuses it under scheduler none");
-    ad.mq_only = true;
-    ad.inputs = {Key::nr_requests};
-    t.push_back(ad);
-
-    auto wbt = make(Key::wbt_lat_usec, "queue/wbt_lat_usec", Phase::wbt, ValueKind::wbt, 0, 60'000'000,
-                    "microseconds, at most 60 s; use \"default\" for the kernel's own value");
-    wbt.mq_only = true;
-    wbt.readback = wbt_default;
-    t.push_back(wbt);
-
-    t.push_back(make(Key::nomerges, "queue/nomerges", Phase::late, ValueKind::integer, 0, 2,
-                     "0 merges, 1 simple merges only, 2 no merges"));
-    auto rq = make(Key::rq_affinity, "queue/rq_affinity", Phase::late, ValueKind::integer, 0, 2,
-                   "the kernel accepts 3 without error and ignores it");
-    rq.mq_only = true;
-    t.push_back(rq);
-    t.push_back(make(Key::device_timeout, "device/timeout", Phase::late, ValueKind::integer, 1, 86400, "seconds"));
-    t.push_back(make(Key::device_queue_depth, "device/queue_depth", Phase::late, ValueKind::integer, 1, 65535));
-
-    auto ra = make(Key::read_ahead_kb, "queue/read_ahead_kb", Phase::readahead, ValueKind::integer, 0, 1'048'576,
-                   "KiB, at most 1 GiB");
-    ra.readback = whole_pages;
-    t.push_back(ra);
-    return t;
+AttributeSpec spec_of(const Row& r) {
+    AttributeSpec s;
+    s.id = r.value;
+    s.key = std::string(key_text(r.value));
+    s.path = std::string(r.path);
+    s.phase = r.phase;
+    s.kind = r.kind;
+    s.min = r.min;
+    s.max = r.max;
+    for (const auto c : r.choices)
+        if (!c.empty()) s.choices.emplace_back(c);
+    s.cause = r.cause;
+    s.mq_only = r.mq_only;
+    s.range_note = std::string(r.note);
+    if (r.input) s.inputs = {*r.input};
+    s.device_check = r.device_check;
+    s.readback = r.readback;
+    s.fact_needs = r.fact_needs;
+    return s;
 }
 
-const std::vector<AttributeSpec>& table() {
-    static const std::vector<AttributeSpec> t = build_table();
-    return t;
+// Every row as an AttributeSpec, indexed by Key.
+const std::vector<AttributeSpec>& specs() {
+    static const std::vector<AttributeSpec> all = [] {
+        std::vector<AttributeSpec> out;
+        for (const auto& r : kRows) out.push_back(spec_of(r));
+        return out;
+    }();
+    return all;
 }
 
 bool valid_tunable_name(std::string_view name) {
@@ -161,19 +268,17 @@ bool valid_tunable_name(std::string_view name) {
 }  // namespace
 
 const AttributeSpec* fixed_attribute(std::string_view key) {
-    for (const auto& s : table())
-        if (s.key == key) return &s;
-    return nullptr;
+    const auto k = key_of(key);
+    if (!k || !writable(*k) || *k == Key::iosched) return nullptr;
+    return &specs()[static_cast<std::size_t>(*k)];
 }
 
 const AttributeSpec& fixed_attribute(Key key) {
-    for (const auto& s : table())
-        if (s.id == key) return s;
-    throw std::logic_error("no attribute row for " + std::string(key_text(key)));
+    if (!writable(key)) throw std::logic_error(std::string(key_text(key)) + " is read only: it has no row");
+    return specs()[static_cast<std::size_t>(key)];
 }
 
 std::string value_path(Key key) {
-    if (key == Key::iosched) return "queue/iosched";
     if (writable(key)) return fixed_attribute(key).path;
     return "queue/" + std::string(key_text(key));
 }
@@ -184,14 +289,13 @@ std::pair<std::string, std::string> shown_value(const Values& values, Key key) {
 
 std::optional<AttributeSpec> find_attribute(std::string_view key) {
     if (const auto* fixed = fixed_attribute(key)) return *fixed;
-    constexpr std::string_view iosched = "iosched.";
-    if (key.substr(0, iosched.size()) == iosched) {
-        auto name = key.substr(iosched.size());
+    const auto family = std::string(key_text(Key::iosched)) + ".";
+    if (key.substr(0, family.size()) == family) {
+        auto name = key.substr(family.size());
         if (!valid_tunable_name(name)) return std::nullopt;
-        auto s =
-            make(Key::iosched, "queue/iosched/" + std::string(name), Phase::requests, ValueKind::integer, 0, kInt64Max);
+        auto s = fixed_attribute(Key::iosched);
         s.key = std::string(key);
-        s.mq_only = true;
+        s.path += "/" + std::string(name);
         // mq-deadline's async_depth moved to queue/async_depth (7.0): that
         // file being there says so.
         if (name == key_text(Key::async_depth)) s.inputs = {Key::async_depth};
@@ -201,20 +305,18 @@ std::optional<AttributeSpec> find_attribute(std::string_view key) {
 }
 
 std::string policy_key_for_attr(const std::string& attr_path) {
+    for (const auto& r : kRows)
+        if (!r.alias.empty() && attr_path == r.alias) return std::string(key_text(r.value));
     if (attr_path.rfind("queue/iosched/", 0) == 0) return "iosched." + attr_path.substr(14);
     if (attr_path.rfind("queue/", 0) == 0) return attr_path.substr(6);
-    if (attr_path == "bdi/read_ahead_kb") return std::string(key_text(Key::read_ahead_kb));
     if (attr_path.rfind("device/", 0) == 0) return "device." + attr_path.substr(7);
     return {};
 }
 
 std::vector<std::string> fixed_attribute_keys() {
-    std::vector<const AttributeSpec*> specs;
-    for (const auto& s : table()) specs.push_back(&s);
-    std::stable_sort(specs.begin(), specs.end(),
-                     [](const auto* a, const auto* b) { return write_rank(*a) < write_rank(*b); });
     std::vector<std::string> keys;
-    for (const auto* s : specs) keys.push_back(s->key);
+    for (const auto& r : kRows)
+        if (r.value != Key::iosched) keys.emplace_back(key_text(r.value));
     return keys;
 }
 

@@ -89,6 +89,8 @@ struct AttributeSpec {
     // What is written and read back for a value (nullptr: it is written as
     // the policy says it, and reads back the same).
     ReadbackFn readback = nullptr;
+    // The fact groups its device check reads (write_cache: the cache type).
+    FactNeeds fact_needs = 0;
 };
 
 // The spec for a policy set-key, or nullopt when the key is not writable.
@@ -97,8 +99,9 @@ std::optional<AttributeSpec> find_attribute(std::string_view key);
 // The table's own entry for a fixed key (not iosched.NAME), or nullptr:
 // no copy, for the per-device paths.
 const AttributeSpec* fixed_attribute(std::string_view key);
-// The row of a writable key other than the iosched family (a row for every
-// one of them: checked by tests/test_values).
+// The row of a writable key (for Key::iosched, the family's: key
+// "iosched", path queue/iosched). Every writable key has one: checked when
+// the table is built.
 const AttributeSpec& fixed_attribute(Key key);
 
 // Where a value is read under the device's sysfs directory: its row's path

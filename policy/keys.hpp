@@ -16,7 +16,8 @@
 namespace blkpolicy::policy {
 
 enum class Key : std::uint8_t {
-    // writable, in write order (tests/test_values checks it against write_rank)
+    // writable, in write order: policy/attributes.cpp has a row for each, in
+    // this order (checked when it builds)
     rotational,
     max_sectors_kb,
     discard_max_bytes,

@@ -3,6 +3,7 @@
 
 #include <fnmatch.h>
 
+#include "policy/attributes.hpp"
 #include "util/names.hpp"
 
 namespace blkpolicy::policy {
@@ -112,8 +113,7 @@ FactNeeds fact_needs(const Policy& policy) {
     FactNeeds needs = 0;
     for (const auto& rule : policy.rules) {
         for (const auto& c : rule.match) needs |= fact_needs(c.key);
-        for (const auto& s : rule.set)
-            if (s.id == Key::write_cache) needs |= kFactCache;
+        for (const auto& s : rule.set) needs |= fixed_attribute(s.id).fact_needs;  // what its device check reads
     }
     return needs;
 }
