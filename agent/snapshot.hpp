@@ -12,6 +12,7 @@
 #include "kernel/rows.hpp"
 #include "policy/plan.hpp"
 #include "udev/sysfs.hpp"
+#include "writers/model.hpp"
 
 namespace blkpolicy::agent {
 
@@ -54,6 +55,13 @@ std::string running_kernel_release();  // uname -r
 // need them all): live facts, every value, the plan under `policy` (null:
 // kernel side only), debugfs's wbt state and whether a medium is there.
 // `audit` and the daemon's metrics share it.
+// The device as udevd sees it, for deciding which other writers' conditions
+// select it: its parents (kernel name, subsystem, driver), the attributes
+// and paths those conditions read, its properties and removable flag from
+// `facts` (queue/rotational as first seen, the way a rule saw it at add).
+writers::UdevDevice udev_device(const udev::Sysfs& sysfs, const policy::DeviceFacts& facts,
+                                const writers::UdevReads& reads);
+
 kernel::AuditInput audit_input(const udev::Sysfs& sysfs, const policy::Policy* policy,
                                std::vector<writers::WriterAssignment> writers, const std::string& udev_db,
                                const policy::PlanContext& ctx, kernel::KernelVersion kernel);

@@ -25,7 +25,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         return parse_tuned_conf(name, name + "/tuned.conf", text);
     });
     all.insert(all.end(), res.assignments.begin(), res.assignments.end());
-    for (const auto& w : all) (void)find_writer(all, "sda", w.attribute, w.value);
+    for (const auto& w : all) (void)find_writer(all, UdevDevice::named("sda"), w.attribute, w.value);
     auto out = import_writers(all, {"fuzz"}, [](const std::string&) { return std::optional<DeviceIdentity>(); });
     for (const auto& d : out.diagnostics)
         if (d.rfind("internal error", 0) == 0) __builtin_trap();  // the converter wrote an invalid policy

@@ -222,7 +222,10 @@ void writer_conflicts(const Subject& s, AuditState& st, Findings& out, bool udev
         if (a.kind == policy::ActionKind::skip || a.kind == policy::ActionKind::unavailable) continue;
         for (const auto& w : st.in.writers) {
             if ((w.kind == writers::WriterKind::udev_rule) != udev) continue;
-            if (w.attribute != a.attribute || !w.applies_to(s.name)) continue;
+            if (w.attribute != a.attribute) continue;
+            const auto selection = w.selects(s.d.udev);
+            if (selection.verdict == writers::Selects::no) continue;
+            const bool may = selection.verdict == writers::Selects::may;
             // Two writers of the same value do not fight; a udev rule is named
             // whatever value it writes (udev-rule-conflict names every udev
             // writer of a managed attribute).
@@ -238,9 +241,11 @@ void writer_conflicts(const Subject& s, AuditState& st, Findings& out, bool udev
                 if (!w.context.empty()) evidence.emplace_back("writer context", w.context);
             }
             evidence.emplace_back("policy rule", a.rule.pos.file_line());
+            if (may) evidence.emplace_back("depends on", selection.because);
             out.push_back({s.name,
-                           w.describe() + " writes " + what + " on " + s.name + ", which the policy sets to " +
-                               a.desired + " (" + a.rule.pos.file_line() + ")",
+                           w.describe() + (may ? " may write " : " writes ") + what + " on " + s.name +
+                               (may ? " (depending on " + selection.because + ")" : "") +
+                               ", which the policy sets to " + a.desired + " (" + a.rule.pos.file_line() + ")",
                            std::move(evidence),
                            {}});
             if (udev) break;  // one finding per action: the first udev rule that writes it

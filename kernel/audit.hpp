@@ -34,6 +34,7 @@ struct AuditDevice {
     std::optional<policy::DevicePlan> plan;  // with a policy
     std::optional<int> wbt_state;            // debugfs rqos/wbt/enabled
     bool has_medium = true;                  // size > 0: not an unbound loop, not an empty removable drive
+    writers::UdevDevice udev;                // what decides which other writers select it
 };
 
 // The device of a finding that is a property of the host (evidence

@@ -300,6 +300,30 @@ void derive_max_sectors(Explanation& e, const policy::DeviceFacts&, const policy
     e.disturbs = limits_commit_text(ctx.kernel);
 }
 
+void derive_io_timeout(Explanation& e, const policy::DeviceFacts& f, const policy::Values& v,
+                       const ExplainContext& ctx) {
+    const auto& by_driver = kernel_row(KRow::io_timeout_default_by_driver);
+    e.kernel_rule = by_driver.id;
+    e.kernel_rule_standing = standing_on(by_driver, ctx.kernel);
+    const bool scsi = std::find(f.drivers.begin(), f.drivers.end(), "sd") != f.drivers.end();
+    const bool nvme = std::find(f.drivers.begin(), f.drivers.end(), "nvme") != f.drivers.end();
+    if (nvme && ctx.nvme_io_timeout_s)
+        e.inputs = {{"module/nvme_core/parameters/io_timeout", std::to_string(*ctx.nvme_io_timeout_s)}};
+    if (scsi) e.inputs = {policy::shown_value(v, Key::device_timeout)};
+    if (auto ms = io_timeout_default_ms(nvme ? "nvme" : scsi ? "sd" : f.driver, ctx.nvme_io_timeout_s)) {
+        e.kernel_default = std::to_string(*ms);
+        e.derivation = nvme ? "NVMe sets it from nvme_core.io_timeout (seconds), for every NVMe disk alike"
+                            : "sd starts every disk at 30 s (SD_TIMEOUT); udev rules often change device/timeout";
+    } else {
+        e.derivation = "set by the driver when it adds the disk";
+    }
+    e.disturbs = "kept in ticks: a write rounds up to a whole tick, and 2^31 ms or more is the longest timer there is";
+    if (scsi) {
+        kernel_row(KRow::io_timeout_one_timer_with_scsi_timeout);
+        e.disturbs += "; device/timeout is the same timer in seconds: writing either moves the other";
+    }
+}
+
 // The attributes whose kernel side explain derives, each with its
 // derivation, in the order the ones the policy leaves alone are listed.
 using Derive = void (*)(Explanation&, const policy::DeviceFacts&, const policy::Values&, const ExplainContext&);
@@ -311,7 +335,8 @@ constexpr Derivation kDerivations[] = {
     {Key::rotational, derive_rotational},      {Key::scheduler, derive_scheduler},
     {Key::nr_requests, derive_nr_requests},    {Key::async_depth, derive_async_depth},
     {Key::wbt_lat_usec, derive_wbt},           {Key::write_cache, derive_write_cache},
-    {Key::max_sectors_kb, derive_max_sectors}, {Key::read_ahead_kb, derive_read_ahead},
+    {Key::max_sectors_kb, derive_max_sectors}, {Key::io_timeout, derive_io_timeout},
+    {Key::read_ahead_kb, derive_read_ahead},
 };
 
 const Derivation* derivation_of(std::string_view attribute) {
@@ -352,8 +377,8 @@ DeviceExplanation explain_device(const policy::DeviceFacts& facts, const policy:
         if (const auto* d = derivation_of(attr)) d->derive(e, facts, values, ctx);
         out.attributes.push_back(std::move(e));
     }
-    for (const auto& w : ctx.writers) {
-        if (!w.applies_to(facts.name)) continue;
+    for (const auto& found : writers::writers_of(ctx.writers, ctx.device)) {
+        const auto& w = *found.writer;
         auto it = std::find_if(out.attributes.begin(), out.attributes.end(),
                                [&](const Explanation& x) { return x.attribute == w.attribute; });
         if (it == out.attributes.end()) {
@@ -363,7 +388,7 @@ DeviceExplanation explain_device(const policy::DeviceFacts& facts, const policy:
             out.attributes.push_back(std::move(e));
             it = std::prev(out.attributes.end());
         }
-        it->written_by.push_back(&w);
+        it->written_by.push_back(found);
     }
 
     if (ctx.wbt_state) {

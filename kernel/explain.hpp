@@ -32,10 +32,13 @@ struct ExplainContext {
     bool backing_known = false;
     // md and dm: the devices below, and whether each is rotational now.
     std::vector<std::pair<std::string, bool>> lowers_rotational;
+    // nvme_core.io_timeout (seconds), where the module is loaded: NVMe's io_timeout default.
+    std::optional<std::int64_t> nvme_io_timeout_s;
     // The host's other writers (udev rules, TuneD, sysfsutils, tmpfiles.d,
-    // units, rc.local): each one that writes an attribute of the device is
-    // named beside it.
+    // units, rc.local): each one whose conditions select the device (or may:
+    // a condition no fact decides) is named beside the attribute it writes.
     std::vector<writers::WriterAssignment> writers;
+    writers::UdevDevice device;  // what their conditions are decided on
 };
 
 struct Explanation {
@@ -58,8 +61,9 @@ struct Explanation {
     // How that row stands on this kernel (standing_on): "holds", or "not
     // observed past 7.3: read back" on a newer one.
     std::string kernel_rule_standing;
-    // Other writers of this attribute on this device, in the order they decide.
-    std::vector<const writers::WriterAssignment*> written_by;
+    // Other writers of this attribute on this device, in the order they
+    // decide, each certain or "may" (with the condition no fact decides).
+    std::vector<writers::FoundWriter> written_by;
 };
 
 struct StackView {

@@ -403,6 +403,39 @@ constexpr KernelRow kRows[] = {
      WriteCause::none,
      std::nullopt,
      "queue_rq_affinity_store, block/blk-sysfs.c"},
+    {KRow::io_timeout_whole_ticks,
+     "io-timeout-readback:whole-ticks",
+     "queue/io_timeout is kept in ticks: a write rounds up to a whole tick (1000/HZ ms), 0 is refused, and 2^31 ms "
+     "or more keeps the longest timer, which reads back as 4294967288 at 250 Hz",
+     {kEvery, kUnused},
+     KnownBy::read_back,
+     "the tick rate from /boot/config-RELEASE (250 assumed without it); every write is read back",
+     "",
+     WriteCause::none,
+     std::nullopt,
+     "queue_io_timeout_store, block/blk-sysfs.c; msecs_to_jiffies, jiffies_to_msecs"},
+    {KRow::io_timeout_one_timer_with_scsi_timeout,
+     "io-timeout-scsi:one-timer",
+     "on a SCSI disk device/timeout (seconds) and queue/io_timeout (milliseconds) are the same request timer: "
+     "writing one moves the other",
+     {kEvery, kUnused},
+     KnownBy::always,
+     "a rule that sets both to different times is refused on the device",
+     "",
+     WriteCause::none,
+     std::nullopt,
+     "sdev_store_timeout, drivers/scsi/scsi_sysfs.c; queue_io_timeout_store, block/blk-sysfs.c"},
+    {KRow::io_timeout_default_by_driver,
+     "io-timeout-default:by-driver",
+     "a driver with a timeout handler sets the timer when it adds the disk: NVMe from nvme_core.io_timeout "
+     "(30 s by default), sd 30 s; virtio-blk and loop have no queue/io_timeout",
+     {kEvery, kUnused},
+     KnownBy::probe,
+     "the driver, and /sys/module/nvme_core/parameters/io_timeout",
+     "",
+     WriteCause::none,
+     std::nullopt,
+     "nvme_alloc_ns (NVME_IO_TIMEOUT), drivers/nvme/host/core.c; sd_probe (SD_TIMEOUT), drivers/scsi/sd.c"},
 
     // rotational, per driver.
     {KRow::rotational_default_virtio_blk,
@@ -714,6 +747,24 @@ std::optional<std::string> write_cache_readback(std::string_view value) {
     kernel_row(KRow::write_cache_two_words);
     if (value.starts_with("write back")) return "write back";
     if (value.starts_with("write through") || value.starts_with("none")) return "write through";
+    return std::nullopt;
+}
+
+std::int64_t io_timeout_readback(std::int64_t ms, int hz) {
+    kernel_row(KRow::io_timeout_whole_ticks);
+    if (hz <= 0 || ms <= 0) return ms;
+    const std::uint64_t ticks = ms >= kIoTimeoutLongest
+                                    ? 0xFFFFFFFEull  // the longest timer, cut to the queue's 32 bits
+                                    : (static_cast<std::uint64_t>(ms) * static_cast<std::uint64_t>(hz) + 999) / 1000;
+    const std::uint64_t shown = (ticks * 1000 + static_cast<std::uint64_t>(hz) - 1) / static_cast<std::uint64_t>(hz);
+    return static_cast<std::int64_t>(shown & 0xFFFFFFFFull);
+}
+
+std::optional<std::int64_t> io_timeout_default_ms(std::string_view driver,
+                                                  std::optional<std::int64_t> nvme_io_timeout_s) {
+    kernel_row(KRow::io_timeout_default_by_driver);
+    if (driver == "nvme") return nvme_io_timeout_s.value_or(30) * 1000;
+    if (driver == "sd") return 30'000;
     return std::nullopt;
 }
 

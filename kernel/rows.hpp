@@ -94,6 +94,9 @@ enum class KRow : std::uint8_t {
     nr_requests_default_bio_based,
     write_cache_two_words,
     rq_affinity_3_ignored,
+    io_timeout_whole_ticks,
+    io_timeout_one_timer_with_scsi_timeout,
+    io_timeout_default_by_driver,
     rotational_default_virtio_blk,
     rotational_default_nvme,
     rotational_default_sd_vpd_b1,
@@ -107,7 +110,7 @@ enum class KRow : std::uint8_t {
     scheduler_default_many_queues_none,
     scheduler_default_bio_based,
 };
-inline constexpr std::size_t kKernelRowCount = 45;
+inline constexpr std::size_t kKernelRowCount = 48;
 
 // The questions a kernel's version answers: one row of each holds on every
 // release (checked at compile time at every range's ends).
@@ -208,6 +211,17 @@ std::int64_t readahead_readback(std::int64_t kb, std::int64_t page_size);
 // What queue/write_cache reads back after writing `value` ("write back" or
 // "write through"; the kernel matches prefixes), nullopt when it refuses it.
 std::optional<std::string> write_cache_readback(std::string_view value);
+
+// What queue/io_timeout reads back after writing `ms` on a kernel ticking
+// at `hz`: the kernel keeps ticks (msecs_to_jiffies, rounding up), and from
+// 2^31 ms on it keeps the longest timer it has, whose ticks it then shows
+// as milliseconds in 32 bits (4294967288 at 250 Hz).
+inline constexpr std::int64_t kIoTimeoutLongest = std::int64_t{1} << 31;
+std::int64_t io_timeout_readback(std::int64_t ms, int hz);
+// The request timer a driver starts a disk with, in ms: NVMe's
+// nvme_core.io_timeout (seconds), sd's 30 s; nullopt for a driver without one.
+std::optional<std::int64_t> io_timeout_default_ms(std::string_view driver,
+                                                  std::optional<std::int64_t> nvme_io_timeout_s);
 
 // Whether writing `value` to rq_affinity is accepted but changes nothing (3, any value above 2).
 bool rq_affinity_write_ignored(std::int64_t value);

@@ -69,6 +69,18 @@ Readback wbt_default(const std::string& value, const ReadbackContext& ctx) {
             std::string("kernel default for a ") + (ctx.final_rotational ? "rotational" : "non-rotational") + " queue"};
 }
 
+// io_timeout is kept in ticks: what reads back is the written value
+// rounded up to a whole tick, and from 2^31 ms on the longest timer there is.
+Readback whole_ticks(const std::string& value, const ReadbackContext& ctx) {
+    const auto ms = parse_int(value).value_or(0);
+    Readback r{value, std::to_string(kernel::io_timeout_readback(ms, ctx.hz)), {}};
+    if (r.expected != r.value)
+        r.note = "reads back as " + r.expected + " (the kernel keeps it in ticks of " +
+                 (ctx.hz_known ? "" : "an assumed ") + std::to_string(ctx.hz) + " Hz" +
+                 (ms >= kernel::kIoTimeoutLongest ? "; 2^31 ms or more is the longest timer it has" : "") + ")";
+    return r;
+}
+
 // One row per writable Key, in Key order, so in write order (a row's write
 // rank is its place): everything about the attribute. A Key without its
 // row, or a row out of place, does not build.
@@ -82,6 +94,7 @@ struct Row {
     std::string_view note = {};
     kernel::WriteCause cause = kernel::WriteCause::none;
     bool mq_only = false;
+    bool by_driver = false;
     std::optional<Key> input = {};
     DeviceCheckFn device_check = nullptr;
     ReadbackFn readback = nullptr;
@@ -208,6 +221,19 @@ constexpr Row kRows[] = {
      .kind = ValueKind::integer,
      .min = 1,
      .max = 65535},
+    // Milliseconds; the kernel refuses 0 and keeps whole ticks. SCSI's
+    // device/timeout is the same timer in seconds (kernel row
+    // io-timeout:one-timer-with-scsi-timeout).
+    {.value = Key::io_timeout,
+     .path = "queue/io_timeout",
+     .phase = Phase::late,
+     .kind = ValueKind::integer,
+     .min = 1,
+     .max = 4'294'967'295,
+     .note = "milliseconds, 1 to 4294967295; only blk-mq drivers with a timeout handler (NVMe, SCSI) have it",
+     .mq_only = true,
+     .by_driver = true,
+     .readback = whole_ticks},
     // Written last: every earlier kind of write can move it.
     {.value = Key::read_ahead_kb,
      .path = "queue/read_ahead_kb",
@@ -241,6 +267,7 @@ AttributeSpec spec_of(const Row& r) {
         if (!c.empty()) s.choices.emplace_back(c);
     s.cause = r.cause;
     s.mq_only = r.mq_only;
+    s.by_driver = r.by_driver;
     s.range_note = std::string(r.note);
     if (r.input) s.inputs = {*r.input};
     s.device_check = r.device_check;

@@ -53,6 +53,8 @@ using DeviceCheckFn = DeviceCheck (*)(const std::string& value, const Values& cu
 struct ReadbackContext {
     std::int64_t page_size = 4096;
     bool final_rotational = false;  // rotational once the plan has run
+    int hz = 250;                   // the kernel's tick rate (CONFIG_HZ): io_timeout is kept in ticks
+    bool hz_known = false;          // false: 250 (Debian's) assumed
 };
 // The value to write and what reading it back shows, where the kernel makes
 // them differ from what the policy says (whole pages, wbt's "default").
@@ -78,6 +80,10 @@ struct AttributeSpec {
     kernel::WriteCause cause = kernel::WriteCause::none;
     // Present only on request-based (blk-mq) queues.
     bool mq_only = false;
+    // Whether a queue has it depends on its driver, not on the kernel
+    // (io_timeout: only drivers with a timeout handler): a queue without it
+    // is skipped, not "unavailable".
+    bool by_driver = false;
     // Why the range (or for a choice, the exactness) is what it is, shown
     // in validation errors.
     std::string range_note;

@@ -32,7 +32,8 @@ inline constexpr FactNeeds kFactCache = 1u << 4;       // cache_type
 inline constexpr FactNeeds kFactStack = 1u << 5;       // stack kind, dm name/uuid, md level, loop backing file
 inline constexpr FactNeeds kFactTopology = 1u << 6;    // slaves and holders
 inline constexpr FactNeeds kFactProperties = 1u << 7;  // uevent properties and udev's database
-inline constexpr FactNeeds kAllFacts = (1u << 8) - 1;
+inline constexpr FactNeeds kFactAttributes = 1u << 8;  // sysfs attributes the policy names (attr.NAME, attrs.NAME)
+inline constexpr FactNeeds kAllFacts = (1u << 9) - 1;
 // What tells a device instance apart when the kernel gives no diskseq.
 inline constexpr FactNeeds kIdentityFacts = kFactDrivers | kFactModel | kFactSerial | kFactWwid | kFactStack;
 
@@ -65,6 +66,11 @@ struct DeviceFacts {
     std::string cache_type;
     // udev properties (E: lines of udev's database); empty without udevd.
     std::map<std::string, std::string> properties;
+    // Sysfs attributes the policy's attr.NAME and attrs.NAME read, trailing
+    // whitespace trimmed as udev does: the device's own (absent: not there),
+    // and every level's, the device first, that has the attribute.
+    std::map<std::string, std::string> own_attributes;
+    std::map<std::string, std::vector<std::string>> parent_attributes;
     // True when rotational/removable came from the state directory rather
     // than from this read of sysfs.
     bool facts_frozen = false;

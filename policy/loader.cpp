@@ -242,6 +242,7 @@ private:
         using Read = void (FileLoader::*)(const toml::node&, const toml::key&, RuleRead&);
         static constexpr KeyRow<Read> kRuleKeys[] = {{"name", &FileLoader::rule_name},
                                                      {"match", &FileLoader::rule_match},
+                                                     {"unless", &FileLoader::rule_unless},
                                                      {"set", &FileLoader::rule_set},
                                                      {"acknowledge", &FileLoader::rule_acknowledge}};
         RuleRead r;
@@ -277,7 +278,8 @@ private:
             r.rule.name = s->get();
         }
     }
-    void rule_match(const toml::node& v, const toml::key& k, RuleRead& r) { load_match(v, k, r.rule); }
+    void rule_match(const toml::node& v, const toml::key& k, RuleRead& r) { load_match(v, k, r.rule, false); }
+    void rule_unless(const toml::node& v, const toml::key& k, RuleRead& r) { load_match(v, k, r.rule, true); }
     void rule_set(const toml::node& v, const toml::key& k, RuleRead& r) {
         r.have_set = true;
         load_set(v, k, r.rule);
@@ -334,42 +336,51 @@ private:
         return out;
     }
 
-    void load_match(const toml::node& node, const toml::key& key, Rule& rule) {
+    // [rule.match], or [rule.unless] (negated): the same keys, and the rule
+    // applies only where every match clause and no unless clause matches.
+    void load_match(const toml::node& node, const toml::key& key, Rule& rule, bool negated) {
+        const std::string section = negated ? "unless" : "match";
         const auto* tbl = node.as_table();
         if (!tbl) {
-            error(pos(key), "\"match\" must be a table ([rule.match])");
+            error(pos(key), in_quotes(section) + " must be a table ([rule." + section + "])");
+            return;
+        }
+        if (negated && tbl->empty()) {
+            error(pos(key), "[rule.unless] is empty: leave it out");
             return;
         }
         for (auto&& [k, v] : *tbl) {
             const auto name = std::string(k.str());
-            if (name == "env") {
-                load_env_match(v, k, rule);
-                continue;
-            }
             auto mk = match_key_from_string(name);
             if (!mk) {
-                error(pos(k), "unknown match key " + in_quotes(name) + " (known: " + known_match_keys_text() + ")");
+                error(pos(k),
+                      "unknown " + section + " key " + in_quotes(name) + " (known: " + known_match_keys_text() + ")");
+                continue;
+            }
+            if (match_key_is_named(*mk)) {
+                load_named_match(*mk, v, k, rule, section, negated);
                 continue;
             }
             MatchClause c;
             c.key = *mk;
             c.pos = pos(k);
+            c.negated = negated;
             if (match_key_is_flag(*mk)) {
                 const auto* b = v.as_boolean();
                 if (!b) {
-                    error(pos(v), "match." + name + " must be true or false, not " + type_name(v));
+                    error(pos(v), section + "." + name + " must be true or false, not " + type_name(v));
                     continue;
                 }
                 c.patterns = {b->get() ? "true" : "false"};
             } else {
-                auto list = pattern_list(v, "match." + name);
+                auto list = pattern_list(v, section + "." + name);
                 if (!list) continue;
                 if (*mk == MatchKey::stack) {
                     bool bad = false;
                     for (const auto& s : *list) {
                         if (!stack_from_string(s)) {
                             error(pos(v),
-                                  "match.stack " + in_quotes(s) + " is not one of " + quoted_list(stack_names()));
+                                  section + ".stack " + in_quotes(s) + " is not one of " + quoted_list(stack_names()));
                             bad = true;
                         }
                     }
@@ -381,29 +392,31 @@ private:
         }
     }
 
-    // env.NAME = "glob": udev properties, as ENV{NAME}== in a udev rule.
-    void load_env_match(const toml::node& node, const toml::key& key, Rule& rule) {
+    // env.NAME = "glob" (udev properties, as ENV{NAME}== in a udev rule),
+    // attr.NAME and attrs.NAME (sysfs attributes, as ATTR{NAME}== and
+    // ATTRS{NAME}==).
+    void load_named_match(MatchKey mk, const toml::node& node, const toml::key& key, Rule& rule,
+                          const std::string& section, bool negated) {
+        const std::string family = section + "." + to_string(mk);
         const auto* tbl = node.as_table();
         if (!tbl || tbl->empty()) {
-            error(pos(key), "match.env must be a table of udev properties, e.g. env.ID_BUS = \"ata\"");
+            error(pos(key), family + " must be a table of " + named_match_example(mk));
             return;
         }
         for (auto&& [k, v] : *tbl) {
             const auto name = std::string(k.str());
-            const bool ok_name = !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
-                return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
-            });
-            if (!ok_name) {
-                error(pos(k), "match.env." + name + ": a udev property name has only letters, digits and _");
+            if (auto why = invalid_match_name(mk, name); !why.empty()) {
+                error(pos(k), family + "." + name + ": " + why);
                 continue;
             }
-            auto list = pattern_list(v, "match.env." + name);
+            auto list = pattern_list(v, family + "." + name);
             if (!list) continue;
             MatchClause c;
-            c.key = MatchKey::env;
-            c.env_name = name;
+            c.key = mk;
+            c.name = name;
             c.patterns = std::move(*list);
             c.pos = pos(k);
+            c.negated = negated;
             rule.match.push_back(std::move(c));
         }
     }

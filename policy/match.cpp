@@ -3,6 +3,9 @@
 
 #include <fnmatch.h>
 
+#include <algorithm>
+#include <string_view>
+
 #include "policy/attributes.hpp"
 #include "util/names.hpp"
 
@@ -15,7 +18,7 @@ enum class Compare {
     glob,   // fnmatch patterns against each value
     flag,   // true or false
     exact,  // one of a fixed set of words (stack)
-    env,    // env.NAME: a glob against one udev property
+    named,  // env.NAME, attr.NAME, attrs.NAME: globs against the values of one property or attribute
 };
 
 using Values = std::vector<std::string>;
@@ -47,7 +50,9 @@ constexpr MatchKeyRow kMatchKeys[] = {
      [](const DeviceFacts& f) { return Values{f.rotational ? "true" : "false"}; }},
     {MatchKey::removable, "removable", Compare::flag, 0,
      [](const DeviceFacts& f) { return Values{f.removable ? "true" : "false"}; }},
-    {MatchKey::env, "env", Compare::env, kFactProperties, [](const DeviceFacts&) { return Values{}; }},
+    {MatchKey::env, "env", Compare::named, kFactProperties, [](const DeviceFacts&) { return Values{}; }},
+    {MatchKey::attr, "attr", Compare::named, kFactAttributes, [](const DeviceFacts&) { return Values{}; }},
+    {MatchKey::attrs, "attrs", Compare::named, kFactAttributes, [](const DeviceFacts&) { return Values{}; }},
 };
 static_assert(util::in_enum_order(kMatchKeys));
 
@@ -59,12 +64,56 @@ const char* to_string(MatchKey k) { return util::name_of(kMatchKeys, k); }
 std::optional<MatchKey> match_key_from_string(std::string_view s) { return util::value_named(kMatchKeys, s); }
 std::vector<std::string> match_key_names() { return util::names_of(kMatchKeys); }
 bool match_key_is_flag(MatchKey k) { return row_of(k).compare == Compare::flag; }
+bool match_key_is_named(MatchKey k) { return row_of(k).compare == Compare::named; }
+
+std::string named_match_example(MatchKey k) {
+    if (k == MatchKey::env) return "udev properties, e.g. env.ID_BUS = \"ata\"";
+    if (k == MatchKey::attr) return "sysfs attributes of the device, e.g. attr.\"queue/zoned\" = \"host-managed\"";
+    return "sysfs attributes of the device or a parent, e.g. attrs.nsid = \"?*\"";
+}
+
+std::string invalid_match_name(MatchKey k, const std::string& name) {
+    auto is = [](char c, const char* extra) {
+        return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
+               std::string_view(extra).find(c) != std::string_view::npos;
+    };
+    if (k == MatchKey::env) {
+        if (name.empty() || !std::all_of(name.begin(), name.end(), [&](char c) { return is(c, ""); }))
+            return "a udev property name has only letters, digits and _";
+        return {};
+    }
+    // A path below the device's directory: never out of it.
+    const bool chars_ok = std::all_of(name.begin(), name.end(), [&](char c) { return is(c, "-./:"); });
+    bool parts_ok = !name.empty() && name.size() <= 128 && name.front() != '/' && name.back() != '/';
+    for (std::size_t start = 0; parts_ok && start <= name.size();) {
+        const auto slash = std::min(name.find('/', start), name.size());
+        const auto part = std::string_view(name).substr(start, slash - start);
+        if (part.empty() || part == "." || part == "..") parts_ok = false;
+        start = slash + 1;
+    }
+    if (!chars_ok || !parts_ok)
+        return "a sysfs attribute is a relative path of letters, digits, '_', '-', '.' and ':' (at most 128 "
+               "characters, no empty, '.' or '..' part)";
+    return {};
+}
+
+AttributeNames attribute_names(const Policy& policy) {
+    AttributeNames names;
+    for (const auto& rule : policy.rules)
+        for (const auto& c : rule.match) {
+            if (c.key == MatchKey::attr) names.own.insert(c.name);
+            if (c.key == MatchKey::attrs) names.parents.insert(c.name);
+        }
+    return names;
+}
 
 std::string known_match_keys_text() {
     std::string out;
     for (const auto& row : kMatchKeys)
-        out +=
-            (out.empty() ? "" : ", ") + std::string(row.name) + (row.compare == Compare::env ? ".<udev property>" : "");
+        out += (out.empty() ? "" : ", ") + std::string(row.name) +
+               (row.value == MatchKey::env      ? ".<udev property>"
+                : row.compare == Compare::named ? ".<sysfs attribute>"
+                                                : "");
     return out;
 }
 
@@ -81,12 +130,26 @@ bool glob_match(const std::string& pattern, const std::string& value) {
     return ::fnmatch(pattern.c_str(), value.c_str(), 0) == 0;
 }
 
-bool clause_matches(const MatchClause& clause, const DeviceFacts& facts) {
-    std::vector<std::string> values = fact_values(clause.key, facts);
+// The values a named clause compares: the property, the device's own
+// attribute, or the attribute at every level that has it; one empty value
+// when there is none.
+std::vector<std::string> named_values(const MatchClause& clause, const DeviceFacts& facts) {
     if (clause.key == MatchKey::env) {
-        auto it = facts.properties.find(clause.env_name);
-        values = {it == facts.properties.end() ? std::string() : it->second};
+        auto it = facts.properties.find(clause.name);
+        return {it == facts.properties.end() ? std::string() : it->second};
     }
+    if (clause.key == MatchKey::attr) {
+        auto it = facts.own_attributes.find(clause.name);
+        return {it == facts.own_attributes.end() ? std::string() : it->second};
+    }
+    auto it = facts.parent_attributes.find(clause.name);
+    if (it == facts.parent_attributes.end() || it->second.empty()) return {std::string()};
+    return it->second;
+}
+
+bool clause_matches(const MatchClause& clause, const DeviceFacts& facts) {
+    std::vector<std::string> values =
+        match_key_is_named(clause.key) ? named_values(clause, facts) : fact_values(clause.key, facts);
     const auto compare = row_of(clause.key).compare;
     for (const auto& pattern : clause.patterns) {
         if (compare == Compare::flag || compare == Compare::exact) {
@@ -103,7 +166,7 @@ bool clause_matches(const MatchClause& clause, const DeviceFacts& facts) {
 
 bool rule_matches(const Rule& rule, const DeviceFacts& facts) {
     for (const auto& c : rule.match)
-        if (!clause_matches(c, facts)) return false;
+        if (clause_matches(c, facts) == c.negated) return false;
     return true;
 }
 

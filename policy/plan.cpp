@@ -75,7 +75,7 @@ void resolve(Action& a, const AttributeSpec& spec, const Winner& w, const Device
             if (!a.alternatives.empty()) a.note += " (if it refuses: " + join(a.alternatives, ", ") + ")";
         }
     } else if (spec.readback) {
-        auto r = spec.readback(a.value, {ctx.page_size, final_rotational});
+        auto r = spec.readback(a.value, {ctx.page_size, final_rotational, ctx.hz, ctx.hz_known});
         a.value = std::move(r.value);
         a.expected = std::move(r.expected);
         if (!r.note.empty()) a.note = std::move(r.note);
@@ -194,9 +194,10 @@ DevicePlan plan_device(const Policy& policy, const DeviceFacts& facts, const Val
             // A queue attribute this kernel does not have is a value the
             // host cannot give; one of the device's driver (device/timeout
             // on a disk that is not SCSI) is not the device's kind.
-            a.kind = starts_with(spec->path, "queue/") ? ActionKind::unavailable : ActionKind::skip;
+            a.kind = starts_with(spec->path, "queue/") && !spec->by_driver ? ActionKind::unavailable : ActionKind::skip;
             a.value = a.expected = w.setting->values.front();  // what the policy asks, as it says it
             a.note = "device has no " + spec->path;
+            if (spec->by_driver) a.note += " (its driver has no timeout handler)";
             if (spec->id == Key::async_depth) {
                 kernel::kernel_row(kernel::KRow::async_depth_iosched_tunable);
                 a.note =
@@ -273,6 +274,22 @@ DevicePlan plan_device(const Policy& policy, const DeviceFacts& facts, const Val
                 kernel::kernel_row(kernel::KRow::wbt_store_retained_value_noop);
                 a.zero_first = true;
                 a.note = "wbt is off: written as 0, then the value (the value alone can be a no-op)";
+            }
+        } else if (a.id == Key::io_timeout) {
+            // SCSI: device/timeout is the same request timer, in seconds.
+            const auto timeout = std::find_if(plan.actions.begin(), plan.actions.end(), [](const Action& x) {
+                return x.id == Key::device_timeout && (x.kind == ActionKind::write || x.kind == ActionKind::unchanged);
+            });
+            if (timeout != plan.actions.end()) {
+                kernel::kernel_row(kernel::KRow::io_timeout_one_timer_with_scsi_timeout);
+                const auto s = parse_int(timeout->expected).value_or(0);
+                const auto ms = parse_int(a.expected).value_or(0);
+                if (s * 1000 != ms) {
+                    a.kind = ActionKind::refuse;
+                    a.note = "device.timeout = " + timeout->expected + " (" + timeout->rule.name +
+                             ") sets the same request timer to " + std::to_string(s * 1000) +
+                             " ms: set one of the two, or both to the same time";
+                }
             }
         } else if (a.id == Key::read_ahead_kb && by(kernel::WriteCause::limits_commit) &&
                    a.kind == ActionKind::unchanged) {

@@ -62,6 +62,10 @@ struct DevicePlan {
 
 struct PlanContext {
     std::int64_t page_size = 4096;
+    // The kernel's tick rate (CONFIG_HZ), which io_timeout is kept in;
+    // hz_known false when it could not be read (250, Debian's, is assumed).
+    int hz = 250;
+    bool hz_known = false;
     // The running kernel: whether a queue-limits write moves read_ahead_kb.
     // {0, 0} (unknown) assumes it can.
     kernel::KernelVersion kernel;

@@ -42,7 +42,9 @@ enum class MatchKey {
     md_level,
     rotational,
     removable,
-    env,  // a udev property (env.NAME), from udev's database when udevd runs
+    env,    // a udev property (env.NAME), from udev's database when udevd runs
+    attr,   // a sysfs attribute of the device (attr.NAME), as udev's ATTR{NAME}==
+    attrs,  // a sysfs attribute of the device or a parent (attrs.NAME), as udev's ATTRS{NAME}==
 };
 // Names, how each key matches and what it reads: one table, policy/match.cpp.
 const char* to_string(MatchKey k);
@@ -53,7 +55,8 @@ bool match_key_is_flag(MatchKey k);          // true/false, not globs (rotationa
 struct MatchClause {
     MatchKey key = MatchKey::kernel;
     std::vector<std::string> patterns;  // any of (globs); for flags "true"/"false"
-    std::string env_name;               // for MatchKey::env: the property name
+    std::string name;                   // env, attr, attrs: the property or attribute
+    bool negated = false;               // from [rule.unless]: the rule applies only where this does not match
     SourcePos pos;
 };
 
@@ -70,8 +73,8 @@ inline constexpr const char* kAckVolatileCache = "volatile-cache-data-loss";
 
 struct Rule {
     std::string name;
-    SourcePos pos;  // the [[rule]] header
-    std::vector<MatchClause> match;
+    SourcePos pos;                   // the [[rule]] header
+    std::vector<MatchClause> match;  // [rule.match] and [rule.unless] (negated) alike
     std::vector<Setting> set;
     std::set<std::string> acknowledge;
 };
@@ -90,6 +93,13 @@ struct DaemonConfig {
     // The share of each 10 s the request tracepoints are on, in percent:
     // what tracing every I/O costs a busy disk, bounded (bench/README.md).
     unsigned measure_sample = 10;
+};
+
+// The sysfs attributes the match keys attr.NAME and attrs.NAME read.
+struct AttributeNames {
+    std::set<std::string> own;      // attr.NAME: the device's own
+    std::set<std::string> parents;  // attrs.NAME: the device's and its parents'
+    bool empty() const { return own.empty() && parents.empty(); }
 };
 
 struct Policy {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "policy/toml_text.hpp"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "util/utf8.hpp"
@@ -74,9 +75,20 @@ std::string emit_rule(const RuleToml& rule) {
         out += "[rule.match]\n";
         for (const auto& m : rule.match) out += line(m);
     }
+    if (!rule.unless.empty()) {
+        out += "[rule.unless]\n";
+        for (const auto& m : rule.unless) out += line(m);
+    }
     out += "[rule.set]\n";
     for (const auto& e : rule.set) out += line(e);
     return out;
+}
+
+std::string toml_dotted(const std::string& family, const std::string& name) {
+    const bool bare = !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
+        return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+    });
+    return family + "." + (bare ? name : toml_quote(name));
 }
 
 std::string import_document(const std::string& title, const std::vector<std::string>& sources,

@@ -29,9 +29,14 @@ struct RuleToml {
     std::string acknowledge_comment;
     std::vector<TomlEntry> match;  // no [rule.match] when empty: every device
     std::vector<TomlEntry> set;
+    std::vector<TomlEntry> unless = {};  // [rule.unless], when not empty
 };
 
-// [[rule]], name, acknowledge, [rule.match] and [rule.set], each line ending in a newline.
+// A dotted key of a named match family: env.ID_BUS, attr."queue/zoned".
+std::string toml_dotted(const std::string& family, const std::string& name);
+
+// [[rule]], name, acknowledge, [rule.match], [rule.unless] and [rule.set],
+// each line ending in a newline.
 std::string emit_rule(const RuleToml& rule);
 
 // An import's output: a comment naming what it was converted from and the

@@ -149,6 +149,40 @@ TEST_CASE("read-backs: write_cache's two words, rq_affinity above 2 ignored") {
     CHECK_FALSE(rq_affinity_write_ignored(2));
 }
 
+TEST_CASE("io_timeout reads back in whole ticks; 2^31 ms or more is the longest timer, in 32 bits") {
+    const struct {
+        std::int64_t ms;
+        int hz;
+        std::int64_t out;
+    } cases[] = {
+        {90000, 250, 90000},            // EC2 instance storage: a whole number of 4 ms ticks
+        {240000, 250, 240000},          // Azure's remote NVMe
+        {30000, 1000, 30000},           // sd's default
+        {1001, 250, 1004},              // rounded up to the next tick
+        {1, 100, 10},                   // a tick is 10 ms at 100 Hz
+        {1000, 300, 1000},              // 300 Hz: 300 ticks
+        {1001, 300, 1004},              // 301 ticks shown as ceil(301 x 10 / 3)
+        {2147483647, 250, 2147483648},  // the last value that is not the longest timer
+        {2147483648, 250, 4294967288},  // 0xFFFFFFFE ticks x 4 ms, cut to 32 bits
+        {4294967295, 250, 4294967288},  // what the clouds' rules write
+        {4294967295, 1000, 4294967294},
+        {4294967295, 100, 4294967276},
+    };
+    for (const auto& c : cases) {
+        CAPTURE(c.ms);
+        CAPTURE(c.hz);
+        CHECK(io_timeout_readback(c.ms, c.hz) == c.out);
+    }
+}
+
+TEST_CASE("io_timeout's default per driver: nvme_core.io_timeout for NVMe, 30 s for sd, none elsewhere") {
+    CHECK(io_timeout_default_ms("nvme", std::nullopt) == 30000);
+    CHECK(io_timeout_default_ms("nvme", 4294967) == 4294967000);
+    CHECK(io_timeout_default_ms("sd", 255) == 30000);
+    CHECK_FALSE(io_timeout_default_ms("virtio_blk", std::nullopt));
+    CHECK_FALSE(io_timeout_default_ms("loop", std::nullopt));
+}
+
 TEST_CASE("which writes disturb which attribute, per kernel") {
     const KernelVersion unknown{};
     auto id = [](const KernelRow* r) { return r ? r->id : std::string_view("-"); };

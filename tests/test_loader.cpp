@@ -145,10 +145,30 @@ TEST_CASE("validation messages - exactly") {
         {"[[rule]]\nname = \"x\"\n[rule.set]\nreadahead_kb = 5\n",
          "p.toml:4:1: unknown attribute \"readahead_kb\" in [rule.set] (writable: rotational, max_sectors_kb, "
          "discard_max_bytes, write_cache, add_random, iostats, scheduler, nr_requests, async_depth, wbt_lat_usec, "
-         "nomerges, rq_affinity, device.timeout, device.queue_depth, read_ahead_kb, iosched.<tunable>)"},
+         "nomerges, rq_affinity, device.timeout, device.queue_depth, io_timeout, read_ahead_kb, iosched.<tunable>)"},
         {"[[rule]]\nname = \"x\"\n[rule.match]\nmodel_name = \"x\"\n[rule.set]\nnomerges = 1\n",
          "p.toml:4:1: unknown match key \"model_name\" (known: kernel, driver, model, vendor, serial, wwid, "
-         "stack, dm_name, dm_uuid, md_level, rotational, removable, env.<udev property>)"},
+         "stack, dm_name, dm_uuid, md_level, rotational, removable, env.<udev property>, attr.<sysfs attribute>, "
+         "attrs.<sysfs attribute>)"},
+        {"[[rule]]\nname = \"x\"\n[rule.unless]\nmodel_name = \"x\"\n[rule.set]\nnomerges = 1\n",
+         "p.toml:4:1: unknown unless key \"model_name\" (known: kernel, driver, model, vendor, serial, wwid, "
+         "stack, dm_name, dm_uuid, md_level, rotational, removable, env.<udev property>, attr.<sysfs attribute>, "
+         "attrs.<sysfs attribute>)"},
+        {"[[rule]]\nname = \"x\"\n[rule.unless]\n[rule.set]\nnomerges = 1\n",
+         "p.toml:3:7: [rule.unless] is empty: leave it out"},
+        {"[[rule]]\nname = \"x\"\n[rule.unless]\nrotational = \"yes\"\n[rule.set]\nnomerges = 1\n",
+         "p.toml:4:14: unless.rotational must be true or false, not a string"},
+        {"[[rule]]\nname = \"x\"\n[rule.match]\nattr.\"../../../etc/shadow\" = \"x\"\n[rule.set]\nnomerges = 1\n",
+         "p.toml:4:6: match.attr.../../../etc/shadow: a sysfs attribute is a relative path of letters, digits, "
+         "'_', '-', '.' and ':' (at most 128 characters, no empty, '.' or '..' part)"},
+        {"[[rule]]\nname = \"x\"\n[rule.match]\nattrs = \"model\"\n[rule.set]\nnomerges = 1\n",
+         "p.toml:4:1: match.attrs must be a table of sysfs attributes of the device or a parent, e.g. attrs.nsid = "
+         "\"?*\""},
+        {"[[rule]]\nname = \"x\"\n[rule.unless]\nattr.\"queue/zoned\" = []\n[rule.set]\nnomerges = 1\n",
+         "p.toml:4:22: unless.attr.queue/zoned must not be an empty array (it could never match)"},
+        {"[[rule]]\nname = \"x\"\n[rule.set]\nio_timeout = 0\n",
+         "p.toml:4:14: io_timeout = 0 is out of range: must be 1..4294967295 (milliseconds, 1 to 4294967295; only "
+         "blk-mq drivers with a timeout handler (NVMe, SCSI) have it)"},
         {"[[rule]]\nname = \"x\"\n[rule.match]\nenv = \"ID_BUS\"\n[rule.set]\nnomerges = 1\n",
          "p.toml:4:1: match.env must be a table of udev properties, e.g. env.ID_BUS = \"ata\""},
         {"[[rule]]\nname = \"x\"\n[rule.match]\nenv.\"ID-BUS\" = \"ata\"\n[rule.set]\nnomerges = 1\n",
@@ -175,18 +195,19 @@ TEST_CASE("validation messages - exactly") {
         {"[[rule]]\nname = \"x\"\n[rule.set]\niosched.Fifo-Batch = 1\n",
          "p.toml:4:9: unknown attribute \"iosched.Fifo-Batch\" in [rule.set] (writable: rotational, "
          "max_sectors_kb, discard_max_bytes, write_cache, add_random, iostats, scheduler, nr_requests, "
-         "async_depth, wbt_lat_usec, nomerges, rq_affinity, device.timeout, device.queue_depth, read_ahead_kb, "
-         "iosched.<tunable>)"},
+         "async_depth, wbt_lat_usec, nomerges, rq_affinity, device.timeout, device.queue_depth, io_timeout, "
+         "read_ahead_kb, iosched.<tunable>)"},
         {"[[rule]]\nname = \"x\"\n[rule.set]\ndevice.eh_deadline = 1\n",
          "p.toml:4:8: unknown attribute \"device.eh_deadline\" in [rule.set] (writable: rotational, "
          "max_sectors_kb, discard_max_bytes, write_cache, add_random, iostats, scheduler, nr_requests, "
-         "async_depth, wbt_lat_usec, nomerges, rq_affinity, device.timeout, device.queue_depth, read_ahead_kb, "
-         "iosched.<tunable>)"},
+         "async_depth, wbt_lat_usec, nomerges, rq_affinity, device.timeout, device.queue_depth, io_timeout, "
+         "read_ahead_kb, iosched.<tunable>)"},
         {"[[rule]]\nname = \"x\"\n", "p.toml:1:1: rule \"x\" has no [rule.set] table: it would do nothing"},
         {"[[rule]]\nname = \"x\"\n[rule.set]\n", "p.toml:3:7: [rule.set] is empty: the rule would do nothing"},
         {"[[rule]]\n[rule.set]\nnomerges = 1\n", "p.toml:1:1: rule has no name: add name = \"...\""},
         {"[[rule]]\nname = \"x\"\nenabled = false\n[rule.set]\nnomerges = 1\n",
-         "p.toml:3:1: unknown key \"enabled\" in rule (expected \"name\", \"match\", \"set\" or \"acknowledge\")"},
+         "p.toml:3:1: unknown key \"enabled\" in rule (expected \"name\", \"match\", \"unless\", \"set\" or "
+         "\"acknowledge\")"},
         {"[[rule]]\nname = \"x\"\nacknowledge = [\"yolo\"]\n[rule.set]\nnomerges = 1\n",
          "p.toml:3:15: unknown acknowledgement \"yolo\" (known: \"write-through-drops-flushes\", "
          "\"volatile-cache-data-loss\")"},

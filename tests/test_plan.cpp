@@ -220,6 +220,46 @@ TEST_CASE("a queue attribute this kernel lacks on a request-based queue is unava
     CHECK(std::string(to_string(ActionKind::unavailable)) == "unavailable");
 }
 
+TEST_CASE("io_timeout: whole ticks, skipped where the driver has none, one timer with SCSI's device.timeout") {
+    auto f = loop_facts();
+    f.name = "sda";
+    auto v = loop_values();
+    const std::string head = "[[rule]]\nname = \"r\"\n[rule.set]\n";
+    // loop and virtio-blk have no timeout handler: skipped, not unavailable.
+    auto none = plan_device(blkpolicy::test::policy_from_toml(head + "io_timeout = 4294967295\n"), f, v, {});
+    CHECK(action(none, "io_timeout").kind == ActionKind::skip);
+    CHECK(action(none, "io_timeout").note == "device has no queue/io_timeout (its driver has no timeout handler)");
+
+    v["io_timeout"] = "30000";
+    v["device.timeout"] = "30";
+    PlanContext ctx;
+    ctx.hz = 250;
+    ctx.hz_known = true;
+    auto ebs = plan_device(blkpolicy::test::policy_from_toml(head + "io_timeout = 4294967295\n"), f, v, ctx);
+    CHECK(action(ebs, "io_timeout").kind == ActionKind::write);
+    CHECK(action(ebs, "io_timeout").value == "4294967295");
+    CHECK(action(ebs, "io_timeout").expected == "4294967288");
+    CHECK(action(ebs, "io_timeout").note ==
+          "reads back as 4294967288 (the kernel keeps it in ticks of 250 Hz; 2^31 ms or more is the longest timer "
+          "it has)");
+    ctx.hz = 1000;
+    CHECK(action(plan_device(blkpolicy::test::policy_from_toml(head + "io_timeout = 4294967295\n"), f, v, ctx),
+                 "io_timeout")
+              .expected == "4294967294");
+
+    // The same timer in seconds and in milliseconds: the same time, or refused.
+    auto same =
+        plan_device(blkpolicy::test::policy_from_toml(head + "device.timeout = 90\nio_timeout = 90000\n"), f, v, ctx);
+    CHECK(order(same) == std::vector<std::string>{"device.timeout:write", "io_timeout:write"});
+    auto apart =
+        plan_device(blkpolicy::test::policy_from_toml(head + "device.timeout = 60\nio_timeout = 90000\n"), f, v, ctx);
+    CHECK(action(apart, "io_timeout").kind == ActionKind::refuse);
+    CHECK(action(apart, "io_timeout").note ==
+          "device.timeout = 60 (r) sets the same request timer to 60000 ms: set one of the two, or both to the "
+          "same time");
+    CHECK(action(apart, "device.timeout").kind == ActionKind::write);
+}
+
 TEST_CASE("a device without queue/ is not tuned at all") {
     DeviceFacts f;
     f.name = "sr0";

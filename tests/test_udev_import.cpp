@@ -70,18 +70,18 @@ TEST_CASE("udev patterns: alternatives and classes") {
 }
 
 TEST_CASE("import: a converted rule never matches more than the original") {
-    // Every unexpressible condition leaves the rule out rather than drop it.
+    // Every condition no device fact decides leaves the rule out rather than drop it.
     const char* unexpressible[] = {
         "PROGRAM==\"/bin/x\"",
         "TEST==\"/sys/x\"",
         "RESULT==\"1\"",
-        "KERNEL!=\"sda\"",
-        "ATTR{size}==\"0\"",
         "SUBSYSTEMS==\"scsi\"",
-        "ATTRS{queue_depth}==\"32\"",
-        "DRIVERS!=\"sd\"",
-        "ENV{ID_BUS}!=\"usb\"",
-        "ATTR{queue/rotational}==\"0|1\"",
+        "TAGS==\"systemd\"",
+        "CONST{virt}==\"kvm\"",
+        "IMPORT{builtin}==\"blkid\"",
+        "KERNELS!=\"host*\"",
+        "DEVPATH==\"/devices/virtual/*\"",
+        "ATTRS{vendor}==\"ATA\", ATTRS{queue_depth}==\"32\"",
     };
     for (const char* cond : unexpressible) {
         CAPTURE(cond);
@@ -93,6 +93,33 @@ TEST_CASE("import: a converted rule never matches more than the original") {
         auto loaded = load_policy({{"out", r.toml}});
         CHECK(loaded.ok());
         CHECK(loaded.policy.rules.empty());
+    }
+}
+
+TEST_CASE("import: negations and sysfs attributes convert exactly, as udevd decides them") {
+    const struct {
+        const char* condition;
+        const char* match;  // the converted rule's [rule.match] and [rule.unless] lines
+    } cases[] = {
+        {"KERNEL!=\"sda\"", "[rule.unless]\nkernel = \"sda\"\n"},
+        {"ENV{ID_BUS}!=\"usb\"", "[rule.unless]\nenv.ID_BUS = \"usb\"\n"},
+        // udevd starts its parent walk at the disk, which has no driver: DRIVERS!= holds there.
+        {"DRIVERS!=\"sd\", KERNEL==\"sd*\"", "[rule.match]\nkernel = \"sd*\"\n"},
+        {"ATTR{size}==\"0\"", "[rule.match]\nattr.size = \"0\"\n"},
+        {"ATTR{queue/zoned}==\"host-managed\"", "[rule.match]\nattr.\"queue/zoned\" = \"host-managed\"\n"},
+        {"ATTRS{queue_depth}==\"32\"", "[rule.match]\nattrs.queue_depth = \"32\"\n"},
+        // Missing, the attribute fails != as well: present and not "x".
+        {"ATTRS{nsid}!=\"1\"", "[rule.match]\nattrs.nsid = \"?*\"\n[rule.unless]\nattrs.nsid = \"1\"\n"},
+        {"ATTRS{model}==\"QEMU HARDDISK   \"", "[rule.match]\nmodel = \"QEMU HARDDISK\"\n"},
+        {"ATTR{queue/rotational}==\"0|1\", KERNEL==\"vd*\"", "[rule.match]\nkernel = \"vd*\"\n"},
+    };
+    for (const auto& c : cases) {
+        CAPTURE(c.condition);
+        auto r = import_udev_rules(
+            parse_udev_rules_text("f.rules", std::string(c.condition) + ", ATTR{queue/nomerges}=\"1\"\n"), {"f.rules"});
+        CHECK(r.converted == 1);
+        CHECK(r.toml.find(std::string(c.match) + "[rule.set]\nnomerges = 1\n") != std::string::npos);
+        CHECK(load_policy({{"out", r.toml}}).ok());
     }
 }
 
@@ -134,7 +161,7 @@ TEST_CASE("golden: import of a udev rules file with every case") {
     std::ofstream(out) << r.out;
     auto check = run_blkpolicy({"check", "--policy", out});
     CHECK(check.exit_code == 0);
-    CHECK(check.out == "policy OK: 5 rule(s) from 1 file(s)\n");
+    CHECK(check.out == "policy OK: 7 rule(s) from 1 file(s)\n");
 }
 
 TEST_CASE("import of udev rules: a file without tuning converts to nothing, says so, exits 0") {
@@ -165,14 +192,18 @@ TEST_CASE("import-udev, deprecated in 0.2.0: says so on stderr, otherwise import
 }
 
 TEST_CASE("import: env matches see uevent properties of the fake tree") {
-    // ENV{DEVTYPE}=="disk" converts to env.DEVTYPE, which facts read from the uevent file.
-    auto rules =
-        parse_udev_rules_text("f.rules", "ENV{DEVTYPE}==\"disk\", KERNEL==\"vda\", ATTR{queue/nomerges}=\"1\"\n");
+    // ENV{MAJOR}=="252" converts to env.MAJOR, which facts read from the
+    // uevent file; ENV{DEVTYPE}=="disk" only restates blkpolicy's scope.
+    auto rules = parse_udev_rules_text(
+        "f.rules", "ENV{DEVTYPE}==\"disk\", ENV{MAJOR}==\"252\", KERNEL==\"vda\", ATTR{queue/nomerges}=\"1\"\n");
     auto r = import_udev_rules(rules, {"f.rules"});
     auto loaded = load_policy({{"out", r.toml}});
     REQUIRE(loaded.ok());
     REQUIRE(loaded.policy.rules.size() == 1);
-    CHECK(loaded.policy.rules[0].match.size() == 2);
+    REQUIRE(loaded.policy.rules[0].match.size() == 2);
+    CHECK(loaded.policy.rules[0].match[0].key == MatchKey::env);
+    CHECK(loaded.policy.rules[0].match[0].name == "MAJOR");
+    CHECK(loaded.policy.rules[0].match[1].key == MatchKey::kernel);
 }
 
 TEST_CASE("import: bytes that are not UTF-8 never make the output invalid TOML (found by fuzz_udev)") {
@@ -221,6 +252,9 @@ TEST_CASE("import: every udev key is a condition, an effect or control flow; no 
         {"ATTRS{model}==\"Samsung*\"", "converted", ""},
         {"ATTR{queue/rotational}==\"0\"", "converted", ""},
         {"ENV{ID_BUS}==\"nvme\"", "converted", ""},
+        {"ENV{ID_BUS}!=\"usb\"", "converted", ""},
+        {"ATTR{size}==\"0\"", "converted", ""},
+        {"KERNEL!=\"nvme0n1\"", "converted", ""},
         // Conditions it cannot express: the rule is left out, never widened.
         {"PROGRAM=\"/bin/false\"", "left out", "applies only where the program succeeds"},
         {"PROGRAM==\"/bin/true\"", "left out", "applies only where the program succeeds"},
@@ -238,10 +272,8 @@ TEST_CASE("import: every udev key is a condition, an effect or control flow; no 
         {"TAGS==\"systemd\"", "left out", "cannot be expressed"},
         {"CONST{virt}==\"kvm\"", "left out", "cannot be expressed"},
         {"SYSCTL{kernel/x}==\"1\"", "left out", "cannot be expressed"},
-        {"ATTR{size}==\"0\"", "left out", "cannot be expressed"},
         {"NAME==\"x\"", "left out", "cannot be expressed"},
         {"SYMLINK==\"disk/x\"", "left out", "cannot be expressed"},
-        {"ENV{ID_BUS}!=\"usb\"", "left out", "negation"},
         {"FOO==\"bar\"", "left out", "not a udev key"},
         // Effects blkpolicy does not have: noted, the rule converted.
         {"SYMLINK+=\"fast/%k\"", "noted", ""},

@@ -21,12 +21,14 @@ TEST_CASE("udev rules: which assignments write queue attributes") {
     REQUIRE(rules.size() == 3);
     CHECK(rules[0].attribute == "scheduler");
     CHECK(rules[0].where() == "f.rules:2");
-    CHECK(rules[0].kernel_patterns == V{"sd[a-z]", "vd*"});
+    REQUIRE(rules[0].condition);  // KERNEL and rotational as a condition, not as patterns
+    CHECK(rules[0].kernel_patterns.empty());
     CHECK(rules[1].attribute == "read_ahead_kb");
     CHECK(rules[1].value == "256");
     CHECK(rules[2].attribute == "device.timeout");
-    CHECK(writers::find_writer(rules, "sdb", "scheduler") == &rules[0]);
-    CHECK(writers::find_writer(rules, "nvme0n1", "scheduler") == nullptr);
-    CHECK(writers::find_writer(rules, "nvme0n1", "read_ahead_kb") == &rules[1]);
-    CHECK(writers::find_writer(rules, "sda", "rotational") == nullptr);  // == is a match, not a write
+    CHECK(writers::find_writer(rules, writers::UdevDevice::named("sdb"), "scheduler").writer == &rules[0]);
+    CHECK(writers::find_writer(rules, writers::UdevDevice::named("nvme0n1"), "scheduler").writer == nullptr);
+    CHECK(writers::find_writer(rules, writers::UdevDevice::named("nvme0n1"), "read_ahead_kb").writer == &rules[1]);
+    CHECK(writers::find_writer(rules, writers::UdevDevice::named("sda"), "rotational").writer ==
+          nullptr);  // == is a match, not a write
 }

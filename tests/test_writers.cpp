@@ -48,7 +48,7 @@ writers::TunedResult tuned(const std::map<std::string, std::string>& profiles, c
 
 const WriterAssignment* find(const std::vector<WriterAssignment>& all, const std::string& attr,
                              const std::string& device) {
-    return writers::find_writer(all, device, attr);
+    return writers::find_writer(all, writers::UdevDevice::named(device), attr).writer;
 }
 
 }  // namespace
@@ -93,8 +93,8 @@ TEST_CASE("writers: sysfsutils lines, as its loader reads them") {
     CHECK(w[0].kernel_patterns == V{"sda"});
     CHECK(w[1].where() == "/etc/sysfs.conf:5");
     CHECK(w[1].value == "256");
-    CHECK(w[1].applies_to("vdc"));
-    CHECK_FALSE(w[1].applies_to("sda"));
+    CHECK(w[1].selects(writers::UdevDevice::named("vdc")).verdict == writers::Selects::yes);
+    CHECK(w[1].selects(writers::UdevDevice::named("sda")).verdict == writers::Selects::no);
 }
 
 TEST_CASE("writers: tmpfiles.d w lines, their modifiers and what cannot be a value") {
@@ -220,11 +220,15 @@ TEST_CASE("writers: the writer whose value was found is the one named") {
         writers::parse_sysfs_conf("/etc/sysfs.conf", "block/sda/queue/read_ahead_kb = 128\n");
     auto t = writers::parse_tmpfiles("/etc/tmpfiles.d/a.conf", "w /sys/block/sd*/queue/read_ahead_kb - - - - 4096\n");
     w.insert(w.end(), t.begin(), t.end());
-    CHECK(writers::find_writer(w, "sda", "read_ahead_kb")->kind == WriterKind::sysfsutils);
-    CHECK(writers::find_writer(w, "sda", "read_ahead_kb", "4096")->kind == WriterKind::tmpfiles);
-    CHECK(writers::find_writer(w, "sda", "read_ahead_kb", "512")->kind == WriterKind::sysfsutils);
-    CHECK(writers::find_writer(w, "sdb", "read_ahead_kb")->kind == WriterKind::tmpfiles);
-    CHECK(writers::find_writer(w, "vda", "read_ahead_kb") == nullptr);
+    CHECK(writers::find_writer(w, writers::UdevDevice::named("sda"), "read_ahead_kb").writer->kind ==
+          WriterKind::sysfsutils);
+    CHECK(writers::find_writer(w, writers::UdevDevice::named("sda"), "read_ahead_kb", "4096").writer->kind ==
+          WriterKind::tmpfiles);
+    CHECK(writers::find_writer(w, writers::UdevDevice::named("sda"), "read_ahead_kb", "512").writer->kind ==
+          WriterKind::sysfsutils);
+    CHECK(writers::find_writer(w, writers::UdevDevice::named("sdb"), "read_ahead_kb").writer->kind ==
+          WriterKind::tmpfiles);
+    CHECK(writers::find_writer(w, writers::UdevDevice::named("vda"), "read_ahead_kb").writer == nullptr);
     CHECK(w[1].describe() == "tmpfiles.d /etc/tmpfiles.d/a.conf:1");
 }
 
@@ -278,8 +282,9 @@ TEST_CASE("writers: a host's files, read the way each writer decides what takes 
     CHECK(tuned_found[0].file == (r / "usr/lib/tuned/profiles/site/tuned.conf").string());
     auto all = writers::scan_writers({{}, r.string()}, &warnings);
     CHECK(all.size() == 6);
-    CHECK(writers::find_writer(all, "sde", "nomerges")->kind == WriterKind::rc_local);
-    CHECK(writers::find_writer(all, "sde", "scheduler")->kind == WriterKind::tuned);
+    CHECK(writers::find_writer(all, writers::UdevDevice::named("sde"), "nomerges").writer->kind ==
+          WriterKind::rc_local);
+    CHECK(writers::find_writer(all, writers::UdevDevice::named("sde"), "scheduler").writer->kind == WriterKind::tuned);
     CHECK(warnings.empty());
 }
 

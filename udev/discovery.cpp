@@ -7,6 +7,7 @@
 #include <sys/sysmacros.h>
 
 #include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <sstream>
 
@@ -99,7 +100,7 @@ std::vector<std::string> list_block_devices(const Sysfs& sysfs) {
 }
 
 std::optional<DeviceFacts> read_facts(const Sysfs& s, const std::string& name, const std::string& udev_db,
-                                      FactNeeds needs) {
+                                      FactNeeds needs, const policy::AttributeNames& attributes) {
     if (!valid_device_name(name)) return std::nullopt;
     const std::string dir = "block/" + name;
 
@@ -208,7 +209,45 @@ std::optional<DeviceFacts> read_facts(const Sysfs& s, const std::string& name, c
         }
         for (auto& [k, v] : read_udev_properties(udev_db, f.devnum)) f.properties[k] = v;
     }
+    if ((needs & policy::kFactAttributes) && !attributes.empty()) {
+        for (const auto& a : attributes.own)
+            if (auto v = read_attribute(s, dir + "/" + a)) f.own_attributes[a] = *v;
+        if (!attributes.parents.empty()) {
+            const auto syspath = f.syspath.empty() ? s.resolve(dir) : std::optional<std::string>(f.syspath);
+            for (const auto& level : syspath ? device_levels(s, *syspath) : std::vector<DeviceLevel>{})
+                for (const auto& a : attributes.parents)
+                    if (auto v = read_attribute(s, level.dir + "/" + a)) f.parent_attributes[a].push_back(*v);
+        }
+    }
     return f;
+}
+
+std::optional<std::string> read_attribute(const Sysfs& s, const std::string& path) {
+    auto r = s.read(path);
+    if (!r.ok()) return std::nullopt;
+    auto& v = r.value;
+    while (!v.empty() && std::isspace(static_cast<unsigned char>(v.back()))) v.pop_back();
+    return v;
+}
+
+std::vector<DeviceLevel> device_levels(const Sysfs& s, const std::string& syspath) {
+    std::vector<DeviceLevel> out;
+    std::string_view p = syspath;
+    while (!p.empty() && p != "devices" && p.find('/') != std::string_view::npos) {
+        const std::string dir(p);
+        // udev's parents are the directories that are devices (an uevent file);
+        // the device itself always counts.
+        if (out.empty() || s.exists(dir + "/uevent")) {
+            DeviceLevel l;
+            l.dir = dir;
+            l.kernel = std::string(last_component(p));
+            if (auto sub = s.readlink(dir + "/subsystem")) l.subsystem = std::string(last_component(*sub));
+            if (auto drv = s.readlink(dir + "/driver")) l.driver = std::string(last_component(*drv));
+            out.push_back(std::move(l));
+        }
+        p = p.substr(0, p.rfind('/'));
+    }
+    return out;
 }
 
 namespace {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "policy/facts.hpp"
+#include "policy/policy.hpp"
 #include "udev/sysfs.hpp"
 
 namespace blkpolicy::udev {
@@ -25,9 +26,27 @@ std::vector<std::string> list_block_devices(const Sysfs& sysfs);
 // without a diskseq also gets every group its identity needs.
 // Properties: the kernel's uevent ones and, with `udev_db` (udev's database
 // directory), those udev's rules added.
+// With kFactAttributes, the sysfs attributes `attributes` names (the
+// policy's attr.NAME and attrs.NAME).
 std::optional<policy::DeviceFacts> read_facts(const Sysfs& sysfs, const std::string& name,
                                               const std::string& udev_db = {},
-                                              policy::FactNeeds needs = policy::kAllFacts);
+                                              policy::FactNeeds needs = policy::kAllFacts,
+                                              const policy::AttributeNames& attributes = {});
+
+// A sysfs attribute as udev matches it: trailing whitespace removed;
+// nullopt when it cannot be read (not there).
+std::optional<std::string> read_attribute(const Sysfs& sysfs, const std::string& path);
+
+// The device's directory and its parents that are devices (an uevent
+// file), the device first: the levels udev's KERNELS, SUBSYSTEMS, DRIVERS
+// and ATTRS walk. `syspath` as DeviceFacts has it ("devices/...").
+struct DeviceLevel {
+    std::string dir;  // relative to the sysfs root
+    std::string kernel;
+    std::string subsystem;  // empty: no subsystem link
+    std::string driver;     // empty: no driver bound
+};
+std::vector<DeviceLevel> device_levels(const Sysfs& sysfs, const std::string& syspath);
 
 // I/O schedulers the kernel in MODULES_DIR (/lib/modules/RELEASE) can load
 // when one is named, found as modprobe finds them: an alias NAME-iosched in

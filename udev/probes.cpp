@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "udev/probes.hpp"
 
+#include <fstream>
 #include <set>
 
 #include "policy/values.hpp"
@@ -56,6 +57,18 @@ std::vector<std::string> stacked_neighbours(const Sysfs& sysfs, const std::strin
 
 bool has_medium(const Sysfs& sysfs, const std::string& device) {
     return policy::parse_int(sysfs.read("block/" + device + "/size").value).value_or(1) > 0;
+}
+
+std::optional<int> kernel_hz(const std::string& config_path) {
+    std::ifstream in(config_path);
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.rfind("CONFIG_HZ=", 0) != 0) continue;
+        auto hz = policy::parse_int(line.substr(10));
+        if (hz && *hz > 0 && *hz <= 10000) return static_cast<int>(*hz);
+        return std::nullopt;
+    }
+    return std::nullopt;
 }
 
 }  // namespace blkpolicy::udev

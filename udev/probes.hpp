@@ -25,4 +25,9 @@ bool has_medium(const Sysfs& sysfs, const std::string& device);
 // then); nullopt when the topology is not shown.
 std::optional<bool> single_last_level_cache(const Sysfs& sysfs);
 
+// The kernel's tick rate (CONFIG_HZ) from its build configuration
+// (/boot/config-RELEASE, which Debian, Ubuntu and Fedora install beside the
+// kernel); nullopt when the file or the line is not there.
+std::optional<int> kernel_hz(const std::string& config_path);
+
 }  // namespace blkpolicy::udev

@@ -2,179 +2,358 @@
 #include "writers/udev_import.hpp"
 
 #include <algorithm>
-#include <cctype>
 #include <filesystem>
 #include <map>
 #include <set>
 
 #include "policy/attributes.hpp"
 #include "policy/loader.hpp"
+#include "policy/match.hpp"
 #include "policy/toml_text.hpp"
 #include "policy/values.hpp"
 #include "util/utf8.hpp"
+#include "writers/udev_flow.hpp"
 
 namespace blkpolicy::writers {
 
 namespace {
 
-std::string token_text(const UdevToken& t) {
-    return t.key + (t.attr.empty() ? "" : "{" + t.attr + "}") + to_string(t.op) + "\"" + t.value + "\"";
-}
-
-// Every key of udev's rule grammar (udev(7); the token table of systemd's
-// udev-rules.c), by what it does in a rule. A key udev evaluates as a
-// condition is one whatever its operator: PROGRAM="x" runs x and the rule
-// stops matching when it fails; IMPORT{...}= stops it when the import finds
-// nothing. Keys missing here are unknown, and a rule with one is left out.
-enum class UdevKeyRole {
-    condition,  // converted where a policy can express it, else the rule is left out
-    effect,     // an assignment blkpolicy does not do (SYMLINK, RUN, ...): noted, not converted
-    control,    // GOTO, LABEL: followed by the importer itself
-};
-struct UdevKeyInfo {
-    const char* key;
-    UdevKeyRole role;
-};
-constexpr UdevKeyInfo kUdevKeys[] = {
-    {"ACTION", UdevKeyRole::condition},
-    {"DEVPATH", UdevKeyRole::condition},
-    {"KERNEL", UdevKeyRole::condition},
-    {"SUBSYSTEM", UdevKeyRole::condition},
-    {"DRIVER", UdevKeyRole::condition},
-    {"KERNELS", UdevKeyRole::condition},
-    {"SUBSYSTEMS", UdevKeyRole::condition},
-    {"DRIVERS", UdevKeyRole::condition},
-    {"ATTRS", UdevKeyRole::condition},
-    {"TAGS", UdevKeyRole::condition},
-    {"TEST", UdevKeyRole::condition},
-    {"PROGRAM", UdevKeyRole::condition},
-    {"RESULT", UdevKeyRole::condition},
-    {"IMPORT", UdevKeyRole::condition},
-    {"CONST", UdevKeyRole::condition},
-    {"DEVTYPE", UdevKeyRole::condition},
-    // Matches with == and != and assignments otherwise (by operator).
-    {"ATTR", UdevKeyRole::effect},
-    {"SYSCTL", UdevKeyRole::effect},
-    {"ENV", UdevKeyRole::effect},
-    {"TAG", UdevKeyRole::effect},
-    {"NAME", UdevKeyRole::effect},
-    {"SYMLINK", UdevKeyRole::effect},
-    {"OWNER", UdevKeyRole::effect},
-    {"GROUP", UdevKeyRole::effect},
-    {"MODE", UdevKeyRole::effect},
-    {"SECLABEL", UdevKeyRole::effect},
-    {"RUN", UdevKeyRole::effect},
-    {"OPTIONS", UdevKeyRole::effect},
-    {"WAIT_FOR", UdevKeyRole::effect},
-    {"GOTO", UdevKeyRole::control},
-    {"LABEL", UdevKeyRole::control},
+// What blkpolicy acts on, by itself: add and change events, block devices,
+// whole disks. A test about these only restates that scope.
+enum class Scope { restated, outside, other };
+struct ScopeCheck {
+    Scope scope = Scope::other;
+    std::string why;  // outside: why a device in blkpolicy's scope never gets here
+    bool add_only = false;
 };
 
-const UdevKeyInfo* udev_key(const std::string& key) {
-    for (const auto& k : kUdevKeys)
-        if (key == k.key) return &k;
-    return nullptr;
+ScopeCheck scope_of(const Literal& l) {
+    const auto v = value_set(l);
+    if (!v) return {};
+    if (v->value == "ACTION") {
+        const bool add = contains(v->strings, "add"), change = contains(v->strings, "change");
+        if (!add && !change) return {Scope::outside, "it never runs on add or change (" + l.text() + ")"};
+        return {Scope::restated, {}, add && !change};
+    }
+    if (v->value == "SUBSYSTEM") {
+        if (contains(v->strings, "block")) return {Scope::restated, {}};
+        return {Scope::outside, "it is not a rule for block devices (" + l.text() + ")"};
+    }
+    if (v->value == "ENV{DEVTYPE}") {
+        if (contains(v->strings, "disk")) return {Scope::restated, {}};
+        return {Scope::outside, l.text() + ": partitions have no queue/ to tune"};
+    }
+    if (v->value == "DRIVER") {
+        // A block device has no driver of its own: DRIVER== sees "".
+        if (contains(v->strings, "")) return {Scope::restated, {}};
+        return {Scope::outside, l.text() + ": a block device has no driver of its own, so the rule never matched"};
+    }
+    return {};
 }
 
-// Whether udev evaluates this token as a condition of the rule.
-bool is_condition(const UdevToken& t) {
-    const auto* k = udev_key(t.key);
-    if (!k) return true;  // unknown: treated as a condition, so the rule is left out
-    if (k->role == UdevKeyRole::condition) return true;
-    return k->role == UdevKeyRole::effect && !is_assignment(t.op);
-}
-
-struct Converted {
-    std::vector<policy::TomlEntry> match;  // under [rule.match]
-    // Adds "key = value"; a key can appear once in a policy, so the same key
-    // with another value (KERNEL=="a*", KERNEL=="*b": both must hold) cannot
-    // be converted exactly. Returns why not, or empty.
-    std::string add_match(const std::string& key, const std::string& value) {
-        for (const auto& m : match) {
+// A rule's match in policy terms, built literal by literal.
+struct MatchEntry {
+    std::string key;
+    std::vector<std::string> patterns;
+    bool flag = false;  // true/false, written bare
+    bool operator==(const MatchEntry&) const = default;
+    policy::TomlEntry toml() const { return {key, flag ? patterns.front() : policy::toml_list(patterns), {}}; }
+};
+struct PolicyMatch {
+    std::vector<MatchEntry> match, unless;
+    // Adds "key = patterns" to match or unless; a key can appear once in
+    // each, so the same key with other patterns (KERNEL=="a*" and
+    // KERNEL=="*b": both must hold) cannot be converted exactly. Returns why
+    // not, or empty.
+    std::string add(bool negated, const std::string& key, const std::vector<std::string>& patterns, bool flag = false) {
+        auto& into = negated ? unless : match;
+        for (const auto& m : into) {
             if (m.key != key) continue;
-            if (m.value == value) return {};
-            return "it matches " + key + " twice with different patterns, which a policy cannot express";
+            if (m.patterns == patterns) return {};
+            return std::string("it ") + (negated ? "excludes " : "matches ") + key +
+                   " twice with different patterns, which a policy cannot express";
         }
-        match.push_back({key, value, {}});
+        into.push_back({key, patterns, flag});
         return {};
     }
-    std::vector<policy::TomlEntry> set;  // key, TOML value
-    bool write_through = false;
-    std::string left_out;            // non-empty: the whole rule is left out, and why
-    std::vector<std::string> notes;  // per-rule diagnostics that do not stop it
+    bool operator==(const PolicyMatch&) const = default;
 };
 
-// One match condition -> a policy match line, or a reason it cannot be one.
-std::string convert_condition(const UdevToken& t, Converted& c, bool& add_only) {
-    const auto alts = split_alternatives(t.value);
-    const bool eq = t.op == UdevOp::match;
-    if (!udev_key(t.key)) return token_text(t) + ": not a udev key blkpolicy knows";
-    if (t.key == "PROGRAM")
-        return token_text(t) + ": the rule applies only where the program succeeds, which a policy cannot express";
-    if (t.key == "IMPORT")
-        return token_text(t) +
-               ": the rule applies only where the import finds something, which a policy cannot "
-               "express";
-    if (t.key == "RESULT") return token_text(t) + ": it matches a program's output, which a policy cannot express";
-    if (t.key == "TEST") return token_text(t) + ": it tests a file, which a policy cannot express";
-    if (t.key == "ACTION") {
-        std::set<std::string> a(alts.begin(), alts.end());
-        if (eq && !a.count("add") && !a.count("change"))
-            return "it never runs on add or change (ACTION==\"" + t.value + "\")";
-        if (eq && a.count("add") && !a.count("change")) add_only = true;
-        if (!eq && (a.count("add") || a.count("change")))
-            return "ACTION!=\"" + t.value + "\" limits it to events blkpolicy cannot single out";
+std::vector<policy::TomlEntry> toml_entries(const std::vector<MatchEntry>& entries) {
+    std::vector<policy::TomlEntry> out;
+    for (const auto& e : entries) out.push_back(e.toml());
+    return out;
+}
+
+std::vector<std::string> alternatives_of(const std::string& pattern, bool trim) {
+    std::vector<std::string> out(1);
+    for (char c : pattern) {
+        if (c == '|')
+            out.emplace_back();
+        else
+            out.back() += c;
+    }
+    if (trim)  // udev ignores the trailing blanks of a sysfs value, and blkpolicy trims its facts
+        for (auto& a : out) a = policy::trim(a);
+    return out;
+}
+
+// The policy key an attribute test becomes: blkpolicy's own facts for
+// what it reads from the same level udev finds them on, attr.NAME and
+// attrs.NAME for the rest.
+std::string attribute_key(const UdevTest& t) {
+    if (t.key == "ATTRS" && (t.attr == "model" || t.attr == "vendor" || t.attr == "wwid")) return t.attr;
+    return policy::toml_dotted(t.key == "ATTR" ? "attr" : "attrs", t.attr);
+}
+
+// Flags: which of "0" and "1" the literal lets through.
+std::string convert_flag(const Literal& l, const std::string& key, PolicyMatch& m) {
+    const auto v = value_set(l);
+    const bool zero = contains(v->strings, "0"), one = contains(v->strings, "1");
+    if (zero && one) return {};  // every value: says nothing
+    if (!zero && !one) return l.text() + ": only \"0\" or \"1\" can be converted";
+    return m.add(false, key, {one ? "true" : "false"}, true);
+}
+
+// One literal of a path into policy terms; returns why it cannot be one.
+std::string convert_literal(const Literal& l, PolicyMatch& m) {
+    const auto& t = l.tests.front();
+    if (!l.undecidable.empty()) {
+        const auto role = udev_key_role(t.key);
+        std::string why = "cannot be expressed in a policy";
+        if (!role)
+            why = "not a udev key blkpolicy knows";
+        else if (t.key == "PROGRAM")
+            why = "the rule applies only where the program succeeds, which a policy cannot express";
+        else if (t.key == "IMPORT")
+            why = "the rule applies only where the import finds something, which a policy cannot express";
+        else if (t.key == "RESULT")
+            why = "it matches a program's output, which a policy cannot express";
+        else if (t.key == "ENV")
+            why = l.undecidable + ", which a policy cannot express";
+        return (l.tests.size() == 1 ? t.text() : l.text()) + ": " + why;
+    }
+    if (t.key == "TEST") return t.text() + ": it tests a file, which a policy cannot express";
+    if (l.tests.size() > 1) {
+        // Several parent tests that must hold on one level: blkpolicy's
+        // driver chain and its model, vendor and wwid (read from the one
+        // level that has them) can say that much, and no more.
+        if (!l.holds) return l.text() + ": a negation of several parent tests cannot be expressed";
+        for (const auto& p : l.tests) {
+            const bool fact = p.key == "ATTRS" && (p.attr == "model" || p.attr == "vendor" || p.attr == "wwid");
+            if (!p.equal || !(fact || p.key == "DRIVERS"))
+                return l.text() + ": these parent tests together cannot be expressed";
+            const auto why = m.add(false, fact ? p.attr : "driver", alternatives_of(p.pattern, fact));
+            if (!why.empty()) return why;
+        }
         return {};
     }
-    if (t.key == "SUBSYSTEM") {
-        if (eq && std::find(alts.begin(), alts.end(), "block") != alts.end()) return {};
-        return "it is not a rule for block devices (SUBSYSTEM" + std::string(to_string(t.op)) + "\"" + t.value + "\")";
-    }
-    if (t.key == "DEVTYPE") {
-        if (eq && t.value == "disk") return {};
-        return "DEVTYPE" + std::string(to_string(t.op)) + "\"" + t.value + "\": partitions have no queue/ to tune";
-    }
-    if (!eq) return token_text(t) + ": blkpolicy cannot match on a negation";
-    if (t.key == "KERNEL") {
-        return c.add_match("kernel", policy::toml_list(alts));
+    const auto alts = alternatives_of(t.pattern, t.key == "ATTR" || t.key == "ATTRS");
+    if (t.key == "KERNEL") return m.add(!t.equal, "kernel", alts);
+    if (t.key == "ENV") {
+        if (policy::invalid_match_name(policy::MatchKey::env, t.attr).empty())
+            return m.add(!t.equal, policy::toml_dotted("env", t.attr), alts);
+        return "ENV{" + t.attr + "}: not a property name a policy can match";
     }
     if (t.key == "DRIVERS") {
-        return c.add_match("driver", policy::toml_list(alts));
+        // udevd starts at the disk, which has no driver: DRIVERS!= holds there.
+        if (!t.equal && l.holds) {
+            if (!contains({t.pattern}, "")) return {};
+            return l.text() + ": cannot be expressed";
+        }
+        if (t.equal && l.holds) return m.add(false, "driver", alts);
+        if (t.equal && !l.holds) return m.add(true, "driver", alts);
+        return l.text() + ": cannot be expressed";
     }
-    if (t.key == "DRIVER") return "DRIVER==: a block device has no driver of its own, so the rule never matched";
     if (t.key == "ATTR" && (t.attr == "queue/rotational" || t.attr == "removable")) {
-        if (t.value != "0" && t.value != "1") return token_text(t) + ": only \"0\" or \"1\" can be converted";
-        return c.add_match(t.attr == "removable" ? "removable" : "rotational", t.value == "1" ? "true" : "false");
+        // As the kernel reported it at add (blkpolicy freezes the flag it saw first).
+        return convert_flag(l, t.attr == "removable" ? "removable" : "rotational", m);
     }
-    if (t.key == "ATTRS" && (t.attr == "model" || t.attr == "vendor" || t.attr == "wwid")) {
-        std::vector<std::string> trimmed;
-        for (const auto& a : alts) trimmed.push_back(policy::trim(a));  // udev ignores trailing blanks of the attribute
-        return c.add_match(t.attr, policy::toml_list(trimmed));
+    if (t.key == "ATTR" || t.key == "ATTRS") {
+        const auto name_ok =
+            policy::invalid_match_name(t.key == "ATTR" ? policy::MatchKey::attr : policy::MatchKey::attrs, t.attr);
+        if (!name_ok.empty()) return t.key + "{" + t.attr + "}: " + name_ok;
+        const auto key = attribute_key(t);
+        // udevd's test fails where the attribute is missing; blkpolicy reads
+        // a missing one as "", which only the empty pattern matches.
+        if (t.equal && l.holds) return m.add(false, key, alts);
+        if (t.equal && !l.holds) return m.add(true, key, alts);
+        if (!t.equal && l.holds) {
+            if (auto why = m.add(true, key, alts); !why.empty()) return why;
+            const bool present =
+                std::any_of(m.match.begin(), m.match.end(), [&](const auto& e) { return e.key == key; });
+            return present ? std::string() : m.add(false, key, {"?*"});
+        }
+        auto with_absent = alts;
+        with_absent.push_back("");
+        return m.add(false, key, with_absent);
     }
-    if (t.key == "ENV" && !t.attr.empty()) {
-        if (!std::all_of(t.attr.begin(), t.attr.end(),
-                         [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'; }))
-            return "ENV{" + t.attr + "}: not a property name a policy can match";
-        return c.add_match("env." + t.attr, policy::toml_list(alts));
-    }
-    return token_text(t) + " cannot be expressed in a policy";
+    return l.text() + ": cannot be expressed in a policy";
 }
 
 // ATTR{queue/x}="v" -> set key and TOML value, or a reason it cannot be.
-std::string convert_assignment(const UdevToken& t, Converted& c) {
+struct Settings {
+    std::vector<policy::TomlEntry> set;
+    bool write_through = false;
+};
+std::string convert_assignment(const UdevToken& t, Settings& c) {
     const auto key = policy::policy_key_for_attr(t.attr);
     auto spec = policy::find_attribute(key);
-    if (!spec) return token_text(t) + ": blkpolicy does not write " + t.attr;
-    if (t.op == UdevOp::add || t.op == UdevOp::remove)
-        return token_text(t) + ": += and -= make no sense for an attribute";
+    if (!spec) return t.text() + ": blkpolicy does not write " + t.attr;
+    if (t.op == UdevOp::add || t.op == UdevOp::remove) return t.text() + ": += and -= make no sense for an attribute";
     std::string value;
-    if (auto why = convert_policy_value(key, t.value, value); !why.empty()) return token_text(t) + ": " + why;
+    if (auto why = convert_policy_value(key, t.value, value); !why.empty()) return t.text() + ": " + why;
     if (key == policy::key_text(policy::Key::write_cache) && policy::trim(t.value) == "write through")
         c.write_through = true;
-    c.set.erase(std::remove_if(c.set.begin(), c.set.end(), [&](const policy::TomlEntry& e) { return e.key == key; }),
-                c.set.end());
+    std::erase_if(c.set, [&](const policy::TomlEntry& e) { return e.key == key; });
     c.set.push_back({key, value, {}});
     return {};
+}
+
+// Whether the line writes attributes of something that is not a block
+// device (SUBSYSTEM=="bdi", "scsi", ...): said, with its line, as out of
+// blkpolicy's scope.
+std::string out_of_scope(const UdevRule& r) {
+    const bool writes = std::any_of(r.tokens.begin(), r.tokens.end(),
+                                    [](const UdevToken& t) { return t.key == "ATTR" && is_assignment(t.op); });
+    if (!writes) return {};
+    for (const auto& t : r.tokens) {
+        if (t.key != "SUBSYSTEM" || is_assignment(t.op)) continue;
+        if (contains({t.value, t.op == UdevOp::nomatch}, "block")) continue;
+        return "out of blkpolicy's scope: " + t.text() +
+               " writes attributes of devices that are not block devices (blkpolicy tunes block queues and "
+               "their SCSI devices, as queue/*, bdi/read_ahead_kb and device/* of a disk)";
+    }
+    return {};
+}
+
+// The lines a path passes through, for the comment: where its tests were
+// written.
+std::set<int> lines_of(const Term& t) {
+    std::set<int> out;
+    for (const auto& l : t.literals)
+        for (const auto& x : l.tests) out.insert(x.line);
+    return out;
+}
+
+// What became of each GOTO before the rule: the ones that only restate
+// blkpolicy's scope, the ones proven never to skip it, and the ones whose
+// tests are now part of its match.
+std::string flow_note(const std::vector<UdevRule>& file_rules, const UdevRule& rule, const std::vector<Term>& terms,
+                      const std::set<int>& scope_lines) {
+    std::set<int> kept;
+    for (const auto& t : terms) {
+        auto l = lines_of(t);
+        kept.insert(l.begin(), l.end());
+    }
+    std::vector<std::string> restated, never_skips, decides;
+    for (const auto& r : file_rules) {
+        if (r.line >= rule.line || !r.error.empty()) continue;
+        const bool jumps = std::any_of(r.tokens.begin(), r.tokens.end(),
+                                       [](const UdevToken& t) { return t.key == "GOTO" && is_assignment(t.op); });
+        if (!jumps) continue;
+        const auto n = std::to_string(r.line);
+        if (kept.count(r.line))
+            decides.push_back(n);
+        else if (scope_lines.count(r.line))
+            restated.push_back(n);
+        else
+            never_skips.push_back(n);
+    }
+    std::string note;
+    auto say = [&](const std::vector<std::string>& lines, const std::string& what) {
+        if (lines.empty()) return;
+        note += "\n#   udev: line" + std::string(lines.size() > 1 ? "s " : " ") +
+                policy::comment_text(policy::join(lines, ", ") + ": " + what);
+    };
+    say(restated, "its GOTO restates blkpolicy's scope (add and change events, block devices, whole disks): dropped");
+    say(never_skips, "its GOTO never skips this rule for a device it selects (proven from the patterns)");
+    say(decides, "its GOTO decides which devices reach this rule: part of the match");
+    return note;
+}
+
+struct RuleOutcome {
+    std::vector<PolicyMatch> paths;  // one policy rule each
+    std::string left_out;            // non-empty: the whole rule is left out, and why
+    bool add_only = false;
+    std::set<int> scope_lines;  // lines whose tests only restated the scope
+    std::vector<Term> terms;    // the paths that reach the line, scope dropped
+};
+
+// The paths to a tuning line in policy terms: each of the condition's
+// terms, the tests that restate blkpolicy's scope dropped, a path that
+// leaves the scope dropped whole; identical paths once.
+RuleOutcome convert_paths(const Condition& when) {
+    RuleOutcome o;
+    if (!when.too_complex.empty()) {
+        o.left_out = when.too_complex;
+        return o;
+    }
+    std::string outside;
+    for (const auto& term : when.terms) {
+        Term kept;
+        bool dead = false;
+        std::set<int> scope_lines;
+        for (const auto& l : term.literals) {
+            const auto sc = scope_of(l);
+            if (sc.scope == Scope::outside) {
+                dead = true;
+                if (outside.empty()) outside = sc.why;
+                break;
+            }
+            if (sc.scope == Scope::restated) {
+                o.add_only = o.add_only || sc.add_only;
+                for (const auto& t : l.tests) scope_lines.insert(t.line);
+                continue;
+            }
+            kept.literals.push_back(l);
+        }
+        if (dead) continue;
+        o.scope_lines.insert(scope_lines.begin(), scope_lines.end());
+        PolicyMatch m;
+        for (const auto& l : kept.literals) {
+            auto why = convert_literal(l, m);
+            if (!why.empty()) {
+                o.left_out = why;
+                return o;
+            }
+        }
+        o.terms.push_back(std::move(kept));
+        if (std::find(o.paths.begin(), o.paths.end(), m) == o.paths.end()) o.paths.push_back(std::move(m));
+    }
+    if (o.paths.empty()) o.left_out = outside.empty() ? "udevd never reaches it" : outside;
+    return o;
+}
+
+// Paths that differ in the patterns of one match key only, and have no
+// unless, become one path with both lists of patterns ("any of").
+std::vector<PolicyMatch> merge_paths(std::vector<PolicyMatch> paths) {
+    bool merged = true;
+    while (merged) {
+        merged = false;
+        for (std::size_t i = 0; i < paths.size() && !merged; ++i)
+            for (std::size_t j = i + 1; j < paths.size() && !merged; ++j) {
+                auto& a = paths[i];
+                auto& b = paths[j];
+                if (!a.unless.empty() || !b.unless.empty() || a.match.size() != b.match.size()) continue;
+                std::size_t differ = 0, at = 0;
+                for (std::size_t k = 0; k < a.match.size(); ++k) {
+                    if (a.match[k].key != b.match[k].key) differ = 2;
+                    if (a.match[k].patterns != b.match[k].patterns) {
+                        ++differ;
+                        at = k;
+                    }
+                }
+                if (differ != 1 || a.match[at].flag) continue;
+                for (const auto& x : b.match[at].patterns)
+                    if (std::find(a.match[at].patterns.begin(), a.match[at].patterns.end(), x) ==
+                        a.match[at].patterns.end())
+                        a.match[at].patterns.push_back(x);
+                paths.erase(paths.begin() + static_cast<std::ptrdiff_t>(j));
+                merged = true;
+            }
+    }
+    return paths;
 }
 
 }  // namespace
@@ -216,119 +395,129 @@ void check_import_output(ImportResult& out) {
 ImportResult import_udev_rules(const std::vector<UdevRule>& rules, const std::vector<std::string>& sources) {
     ImportResult out;
     std::string body;
-    std::map<std::string, std::string> pending_goto;  // label -> where the GOTO is
-    std::string current_file;
     std::set<std::string> names;
 
-    for (const auto& r : rules) {
-        if (r.file != current_file) {
-            current_file = r.file;
-            pending_goto.clear();
-        }
-        auto diag = [&](const std::string& m) { out.diagnostics.push_back(r.where() + ": " + m); };
-        if (!r.error.empty()) {
-            const bool tuning = r.text.find("ATTR{queue/") != std::string::npos ||
-                                r.text.find("ATTR{bdi/") != std::string::npos ||
-                                r.text.find("ATTR{device/") != std::string::npos;
-            diag(std::string(tuning ? "left out: " : "skipped: ") + "cannot parse the rule: " + r.error);
-            if (tuning) {
-                ++out.tuning_rules;
-                ++out.left_out;
-                body += "\n# from " + policy::comment_text(r.where()) +
-                        " (left out: cannot parse the rule: " + r.error + ")\n#   " + policy::comment_text(r.text) +
-                        "\n";
-            }
-            continue;
-        }
-        // LABEL ends a GOTO's reach; GOTO starts one after this rule.
-        for (const auto& t : r.tokens)
-            if (t.key == "LABEL") pending_goto.erase(t.value);
+    // udevd follows GOTOs within one file: each file's lines on their own.
+    for (std::size_t begin = 0; begin < rules.size();) {
+        std::size_t end = begin;
+        while (end < rules.size() && rules[end].file == rules[begin].file) ++end;
+        const std::vector<UdevRule> file_rules(rules.begin() + static_cast<std::ptrdiff_t>(begin),
+                                               rules.begin() + static_cast<std::ptrdiff_t>(end));
+        begin = end;
+        const bool tunes = std::any_of(file_rules.begin(), file_rules.end(), [](const UdevRule& r) {
+            return r.error.empty() && std::any_of(r.tokens.begin(), r.tokens.end(), is_tuning_assignment);
+        });
+        const auto conditions = tunes ? line_conditions(file_rules) : std::vector<Condition>(file_rules.size());
 
-        bool tuning = false;
-        for (const auto& t : r.tokens)
-            if (t.key == "ATTR" && is_assignment(t.op) && !policy::policy_key_for_attr(t.attr).empty()) tuning = true;
-
-        if (tuning) {
-            ++out.tuning_rules;
-            Converted c;
-            bool add_only = false;
-            if (!pending_goto.empty())
-                c.left_out =
-                    "a GOTO at " + pending_goto.begin()->second + " may skip this rule, which a policy cannot express";
-            if (!util::valid_utf8(r.text)) c.left_out = "the rule has bytes that are not UTF-8";
-            for (const auto& t : r.tokens) {
-                if (!c.left_out.empty()) break;
-                if (t.key == "ATTR" && is_assignment(t.op) && !policy::policy_key_for_attr(t.attr).empty()) continue;
-                if (!is_condition(t)) {
-                    if (t.key != "GOTO" && t.key != "LABEL")
-                        c.notes.push_back("not converted: " + token_text(t) +
-                                          " (blkpolicy writes only queue and device attributes)");
-                    continue;
+        for (std::size_t i = 0; i < file_rules.size(); ++i) {
+            const auto& r = file_rules[i];
+            auto diag = [&](const std::string& m) { out.diagnostics.push_back(r.where() + ": " + m); };
+            if (!r.error.empty()) {
+                const bool tuning = r.text.find("ATTR{queue/") != std::string::npos ||
+                                    r.text.find("ATTR{bdi/") != std::string::npos ||
+                                    r.text.find("ATTR{device/") != std::string::npos;
+                diag(std::string(tuning ? "left out: " : "skipped: ") + "cannot parse the rule: " + r.error);
+                if (tuning) {
+                    ++out.tuning_rules;
+                    ++out.left_out;
+                    body += "\n# from " + policy::comment_text(r.where()) +
+                            " (left out: cannot parse the rule: " + r.error + ")\n#   " + policy::comment_text(r.text) +
+                            "\n";
                 }
-                auto why = convert_condition(t, c, add_only);
-                if (!why.empty()) c.left_out = why;
+                continue;
             }
-            if (c.left_out.empty()) {
+            if (auto why = out_of_scope(r); !why.empty()) {
+                ++out.out_of_scope;
+                diag(why);
+                body += "\n# from " + policy::comment_text(r.where()) + " (" + policy::comment_text(why) + ")\n#   " +
+                        policy::comment_text(r.text) + "\n";
+                continue;
+            }
+            if (!std::any_of(r.tokens.begin(), r.tokens.end(), is_tuning_assignment)) continue;
+
+            ++out.tuning_rules;
+            auto o = convert_paths(conditions[i]);
+            for (const auto& t : r.tokens)
+                if (!udev_key_role(t.key)) o.left_out = t.text() + ": not a udev key: udevd ignores the whole line";
+            if (!util::valid_utf8(r.text)) o.left_out = "the rule has bytes that are not UTF-8";
+            Settings settings;
+            if (o.left_out.empty()) {
                 for (const auto& t : r.tokens) {
-                    if (!(t.key == "ATTR" && is_assignment(t.op) && !policy::policy_key_for_attr(t.attr).empty()))
-                        continue;
-                    auto why = convert_assignment(t, c);
+                    if (t.is_condition() || !is_tuning_assignment(t)) continue;
+                    auto why = convert_assignment(t, settings);
                     if (!why.empty()) {
                         ++out.attributes_left_out;
                         diag("left out: " + why);
                         body += "\n# from " + policy::comment_text(r.where()) + ": left out " +
-                                policy::comment_text(token_text(t)) + "\n";
+                                policy::comment_text(t.text()) + "\n";
                     }
                 }
-                if (c.set.empty()) c.left_out = "none of its assignments can be converted";
+                if (settings.set.empty()) o.left_out = "none of its assignments can be converted";
             }
-            for (const auto& n : c.notes) diag(n);
-            std::string rule_toml;
-            std::string name;
-            if (c.left_out.empty()) {
-                name = policy::comment_text(std::filesystem::path(r.file).filename().string() + ":" +
-                                            std::to_string(r.line));
-                while (names.count(name)) name += "'";
-                policy::RuleToml rule{name, {}, {}, c.match, c.set};
-                if (c.write_through) {
-                    rule.acknowledge = {policy::kAckWriteThrough};
-                    rule.acknowledge_comment = "the udev rule already did this";
+            for (const auto& t : r.tokens)
+                if (!t.is_condition() && !is_tuning_assignment(t) && t.key != "GOTO" && t.key != "LABEL")
+                    diag("not converted: " + t.text() + " (blkpolicy writes only queue and device attributes)");
+
+            std::string rules_toml;
+            std::vector<std::string> rule_names;
+            if (o.left_out.empty()) {
+                const auto paths = merge_paths(o.paths);
+                const std::string base =
+                    std::filesystem::path(r.file).filename().string() + ":" + std::to_string(r.line);
+                for (std::size_t p = 0; p < paths.size(); ++p) {
+                    std::string name =
+                        policy::comment_text(paths.size() > 1 ? base + " (path " + std::to_string(p + 1) + " of " +
+                                                                    std::to_string(paths.size()) + ")"
+                                                              : base);
+                    while (names.count(name) ||
+                           std::find(rule_names.begin(), rule_names.end(), name) != rule_names.end())
+                        name += "'";
+                    policy::RuleToml rule{
+                        name, {}, {}, toml_entries(paths[p].match), settings.set, toml_entries(paths[p].unless)};
+                    if (settings.write_through) {
+                        rule.acknowledge = {policy::kAckWriteThrough};
+                        rule.acknowledge_comment = "the udev rule already did this";
+                    }
+                    auto one = policy::emit_rule(rule);
+                    // Whatever check would refuse (bounds on patterns, values)
+                    // leaves the rule out here, with check's own words.
+                    auto probe = policy::load_policy({{"rule", one}});
+                    if (!probe.ok()) {
+                        o.left_out = "blkpolicy check would refuse it: " + probe.errors.front().message;
+                        break;
+                    }
+                    rules_toml += (rules_toml.empty() ? "" : "\n") + one;
+                    rule_names.push_back(name);
                 }
-                rule_toml = policy::emit_rule(rule);
-                // Whatever check would refuse (bounds on patterns, values)
-                // leaves the rule out here, with check's own words.
-                auto probe = policy::load_policy({{"rule", rule_toml}});
-                if (!probe.ok()) c.left_out = "blkpolicy check would refuse it: " + probe.errors.front().message;
             }
-            if (!c.left_out.empty()) {
+            if (!o.left_out.empty()) {
                 ++out.left_out;
-                diag("left out: " + c.left_out + "; converting it without that would match more devices");
+                diag("left out: " + o.left_out + "; converting it without that would match more devices");
                 body += "\n# from " + policy::comment_text(r.where()) +
-                        " (left out: " + policy::comment_text(c.left_out) + ")\n#   " + policy::comment_text(r.text) +
+                        " (left out: " + policy::comment_text(o.left_out) + ")\n#   " + policy::comment_text(r.text) +
                         "\n";
-            } else {
-                ++out.converted;
-                names.insert(name);
-                if (add_only)
-                    diag(
-                        "warning: the rule matches only ACTION==\"add\", so udev never re-applied it after a change "
-                        "event; blkpolicy applies it on add and change and keeps verifying it");
-                if (c.write_through)
-                    diag(
-                        "warning: the rule sets write_cache to write through, which stops cache flushes; the "
-                        "converted rule carries the acknowledgement that asks for");
-                body += "\n# from " + policy::comment_text(r.where()) + "\n#   " + policy::comment_text(r.text) + "\n" +
-                        rule_toml;
+                continue;
             }
+            ++out.converted;
+            names.insert(rule_names.begin(), rule_names.end());
+            if (o.add_only)
+                diag(
+                    "warning: the rule matches only ACTION==\"add\", so udev never re-applied it after a change "
+                    "event; blkpolicy applies it on add and change and keeps verifying it");
+            if (settings.write_through)
+                diag(
+                    "warning: the rule sets write_cache to write through, which stops cache flushes; the "
+                    "converted rule carries the acknowledgement that asks for");
+            body += "\n# from " + policy::comment_text(r.where()) + "\n#   " + policy::comment_text(r.text) +
+                    flow_note(file_rules, r, o.terms, o.scope_lines) + "\n" + rules_toml;
         }
-        for (const auto& t : r.tokens)
-            if (t.key == "GOTO" && is_assignment(t.op)) pending_goto.emplace(t.value, r.where());
     }
 
     std::string counts =
         std::to_string(out.converted) + " rule(s) converted, " + std::to_string(out.left_out) + " left out";
     if (out.attributes_left_out)
         counts += ", " + std::to_string(out.attributes_left_out) + " assignment(s) left out of converted rules";
+    if (out.out_of_scope) counts += ", " + std::to_string(out.out_of_scope) + " out of blkpolicy's scope";
     out.toml = policy::import_document("Converted from udev rules by blkpolicy import:", sources, counts, body);
     check_import_output(out);
     return out;

@@ -1,7 +1,11 @@
 // SPDX-License-Identifier: MIT
 // Converting udev tuning rules into policy TOML. Pure: rules in, text and
-// diagnostics out. A converted rule never matches more devices than the
-// original: a condition that cannot be expressed leaves the rule out.
+// diagnostics out. Each tuning line becomes the condition under which udevd
+// applies it (writers/udev_flow: its own tests and the file's GOTOs), the
+// tests that restate blkpolicy's scope dropped (add and change, block
+// devices, whole disks), each remaining path a policy rule. A converted rule
+// never matches more devices than the original: a condition that cannot be
+// expressed leaves the rule out.
 #pragma once
 
 #include <string>
@@ -19,6 +23,7 @@ struct ImportResult {
     int converted = 0;                     // of those, converted into policy rules
     int left_out = 0;                      // of those, left out whole
     int attributes_left_out = 0;           // single assignments left out of rules that were converted
+    int out_of_scope = 0;                  // rules that write attributes of devices that are not block devices
 };
 
 // `rules` in reading order (all files); `sources` names them for the header.

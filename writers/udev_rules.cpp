@@ -3,11 +3,14 @@
 
 #include <fnmatch.h>
 
+#include <algorithm>
 #include <cctype>
+#include <memory>
 #include <sstream>
 
 #include "policy/attributes.hpp"
 #include "util/names.hpp"
+#include "writers/udev_flow.hpp"
 
 namespace blkpolicy::writers {
 
@@ -17,9 +20,42 @@ constexpr util::Named<UdevOp> kUdevOps[] = {
     {UdevOp::add, "+="},   {UdevOp::remove, "-="},  {UdevOp::assign_final, ":="},
 };
 static_assert(util::in_enum_order(kUdevOps));
+
+struct UdevKeyRow {
+    const char* key;
+    UdevKeyRole role;
+};
+constexpr UdevKeyRow kUdevKeys[] = {
+    {"ACTION", UdevKeyRole::condition},     {"DEVPATH", UdevKeyRole::condition}, {"KERNEL", UdevKeyRole::condition},
+    {"SUBSYSTEM", UdevKeyRole::condition},  {"DRIVER", UdevKeyRole::condition},  {"KERNELS", UdevKeyRole::condition},
+    {"SUBSYSTEMS", UdevKeyRole::condition}, {"DRIVERS", UdevKeyRole::condition}, {"ATTRS", UdevKeyRole::condition},
+    {"TAGS", UdevKeyRole::condition},       {"TEST", UdevKeyRole::condition},    {"PROGRAM", UdevKeyRole::condition},
+    {"RESULT", UdevKeyRole::condition},     {"IMPORT", UdevKeyRole::condition},  {"CONST", UdevKeyRole::condition},
+    {"ATTR", UdevKeyRole::effect},          {"SYSCTL", UdevKeyRole::effect},     {"ENV", UdevKeyRole::effect},
+    {"TAG", UdevKeyRole::effect},           {"NAME", UdevKeyRole::effect},       {"SYMLINK", UdevKeyRole::effect},
+    {"OWNER", UdevKeyRole::effect},         {"GROUP", UdevKeyRole::effect},      {"MODE", UdevKeyRole::effect},
+    {"SECLABEL", UdevKeyRole::effect},      {"RUN", UdevKeyRole::effect},        {"OPTIONS", UdevKeyRole::effect},
+    {"WAIT_FOR", UdevKeyRole::effect},      {"GOTO", UdevKeyRole::control},      {"LABEL", UdevKeyRole::control},
+};
 }  // namespace
 
 const char* to_string(UdevOp op) { return util::name_of(kUdevOps, op); }
+
+std::optional<UdevKeyRole> udev_key_role(const std::string& key) {
+    for (const auto& k : kUdevKeys)
+        if (key == k.key) return k.role;
+    return std::nullopt;
+}
+
+std::string UdevToken::text() const {
+    return key + (attr.empty() ? "" : "{" + attr + "}") + to_string(op) + "\"" + value + "\"";
+}
+
+bool UdevToken::is_condition() const {
+    const auto role = udev_key_role(key);
+    if (!role || *role == UdevKeyRole::condition) return true;
+    return *role == UdevKeyRole::effect && !is_assignment(op);
+}
 
 bool is_assignment(UdevOp op) { return op != UdevOp::match && op != UdevOp::nomatch; }
 
@@ -129,23 +165,31 @@ bool udev_pattern_match(const std::string& pattern, const std::string& value) {
     return false;
 }
 
+bool is_tuning_assignment(const UdevToken& t) {
+    return t.key == "ATTR" && is_assignment(t.op) && !policy::policy_key_for_attr(t.attr).empty();
+}
+
 std::vector<WriterAssignment> parse_udev_rules(const std::string& file, const std::string& text) {
     std::vector<WriterAssignment> out;
-    for (const auto& r : parse_udev_rules_text(file, text)) {
+    const auto rules = parse_udev_rules_text(file, text);
+    const bool tunes = std::any_of(rules.begin(), rules.end(), [](const UdevRule& r) {
+        return r.error.empty() && std::any_of(r.tokens.begin(), r.tokens.end(), is_tuning_assignment);
+    });
+    if (!tunes) return out;  // the control flow of a file that tunes nothing is not followed
+    const auto conditions = line_conditions(rules);
+    for (std::size_t i = 0; i < rules.size(); ++i) {
+        const auto& r = rules[i];
         if (!r.error.empty()) continue;
-        std::vector<std::string> kernels;
-        for (const auto& t : r.tokens)
-            if (t.key == "KERNEL" && t.op == UdevOp::match) kernels = split_alternatives(t.value);
+        std::shared_ptr<const Condition> when;
         for (const auto& t : r.tokens) {
-            if (t.key != "ATTR" || !is_assignment(t.op)) continue;
-            auto key = policy::policy_key_for_attr(t.attr);
-            if (key.empty()) continue;
+            if (!is_tuning_assignment(t)) continue;
+            if (!when) when = std::make_shared<const Condition>(conditions[i]);
             WriterAssignment a;
             a.file = file;
             a.line = r.line;
-            a.attribute = key;
+            a.attribute = policy::policy_key_for_attr(t.attr);
             a.value = t.value;
-            a.kernel_patterns = kernels;
+            a.condition = when;
             out.push_back(std::move(a));
         }
     }

@@ -4,6 +4,7 @@
 // separated by commas. Pure: writers/scan_udev reads the files.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,11 +16,29 @@ enum class UdevOp { match, nomatch, assign, add, remove, assign_final };
 const char* to_string(UdevOp op);
 bool is_assignment(UdevOp op);
 
+// Every key of udev's rule grammar (udev(7); the token table of systemd's
+// udev-rules.c), by what it does in a rule. A key udev evaluates as a
+// condition is one whatever its operator: PROGRAM="x" runs x and the line
+// stops matching when it fails; IMPORT{...}= stops it when the import finds
+// nothing.
+enum class UdevKeyRole {
+    condition,  // decides whether the line applies
+    effect,     // a match with == and !=, an assignment otherwise (ATTR, ENV, SYMLINK, RUN, ...)
+    control,    // GOTO, LABEL: where udevd goes next
+};
+// nullopt: not a key udev knows (udevd ignores such a line; a reader treats
+// it as a condition it cannot decide).
+std::optional<UdevKeyRole> udev_key_role(const std::string& key);
+
 struct UdevToken {
     std::string key;   // ACTION, KERNEL, ATTR, ATTRS, ENV, ...
     std::string attr;  // what is in braces: queue/scheduler, ID_SERIAL, ...
     UdevOp op = UdevOp::match;
     std::string value;
+    std::string text() const;  // as written: ATTR{queue/scheduler}="none"
+    // Whether udevd evaluates it as a condition of its line (an unknown key
+    // counts as one).
+    bool is_condition() const;
 };
 
 struct UdevRule {
@@ -37,7 +56,12 @@ std::vector<UdevRule> parse_udev_rules_text(const std::string& file, const std::
 bool udev_pattern_match(const std::string& pattern, const std::string& value);
 std::vector<std::string> split_alternatives(const std::string& pattern);
 
-// Every tuning assignment in one rules file's text.
+// Every tuning assignment in one rules file's text, each with the
+// condition under which udevd applies it (writers/udev_flow).
 std::vector<WriterAssignment> parse_udev_rules(const std::string& file, const std::string& text);
+
+// Whether a token writes a queue, bdi or SCSI device attribute that has a
+// policy key (ATTR{queue/scheduler}="none", ATTR{device/timeout}="60").
+bool is_tuning_assignment(const UdevToken& t);
 
 }  // namespace blkpolicy::writers

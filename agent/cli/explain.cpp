@@ -13,6 +13,7 @@
 #include "agent/policy_files.hpp"
 #include "agent/snapshot.hpp"
 #include "kernel/explain.hpp"
+#include "policy/values.hpp"
 #include "udev/discovery.hpp"
 #include "udev/probes.hpp"
 #include "writers/scan.hpp"
@@ -111,6 +112,9 @@ int run_explain(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::os
     std::vector<std::string> writer_warnings;
     ctx.writers = writers::scan_writers({o.udev_rules_dirs, o.config_root}, &writer_warnings);
     for (const auto& w : writer_warnings) err << "blkpolicy: warning: " << w << '\n';
+    const auto reads = writers::reads_of(ctx.writers);
+    if (auto nvme = udev::read_attribute(sysfs, "module/nvme_core/parameters/io_timeout"))
+        ctx.nvme_io_timeout_s = policy::parse_int(*nvme);
     json docs = json::array();
     bool first = true;
     // The running daemon's last measured figures, where it measures.
@@ -128,6 +132,7 @@ int run_explain(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::os
         ctx.backing_store = backing.what;
         ctx.backing_rotational = backing.rotational;
         ctx.lowers_rotational = udev::lowers_rotational(sysfs, name);
+        ctx.device = udev_device(sysfs, v.facts, reads);
         auto x = kernel::explain_device(v.facts, v.values, v.plan, ctx, stack_of(views, name));
         if (o.json) {
             docs.push_back(explanation_json(x, v.plan));

@@ -62,16 +62,31 @@ void say_save_once(systemd::EventLog& log, const util::Status& st, std::string& 
     last = st.message();
 }
 
-AlertKind Reconciler::classify(const std::string& device, const Action& a, const AttrRecord& r,
-                               const policy::Values& values, Trigger trigger,
-                               const writers::WriterAssignment*& writer) const {
-    if (const auto* w = writers::find_writer(writers_, device, a.attribute, a.current)) {
-        // A udev rule ran just before this event; any writer whose value is
-        // the one found there wrote it.
-        const bool udev_ran = trigger == Trigger::udev_processed && w->kind == writers::WriterKind::udev_rule;
-        if (udev_ran || (!w->value.empty() && policy::trim(w->value) == a.current)) {
-            writer = w;
-            return AlertKind::conflict;
+AlertKind Reconciler::classify(const policy::DeviceFacts& facts, const Action& a, const AttrRecord& r,
+                               const policy::Values& values, Trigger trigger, writers::FoundWriter& writer) const {
+    const std::string& device = facts.name;
+    if (!writers_.empty()) {
+        // Which writers' conditions select the device: decided on its
+        // parents and properties, read now (only a value out of policy gets here).
+        policy::DeviceFacts seen = facts;
+        if (!(seen.read & policy::kFactProperties) || !(seen.read & policy::kFactDrivers)) {
+            if (auto live =
+                    udev::read_facts(sysfs_, device, udev_db_, policy::kFactDrivers | policy::kFactProperties)) {
+                seen.syspath = live->syspath;
+                seen.properties = live->properties;
+                seen.read |= policy::kFactDrivers | policy::kFactProperties;
+            }
+        }
+        if (auto found =
+                writers::find_writer(writers_, udev_device(sysfs_, seen, writer_reads_), a.attribute, a.current)) {
+            const auto* w = found.writer;
+            // A udev rule ran just before this event; any writer whose value
+            // is the one found there wrote it.
+            const bool udev_ran = trigger == Trigger::udev_processed && w->kind == writers::WriterKind::udev_rule;
+            if (udev_ran || (!w->value.empty() && policy::trim(w->value) == a.current)) {
+                writer = found;
+                return AlertKind::conflict;
+            }
         }
     }
     if (a.id == Key::read_ahead_kb && kernel::readahead_on_commit(kernel_) == kernel::ReadaheadOnCommit::raise) {
@@ -103,7 +118,8 @@ AlertKind Reconciler::classify(const std::string& device, const Action& a, const
 }
 
 void Reconciler::alert(AlertKind kind, const std::string& device, const Action& a, const AttrRecord& r,
-                       const std::string& actual, const std::string& message, const writers::WriterAssignment* writer) {
+                       const std::string& actual, const std::string& message, const writers::FoundWriter& found) {
+    const auto* writer = found.writer;
     systemd::Alert al;
     al.kind = kind;
     al.device = device;
@@ -122,7 +138,7 @@ void Reconciler::alert(AlertKind kind, const std::string& device, const Action& 
 
 void Reconciler::say(Say what_to_say, const AttrPass& p, const std::string& device, const Action& a,
                      const AttrRecord& r, const std::string& before, const std::string& after,
-                     const AttributeResult* res, const writers::WriterAssignment* writer) {
+                     const AttributeResult* res, const writers::FoundWriter& writer) {
     const std::string what = a.attribute + " of " + device;
     const std::string was = before.empty() ? "unset" : before;
     // Who moved it, for the three kinds of a value out of policy.
@@ -133,7 +149,10 @@ void Reconciler::say(Say what_to_say, const AttrPass& p, const std::string& devi
                 c = what + " went back to the kernel's own value " + before;
                 break;
             case AlertKind::conflict:
-                c = writer->describe() + " set " + what + " to " + before;
+                c = writer.selection.verdict == writers::Selects::may
+                        ? writer.writer->describe() + " may have set " + what + " to " + before + " (depending on " +
+                              writer.selection.because + ")"
+                        : writer.writer->describe() + " set " + what + " to " + before;
                 break;
             default:
                 c = what + " is " + before + ", changed outside blkpolicy";
@@ -312,11 +331,11 @@ bool Reconciler::reconcile(const std::string& device, Trigger trigger) {
         pass.stuck = res != results.end() && res->second.after == a.expected &&
                      (res->second.outcome == Outcome::applied || res->second.outcome == Outcome::unchanged);
         pass.busy = res != results.end() && res->second.outcome == Outcome::busy;
-        const writers::WriterAssignment* writer = nullptr;
+        writers::FoundWriter writer;
         if (!pass.unattainable && !pass.in_policy && !fresh) {
             policy::Action seen = a;
             seen.current = before;
-            pass.moved_by = classify(device, seen, r, values, trigger, writer);
+            pass.moved_by = classify(facts, seen, r, values, trigger, writer);
         }
 
         const Verdict v = verdict(pass);

@@ -86,7 +86,10 @@ public:
     const policy::Policy& policy() const { return policy_; }
     void set_mode(policy::Mode mode) { mode_ = mode; }
     policy::Mode mode() const { return mode_; }
-    void set_writers(std::vector<writers::WriterAssignment> writers) { writers_ = std::move(writers); }
+    void set_writers(std::vector<writers::WriterAssignment> writers) {
+        writers_ = std::move(writers);
+        writer_reads_ = writers::reads_of(writers_);
+    }
     void set_udev_db(std::string dir) { udev_db_ = std::move(dir); }
     // Schedulers the kernel refused are not tried again until this (a
     // reload: the admin may have installed the module meanwhile).
@@ -106,16 +109,14 @@ public:
     Summary summary() const;
 
 private:
-    systemd::AlertKind classify(const std::string& device, const policy::Action& a, const AttrRecord& r,
-                                const policy::Values& values, Trigger trigger,
-                                const writers::WriterAssignment*& writer) const;
+    systemd::AlertKind classify(const policy::DeviceFacts& facts, const policy::Action& a, const AttrRecord& r,
+                                const policy::Values& values, Trigger trigger, writers::FoundWriter& writer) const;
     // Says what a verdict says of one attribute: an alert, an info line or nothing.
     void say(Say what_to_say, const AttrPass& p, const std::string& device, const policy::Action& a,
              const AttrRecord& r, const std::string& before, const std::string& after, const AttributeResult* res,
-             const writers::WriterAssignment* writer);
+             const writers::FoundWriter& writer);
     void alert(systemd::AlertKind kind, const std::string& device, const policy::Action& a, const AttrRecord& r,
-               const std::string& actual, const std::string& message,
-               const writers::WriterAssignment* writer = nullptr);
+               const std::string& actual, const std::string& message, const writers::FoundWriter& writer = {});
 
     udev::Sysfs& sysfs_;
     const StateDir& state_;
@@ -127,6 +128,7 @@ private:
     policy::Policy policy_;
     policy::Mode mode_ = policy::Mode::enforce;
     std::vector<writers::WriterAssignment> writers_;  // udev rules and the other writers
+    writers::UdevReads writer_reads_;                 // what their conditions read of a device
     std::string udev_db_;
     std::map<std::string, DeviceRecord> devices_;
 };

@@ -167,6 +167,7 @@ void FakeSysfs::add_virtio_disk(const std::string& name, int virtio_index, const
     link(vdev + "/subsystem", "bus/virtio");
     file(vdev + "/vendor", "0x1af4");
     file(vdev + "/device", "0x0002");
+    for (const auto& d : {std::string("devices/pci0000:00"), pcidir, vdev}) file(d + "/uevent", "");
     const std::string devpath = vdev + "/block/" + name;
     add_block(devpath, "254:" + std::to_string(minor), mq_queue(true, "none [mq-deadline] kyber bfq"), true);
     file(devpath + "/queue/max_sectors_kb", "4096");
@@ -208,8 +209,13 @@ void FakeSysfs::add_scsi_qemu_harddisk(const std::string& name, const std::strin
         std::ofstream(root_ / sdev / "vpd_pg80", std::ios::binary) << vpd;
     }
     file(sdev + "/scsi_disk/" + hctl + "/cache_type", cache_type);
+    // Every device directory on the way up has its uevent (udev's parents).
+    for (const auto& d :
+         {std::string("devices/pci0000:00"), pcidir, pcidir + "/virtio2", host, host + "/target0:0:0", sdev})
+        file(d + "/uevent", "");
     const std::string devpath = sdev + "/block/" + name;
     add_block(devpath, "8:0", mq_queue(true, "none [mq-deadline] kyber bfq"), true);
+    file(devpath + "/queue/io_timeout", "30000");  // sd's 30 s: the same timer as device/timeout
     set_iosched(devpath, {{"fifo_batch", "16"}, {"read_expire", "500"}, {"write_expire", "5000"}});
     file(devpath + "/queue/write_cache", cache_type);
     link(devpath + "/device", sdev);
@@ -232,8 +238,13 @@ void FakeSysfs::add_scsi_disk(const std::string& name, const std::string& hctl, 
     file(sdev + "/timeout", "30");
     file(sdev + "/queue_depth", "32");
     file(sdev + "/scsi_disk/" + hctl + "/cache_type", cache_type);
+    const std::string ata = pcidir + "/ata" + host;
+    for (const auto& d : {std::string("devices/pci0000:00"), pcidir, ata, ata + "/host" + host,
+                          fs::path(sdev).parent_path().string(), sdev})
+        file(d + "/uevent", "");
     const std::string devpath = sdev + "/block/" + name;
     add_block(devpath, "8:" + std::to_string(minor), mq_queue(rotational, "none [mq-deadline] kyber bfq"), true);
+    file(devpath + "/queue/io_timeout", "30000");
     file(devpath + "/queue/write_cache", cache_type.rfind("write back", 0) == 0 ? "write back" : "write through");
     link(devpath + "/device", sdev);
 }
@@ -261,8 +272,11 @@ void FakeSysfs::add_nvme(const std::string& name) {
     file(ctrl + "/serial", "deadbeef            ");                     // 20 bytes, space padded
     file(ctrl + "/firmware_rev", "8.2.0   ");
     file(ctrl + "/transport", "pcie");
+    for (const auto& d : {std::string("devices/pci0000:00"), pcidir, ctrl}) file(d + "/uevent", "");
     const std::string devpath = ctrl + "/" + name;
     add_block(devpath, "259:0", mq_queue(false), true);
+    file(devpath + "/queue/io_timeout", "30000");  // nvme_core.io_timeout's 30 s
+    file(devpath + "/nsid", "1");
     file(devpath + "/queue/write_cache", "write back");
     file(devpath + "/wwid", "eui.0000000000000000525400123456");
     file(devpath + "/nguid", "00000000-0000-0000-0000-000000000000");

@@ -105,8 +105,12 @@ GUEST_PACKAGES = [
 # The other writers the writers group runs beside blkpolicy (tests/vm/
 # test_writers.py), in the guests that run that group or measure TuneD
 # beside blkpolicy (the peers group, bench/peers.sh); switched off in the
-# image so that no other group meets them.
-WRITER_PACKAGES = ["tuned", "sysfsutils"]
+# image so that no other group meets them. amazon-ec2-utils and btrfs-progs
+# bring udev rules real images ship (70-ec2-nvme-devices.rules, for models
+# only Amazon's disks have; 64-btrfs-zoned.rules, for zoned disks holding
+# btrfs): the writers group imports the one and proves the other is named
+# for no disk its conditions exclude.
+WRITER_PACKAGES = ["tuned", "sysfsutils", "amazon-ec2-utils", "btrfs-progs"]
 WRITERS_OFF = 'chroot "$1" systemctl disable tuned.service sysfsutils.service 2>/dev/null || true'
 
 # The load the measure group (tests/vm/test_measure.py) puts on the disks,

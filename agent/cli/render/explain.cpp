@@ -11,14 +11,19 @@ namespace blkpolicy::agent {
 using nlohmann::json;
 
 namespace {
-json written_by_json(const std::vector<const writers::WriterAssignment*>& writers) {
+json written_by_json(const std::vector<writers::FoundWriter>& writers) {
     json out = json::array();
-    for (const auto* w : writers)
+    for (const auto& found : writers) {
+        const auto* w = found.writer;
+        const bool may = found.selection.verdict == writers::Selects::may;
         out.push_back({{"writer", w->where()},
                        {"kind", writers::to_string(w->kind)},
                        {"context", w->context},
                        {"value", w->value.empty() ? json(nullptr) : json(w->value)},
-                       {"why_inexact", w->why_inexact}});
+                       {"why_inexact", w->why_inexact},
+                       {"certain", !may},
+                       {"depends_on", may ? json(found.selection.because) : json(nullptr)}});
+    }
     return out;
 }
 
@@ -82,11 +87,15 @@ void print_explanation(std::ostream& out, const kernel::DeviceExplanation& x, co
             out << '\n';
         }
         if (!e.disturbs.empty()) out << "  moved by   " << e.disturbs << '\n';
-        for (const auto* w : e.written_by)
-            out << "  written by " << w->describe() << ": "
+        for (const auto& found : e.written_by) {
+            const auto* w = found.writer;
+            const bool may = found.selection.verdict == writers::Selects::may;
+            out << (may ? "  may write  " : "  written by ") << w->describe() << ": "
                 << (w->value.empty() ? "(" + w->why_inexact + ")"
-                                     : w->value + (w->why_inexact.empty() ? "" : " (" + w->why_inexact + ")"))
-                << '\n';
+                                     : w->value + (w->why_inexact.empty() ? "" : " (" + w->why_inexact + ")"));
+            if (may) out << ", depending on " << found.selection.because;
+            out << '\n';
+        }
         if (!e.kernel_rule.empty())
             out << "  rule       " << e.kernel_rule
                 << (e.kernel_rule_standing == "holds" ? "" : " (" + e.kernel_rule_standing + ")") << '\n';
