@@ -193,12 +193,57 @@ std::optional<Term> simplify(const Term& term) {
     return Term{std::move(kept)};
 }
 
+namespace {
+
+// Whether x holding makes e hold (the same value, and x's set within e's).
+bool implies(const Literal& x, const Literal& e) {
+    if (x == e) return true;
+    const auto a = value_set(x), b = value_set(e);
+    return a && b && a->value == b->value && subset(a->strings, b->strings) == Proven::yes &&
+           (!a->absent_in || b->absent_in);
+}
+
+// (A and x) or (A and Y and not x), where x implies every literal of Y, is
+// A and Y: the paths join again. (Y is what a path kept that the other
+// dropped as implied by x.) Returns the joined term, or nullopt.
+std::optional<Term> resolve(const Term& a, const Term& b) {
+    for (const auto& x : a.literals) {
+        const auto not_x = negated(x);
+        if (std::find(b.literals.begin(), b.literals.end(), not_x) == b.literals.end()) continue;
+        Term joined;
+        for (const auto& l : b.literals)
+            if (!(l == not_x)) joined.literals.push_back(l);
+        const bool a_within = std::all_of(a.literals.begin(), a.literals.end(), [&](const Literal& l) {
+            return l == x || std::find(joined.literals.begin(), joined.literals.end(), l) != joined.literals.end();
+        });
+        const bool extras_implied = std::all_of(joined.literals.begin(), joined.literals.end(), [&](const Literal& l) {
+            return std::find(a.literals.begin(), a.literals.end(), l) != a.literals.end() || implies(x, l);
+        });
+        if (a_within && extras_implied) return joined;
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
 Condition simplify(const Condition& c) {
     Condition out;
     out.too_complex = c.too_complex;
     std::vector<Term> terms;
     for (const auto& t : c.terms)
         if (auto s = simplify(t)) terms.push_back(std::move(*s));
+    // Paths that differ only in a test and its negation join again.
+    for (bool joined = true; joined;) {
+        joined = false;
+        for (std::size_t i = 0; i < terms.size() && !joined; ++i)
+            for (std::size_t j = 0; j < terms.size() && !joined; ++j)
+                if (i != j)
+                    if (auto t = resolve(terms[i], terms[j])) {
+                        terms[i] = std::move(*t);
+                        terms.erase(terms.begin() + static_cast<std::ptrdiff_t>(j));
+                        joined = true;
+                    }
+    }
     auto covers = [](const Term& a, const Term& b) {  // every literal of a is in b
         return std::all_of(a.literals.begin(), a.literals.end(), [&](const Literal& l) {
             return std::find(b.literals.begin(), b.literals.end(), l) != b.literals.end();

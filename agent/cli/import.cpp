@@ -178,8 +178,15 @@ int run_import(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::ost
     }
     for (const auto& d : diagnostics) err << d << '\n';
     for (const auto& d : result.diagnostics) err << d << '\n';
-    const bool lost = result.left_out || result.attributes_left_out || unreadable;
+    const bool lost = result.left_out || result.attributes_left_out || unreadable || result.out_of_scope;
     if (result.tuning_rules == 0) {
+        if (result.out_of_scope) {
+            // It tunes something, just not block queues: a user must hear it.
+            err << "blkpolicy: " << result.out_of_scope
+                << " rule(s) write attributes of devices that are not block devices (see above): out of "
+                   "blkpolicy's scope, nothing converted\n";
+            return kExitPartial;
+        }
         err << "blkpolicy: nothing that tunes block queues (queue/, bdi/read_ahead_kb or device/ writes) in "
             << sources.size() << " source(s): nothing to convert";
         if (unreadable) err << "; " << unreadable << " line(s) or profile(s) could not be read (see above)";
@@ -193,6 +200,7 @@ int run_import(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::ost
     if (result.left_out) err << ", " << result.left_out << (udev_only ? " rule(s) left out" : " left out");
     if (result.attributes_left_out)
         err << ", " << result.attributes_left_out << " assignment(s) left out of converted rules";
+    if (result.out_of_scope) err << ", " << result.out_of_scope << " out of blkpolicy's scope";
     if (unreadable) err << ", " << unreadable << " line(s) or profile(s) could not be read";
     err << (lost ? " (see above)" : "") << '\n';
     return lost ? kExitPartial : kExitOk;
