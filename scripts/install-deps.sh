@@ -36,6 +36,10 @@ test_packages=(
     # the fleet test (tests/fleet/): real engines on 127.0.0.1, and promtool
     # for the shipped rules
     prometheus prometheus-alertmanager prometheus-node-exporter systemd-journal-remote
+    # packages that ship udev rules writing queue attributes (64-btrfs-zoned.rules,
+    # 71-nvmf-iopolicy-netapp.rules): installed so that every run proves the
+    # suite never reads this machine's rules
+    btrfs-progs nvme-cli
 )
 if [[ "${1:-}" == --tests ]]; then
     packages+=("${test_packages[@]}")

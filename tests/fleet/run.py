@@ -217,9 +217,13 @@ class Fleet:
         if r.returncode != 0:
             raise Failed(f"{name}: apply on its fake tree: exit {r.returncode}\n{r.stdout}{r.stderr}")
         h["metrics"] = os.path.join(h["textfile"], "blkpolicy.prom")
+        # Each host's other writers: none, from an empty tree (never this machine's).
+        os.makedirs(os.path.join(h["state"], "..", "writers"), exist_ok=True)
+        writers = os.path.normpath(os.path.join(h["state"], "..", "writers"))
         h["daemon"] = self.spawn(name + "-blkpolicy", [
             self.args.blkpolicy, "run", "--sysfs-root", h["sys"], "--state-dir", h["state"], "--policy",
-            h["policy"], "--metrics-file", h["metrics"], "--log-target", "journal"])
+            h["policy"], "--metrics-file", h["metrics"], "--log-target", "journal", "--udev-rules-dir", writers,
+            "--config-root", writers])
         h["port"] = free_port()
         self.spawn(name + "-node-exporter", [
             NODE_EXPORTER, f"--web.listen-address=127.0.0.1:{h['port']}", "--collector.disable-defaults",

@@ -16,6 +16,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "support/run_binary.hpp"
 #include "udev/monitor.hpp"
 #include "util/files.hpp"
 #include "util/owned.hpp"
@@ -45,8 +46,10 @@ DaemonProcess::DaemonProcess(const std::vector<std::string>& args, long watchdog
         throw std::runtime_error(std::string("notify socket: ") + std::strerror(errno));
 
     std::vector<std::string> argv_s = wrapper;
-    argv_s.insert(argv_s.end(), {binary, "run"});
-    argv_s.insert(argv_s.end(), args.begin(), args.end());
+    std::vector<std::string> run = {"run"};
+    run.insert(run.end(), args.begin(), args.end());
+    argv_s.push_back(binary);
+    for (auto& a : hermetic(run)) argv_s.push_back(std::move(a));
     std::vector<char*> argv;
     for (auto& a : argv_s) argv.push_back(a.data());
     argv.push_back(nullptr);

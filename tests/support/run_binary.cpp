@@ -74,9 +74,26 @@ RunResult Running::wait() {
     return r;
 }
 
+std::vector<std::string> hermetic(std::vector<std::string> args) {
+    // The commands that read other writers' files (udev rules, TuneD,
+    // sysfsutils, tmpfiles.d, units): from an empty tree the tests own,
+    // never from this host's /usr/lib or /etc, unless a test names its own.
+    const bool reads_writers = !args.empty() && (args[0] == "run" || args[0] == "audit" || args[0] == "explain");
+    if (!reads_writers) return args;
+    auto given = [&](const char* option) {
+        for (const auto& a : args)
+            if (a == option || a.rfind(std::string(option) + "=", 0) == 0) return true;
+        return false;
+    };
+    if (!given("--udev-rules-dir")) args.insert(args.end(), {"--udev-rules-dir", BLKPOLICY_TEST_EMPTY_DIR});
+    if (!given("--config-root")) args.insert(args.end(), {"--config-root", BLKPOLICY_TEST_EMPTY_DIR});
+    return args;
+}
+
 std::vector<std::string> blkpolicy_argv(const std::vector<std::string>& args) {
     std::vector<std::string> argv = {BLKPOLICY_BINARY};
-    argv.insert(argv.end(), args.begin(), args.end());
+    const auto all = hermetic(args);
+    argv.insert(argv.end(), all.begin(), all.end());
     return argv;
 }
 

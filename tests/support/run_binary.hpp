@@ -34,7 +34,13 @@ private:
     std::string err_path_;
 };
 
-// {BLKPOLICY_BINARY, args...}
+// `args` with --udev-rules-dir and --config-root naming an empty directory
+// of the build, for the commands that read other writers' files (run,
+// audit, explain), unless the test gives its own: no test reads the host's
+// udev rules or /etc.
+std::vector<std::string> hermetic(std::vector<std::string> args);
+
+// {BLKPOLICY_BINARY, hermetic(args)...}
 std::vector<std::string> blkpolicy_argv(const std::vector<std::string>& args);
 
 // `cwd`, when given, is the child's working directory.
