@@ -28,6 +28,7 @@ import test_devices  # noqa: E402
 import test_faults  # noqa: E402
 import test_measure  # noqa: E402
 import test_peers  # noqa: E402
+import test_rules  # noqa: E402
 import test_service  # noqa: E402
 import test_writers  # noqa: E402
 from guest import Guest  # noqa: E402
@@ -39,7 +40,8 @@ from harness import Results  # noqa: E402
 # service group installs, enables and reboots; devices reboots the guest
 # the service group leaves behind.
 GROUPS = {"faults": test_faults.run, "service": test_service.run, "devices": test_devices.run,
-          "writers": test_writers.run, "measure": test_measure.run, "peers": test_peers.run}
+          "writers": test_writers.run, "rules": test_rules.run, "measure": test_measure.run,
+          "peers": test_peers.run}
 # What each guest runs unless --only says otherwise: the package's life
 # cycle under systemd on Debian 12 and 13; the devices and the kernel's own
 # behaviour on all three kernels. The backports guest installs the same
@@ -51,7 +53,7 @@ GROUPS = {"faults": test_faults.run, "service": test_service.run, "devices": tes
 # The peers group (blkpolicy beside TuneD, a udev rule and a bare uevent
 # listener) is a benchmark: only with --only peers (bench/peers.sh).
 DEFAULT_GROUPS = {"bookworm": ["faults", "service", "devices"],
-                  "trixie": ["faults", "service", "devices", "writers"],
+                  "trixie": ["faults", "service", "devices", "writers", "rules"],
                   "trixie-bpo": ["faults", "devices", "measure"]}
 # The newest kernel here: every kernel row that holds on it must name it.
 STRICT_ROWS = {"trixie-bpo"}

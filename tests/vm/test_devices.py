@@ -506,13 +506,79 @@ def traps(ctx):
             g.write_file("/root/bad.toml", f"[[rule]]\nname = \"t\"\n[rule.set]\n{bad}\n")
             expect_eq(g.run("blkpolicy check --policy /root/bad.toml", check=False)[0], 3, f"check of {bad}")
 
+    with R.step(s, "io_timeout: kept in ticks, one timer with SCSI's device/timeout, none on virtio; apply and status"):
+        io_timeout(ctx)
+
     for node in ("bp-trap-ra", "bp-trap-nr", "bp-trap-wbt", "bp-trap-wbt2", "bp-trap-wbt3", "bp-trap-io", "bp-trap-ad",
-                 "bp-trap-wc"):
+                 "bp-trap-wc", "bp-trap-to"):
         try:
             g.unplug(node)
         except GuestError:
             pass  # a step that failed before adding it
 
+
+
+def _io_timeout_readback(ms, hz):
+    """What the kernel shows after a write of MS ms (kernel/rows'
+    io_timeout_readback): whole ticks, rounded up; from 2^31 ms the
+    longest timer (0xFFFFFFFE ticks), shown as ms in 32 bits."""
+    ticks = 0xFFFFFFFE if ms >= 1 << 31 else -(-ms * hz // 1000)
+    return -(-ticks * 1000 // hz) & 0xFFFFFFFF
+
+
+def io_timeout(ctx):
+    """queue/io_timeout on this kernel, as the kernel rows say: the drivers
+    that have it and their defaults, what a write reads back, SCSI's two
+    files for one timer; then apply and status on the three kinds of disk."""
+    g, s, R = ctx.guest, ctx.suite, ctx.results
+    hz = int(g.sh("sed -n 's/^CONFIG_HZ=//p' /boot/config-$(uname -r)").strip())
+    names = disks_by_serial(g)
+    nvme, virtio = names["bp-nvme1"], names["bp-virtio1"]
+    d = machine.hot_add(g, "bp-trap-to", rotation_rate="7200")
+    nvme_param = int(g.sh("cat /sys/module/nvme_core/parameters/io_timeout").strip())
+    scsi_timeout = g.sh(f"cat /sys/block/{d}/device/timeout").strip()
+    R.figure(s, "io_timeout defaults", f"HZ {hz}; SCSI {_q(g, d, 'io_timeout')} ms (device/timeout {scsi_timeout} s); "
+             f"NVMe {_q(g, nvme, 'io_timeout')} ms (nvme_core.io_timeout {nvme_param} s); virtio-blk: "
+             f"{'none' if g.run(f'test -e /sys/block/{virtio}/queue/io_timeout', check=False)[0] else 'has one'}")
+    expect_eq((_q(g, d, "io_timeout"), scsi_timeout), ("30000", "30"), "sd's default timer")
+    expect_eq(_q(g, nvme, "io_timeout"), str(nvme_param * 1000), "NVMe's timer, from nvme_core.io_timeout")
+    expect(g.run(f"test -e /sys/block/{virtio}/queue/io_timeout", check=False)[0] != 0,
+           "virtio-blk has a queue/io_timeout here")
+    expect_eq(_explain_attr(g, nvme, "io_timeout")["kernel_default"], str(nvme_param * 1000), "explain's NVMe default")
+
+    # One timer: each file moves the other.
+    g.sh(f"echo 60 > /sys/block/{d}/device/timeout")
+    expect_eq(_q(g, d, "io_timeout"), "60000", "io_timeout after device/timeout 60")
+    g.sh(f"echo 45000 > /sys/block/{d}/queue/io_timeout")
+    expect_eq(g.sh(f"cat /sys/block/{d}/device/timeout").strip(), "45", "device/timeout after io_timeout 45000")
+
+    # Ticks, and the longest timer the clouds' rules ask for.
+    seen = []
+    for ms in (1001, 90000, 2147483647, 2147483648, 4294967295):
+        g.sh(f"echo {ms} > /sys/block/{d}/queue/io_timeout")
+        got = int(_q(g, d, "io_timeout"))
+        seen.append(f"{ms} -> {got}")
+        expect_eq(got, _io_timeout_readback(ms, hz), f"io_timeout read back after writing {ms}")
+    R.figure(s, "io_timeout written -> read back", "; ".join(seen))
+    rc, _, err = g.run(f"echo 0 > /sys/block/{d}/queue/io_timeout", check=False)
+    expect(rc != 0, "io_timeout 0 was accepted")
+
+    g.sh(f"echo 30000 > /sys/block/{d}/queue/io_timeout")
+    g.write_file("/root/io_timeout.toml", "[[rule]]\nname = \"t\"\n[rule.set]\nio_timeout = 4294967295\n")
+    rc, out, err = g.run(f"blkpolicy apply --json --policy /root/io_timeout.toml --state-dir /run/bp-trap "
+                         f"{d} {nvme} {virtio}", check=False)
+    expect(rc == 0, f"apply of io_timeout: exit {rc}\n{out}{err}")
+    results = {dev["device"]: {r["attribute"]: r for r in dev["results"]} for dev in json.loads(out)["devices"]}
+    want = str(_io_timeout_readback(4294967295, hz))
+    for name in (d, nvme):
+        r = results[name]["io_timeout"]
+        expect_eq((r["outcome"], r["after"], _q(g, name, "io_timeout")), ("applied", want, want),
+                  f"apply of io_timeout 4294967295 on {name}")
+    expect_eq(results[virtio]["io_timeout"]["outcome"], "skipped", "io_timeout on virtio-blk")
+    rc, out, _ = g.run(f"blkpolicy status --policy /root/io_timeout.toml --state-dir /run/bp-trap {d} {nvme} {virtio}",
+                       check=False)
+    expect(rc == 0, f"status after apply: exit {rc} (a value the kernel keeps its own way would read as drifted)\n{out}")
+    g.sh(f"echo {nvme_param * 1000} > /sys/block/{nvme}/queue/io_timeout")
 
 
 def _rows(g):
