@@ -322,6 +322,25 @@ TEST_CASE("import: writers' settings become rules, exact or left out with the re
     CHECK(diags.find("/etc/sysfs.conf:1: note: sda is a kernel name") != std::string::npos);
 }
 
+TEST_CASE("import: io_timeout from sysfs.conf, tmpfiles.d and TuneD's [sysfs], as the clouds set it") {
+    auto w = writers::parse_sysfs_conf("/etc/sysfs.conf", "block/nvme0n1/queue/io_timeout = 4294967295\n");
+    auto t = writers::parse_tmpfiles("/etc/tmpfiles.d/t.conf", "w /sys/block/nvme1n1/queue/io_timeout - - - - 90000\n");
+    w.insert(w.end(), t.begin(), t.end());
+    auto r = tuned({{"p", "[sysfs]\n/sys/block/nvme2n1/queue/io_timeout=240000\n"}}, {"p"});
+    w.insert(w.end(), r.assignments.begin(), r.assignments.end());
+    auto zero = writers::parse_sysfs_conf("/etc/sysfs.d/z.conf", "block/sdb/queue/io_timeout = 0\n");
+    w.insert(w.end(), zero.begin(), zero.end());
+    auto out = writers::import_writers(w, {"/etc/sysfs.conf", "t.conf", "p", "z.conf"},
+                                       [](const std::string&) { return std::nullopt; });
+    CHECK(out.tuning_rules == 4);
+    CHECK(out.converted == 3);
+    CHECK(out.left_out == 1);  // 0: the kernel refuses it, and so does the policy
+    CHECK(out.toml.find("kernel = \"nvme0n1\"\n[rule.set]\nio_timeout = 4294967295") != std::string::npos);
+    CHECK(out.toml.find("kernel = \"nvme1n1\"\n[rule.set]\nio_timeout = 90000") != std::string::npos);
+    CHECK(out.toml.find("kernel = \"nvme2n1\"\n[rule.set]\nio_timeout = 240000") != std::string::npos);
+    CHECK(policy::load_policy({{"import", out.toml}}).ok());
+}
+
 TEST_CASE("import: each kind from its files, and exit 1 whenever something was left out") {
     test::TempDir d;
     const auto p = d.path();
