@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: MIT
-// libFuzzer target: any bytes as a udev rules file, through the tokenizer and
-// the importer. The importer's output must always pass the policy loader.
+// libFuzzer target: any bytes as a udev rules file, through the tokenizer,
+// the control-flow reading and the importer. The importer's output must
+// always pass the policy loader; a writer's condition is decided on a
+// device known by its name alone, and a yes there holds on any device of
+// that name (a name-only device leaves everything else undecided).
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -15,6 +18,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     auto result = blkpolicy::writers::import_udev_rules(rules, {"fuzz.rules"});
     for (const auto& d : result.diagnostics)
         if (d.rfind("internal error", 0) == 0) __builtin_trap();  // the converter wrote an invalid policy
-    (void)blkpolicy::writers::parse_udev_rules("fuzz.rules", text);
+    using namespace blkpolicy::writers;
+    for (const auto& w : parse_udev_rules("fuzz.rules", text)) {
+        const auto by_name = w.selects(UdevDevice::named("sda"));
+        auto known = UdevDevice::named("sda");
+        known.properties_known = true;  // no properties: ENV{} reads ""
+        // Knowing more may decide what was undecided, never undo a decision.
+        const auto more = w.selects(known);
+        if (by_name.verdict != Selects::may && more.verdict != by_name.verdict) __builtin_trap();
+    }
     return 0;
 }

@@ -8,8 +8,10 @@
 #include <bitset>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <optional>
 #include <set>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -147,10 +149,17 @@ struct Automaton {
     }
 };
 
+// Patterns longer than this, or with more alternatives, are not compared.
+constexpr std::size_t kMaxPatternLength = 256;
+constexpr std::size_t kMaxAlternatives = 16;
+
 std::optional<Automaton> automaton(const PatternSet& set) {
+    if (set.pattern.size() > kMaxPatternLength) return std::nullopt;
     Automaton a;
     a.complement = set.complement;
-    for (const auto& alt : alternatives(set.pattern)) {
+    const auto alts = alternatives(set.pattern);
+    if (alts.size() > kMaxAlternatives) return std::nullopt;
+    for (const auto& alt : alts) {
         auto elements = compile(alt);
         if (!elements || elements->size() >= 0xffff) return std::nullopt;
         a.alts.push_back(std::move(*elements));
@@ -180,11 +189,16 @@ std::vector<unsigned char> representatives(const Automaton& a, const Automaton& 
 
 // The search through the product of the two automata gives up past this
 // many pairs of states: far beyond any pattern a rule file holds.
-constexpr std::size_t kMaxPairs = 20000;
+constexpr std::size_t kMaxPairs = 4096;
 
 }  // namespace
 
-Proven subset(const PatternSet& a, const PatternSet& b) {
+namespace {
+
+// A pattern without glob characters: a finite set of strings.
+bool plain(const std::string& pattern) { return pattern.find_first_of("*?[\\") == std::string::npos; }
+
+Proven subset_by_automata(const PatternSet& a, const PatternSet& b) {
     auto ma = automaton(a), mb = automaton(b);
     if (!ma || !mb) return Proven::unknown;
     const auto chars = representatives(*ma, *mb);
@@ -207,6 +221,35 @@ Proven subset(const PatternSet& a, const PatternSet& b) {
         }
     }
     return Proven::yes;
+}
+
+Proven subset_uncached(const PatternSet& a, const PatternSet& b) {
+    if (a.pattern == b.pattern && a.complement == b.complement) return Proven::yes;
+    // A finite set of strings: each is in b or not, as udev would match it.
+    if (!a.complement && plain(a.pattern)) {
+        for (const auto& s : alternatives(a.pattern))
+            if (!contains(b, s)) return Proven::no;
+        return Proven::yes;
+    }
+    // Every string but a finite set, within a finite set: never.
+    if (a.complement && !b.complement && plain(b.pattern)) return Proven::no;
+    // not A within not B: B within A.
+    if (a.complement && b.complement && plain(b.pattern)) return subset_uncached({b.pattern}, {a.pattern});
+    return subset_by_automata(a, b);
+}
+
+}  // namespace
+
+Proven subset(const PatternSet& a, const PatternSet& b) {
+    // The same few patterns are compared again and again while a file's
+    // paths are simplified: remembered, within bounds.
+    thread_local std::map<std::tuple<std::string, bool, std::string, bool>, Proven> known;
+    const auto key = std::make_tuple(a.pattern, a.complement, b.pattern, b.complement);
+    if (auto it = known.find(key); it != known.end()) return it->second;
+    if (known.size() > 4096) known.clear();
+    const auto r = subset_uncached(a, b);
+    known.emplace(key, r);
+    return r;
 }
 
 Proven disjoint(const PatternSet& a, const PatternSet& b) { return subset(a, b.negated()); }

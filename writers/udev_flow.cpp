@@ -105,41 +105,235 @@ std::vector<Literal> own_literals(const UdevRule& r, const SetBefore& before) {
     return out;
 }
 
-Condition never() { return {}; }
+// The tests a path may carry before blkpolicy stops following it.
+constexpr std::size_t kMaxLiterals = 64;
 
-// a and b: every pair of their terms.
-Condition conjoin(const Condition& a, const std::vector<Literal>& literals) {
-    Condition out;
-    out.too_complex = a.too_complex;
-    for (auto t : a.terms) {
-        t.literals.insert(t.literals.end(), literals.begin(), literals.end());
-        out.terms.push_back(std::move(t));
+// The literals of one file, each by a number: a path is a list of numbers,
+// compared as integers, and what two literals say of each other (one
+// contradicts or covers the other) is worked out once.
+class Book {
+public:
+    int id(const Literal& l) {
+        std::string key = std::string(l.holds ? "+" : "-") + l.undecidable + '\x1f';
+        for (const auto& t : l.tests)
+            key += t.key + '\x1e' + t.attr + '\x1e' + (t.equal ? "=" : "!") + (t.assigned ? "a" : "m") + t.pattern +
+                   '\x1e' + std::to_string(t.line) + '\x1f';
+        auto [it, added] = ids_.emplace(std::move(key), static_cast<int>(literals_.size()));
+        if (added) {
+            literals_.push_back(l);
+            sets_.push_back(value_set(l));
+            negations_.push_back(-1);
+        }
+        return it->second;
     }
-    return simplify(out);
+    const Literal& at(int i) const { return literals_[static_cast<std::size_t>(i)]; }
+    int negation(int i) {
+        const auto at_i = static_cast<std::size_t>(i);
+        if (negations_[at_i] < 0) {
+            const int n = id(negated(Literal(at(i))));  // may add a literal: no reference held across it
+            negations_[at_i] = n;
+        }
+        return negations_[at_i];
+    }
+    enum class Rel : char { none, contradict, first_covers, second_covers };
+    // What a says of b, on a path that holds both.
+    Rel relation(int a, int b) {
+        const auto key = std::make_pair(a, b);
+        if (auto it = relations_.find(key); it != relations_.end()) return it->second;
+        return relations_[key] = work_out(a, b);
+    }
+    // Whether x holding makes e hold.
+    bool implies(int x, int e) {
+        if (x == e) return true;
+        const auto r = relation(x, e);
+        return r == Rel::first_covers;
+    }
+    Term term(const std::vector<int>& path) const {
+        Term t;
+        for (int i : path) t.literals.push_back(at(i));
+        return t;
+    }
+
+private:
+    Rel work_out(int ia, int ib) {
+        const auto& ka = at(ia);
+        const auto& kb = at(ib);
+        if (ka.tests == kb.tests && ka.undecidable == kb.undecidable && ka.holds != kb.holds) return Rel::contradict;
+        const auto& a = sets_[static_cast<std::size_t>(ia)];
+        const auto& b = sets_[static_cast<std::size_t>(ib)];
+        if (!a || !b || a->value != b->value) return Rel::none;
+        // Both may hold only on a device without the value, or on a string in both sets.
+        if (!(a->absent_in && b->absent_in) && disjoint(a->strings, b->strings) == Proven::yes) return Rel::contradict;
+        if (subset(a->strings, b->strings) == Proven::yes && (!a->absent_in || b->absent_in)) return Rel::first_covers;
+        if (subset(b->strings, a->strings) == Proven::yes && (!b->absent_in || a->absent_in)) return Rel::second_covers;
+        return Rel::none;
+    }
+    std::vector<Literal> literals_;
+    std::map<std::string, int> ids_;
+    std::vector<std::optional<ValueSet>> sets_;
+    std::vector<int> negations_;
+    std::map<std::pair<int, int>, Rel> relations_;
+};
+
+using Path = std::vector<int>;
+struct Paths {
+    std::vector<Path> paths;  // any of them; none: never
+    std::string too_complex;
+};
+
+bool has(const Path& p, int i) { return std::find(p.begin(), p.end(), i) != p.end(); }
+
+// nullopt when the path can never hold; otherwise without what its other
+// literals imply.
+std::optional<Path> simplify_path(const Path& path, Book& book) {
+    Path kept;
+    for (int l : path) {
+        bool drop = false;
+        for (std::size_t i = 0; i < kept.size() && !drop; ++i) {
+            if (kept[i] == l) {
+                drop = true;
+                break;
+            }
+            switch (book.relation(kept[i], l)) {
+                case Book::Rel::contradict:
+                    return std::nullopt;
+                case Book::Rel::first_covers:
+                    drop = true;
+                    break;
+                case Book::Rel::second_covers:
+                    kept.erase(kept.begin() + static_cast<std::ptrdiff_t>(i));
+                    --i;
+                    break;
+                case Book::Rel::none:
+                    break;
+            }
+        }
+        if (!drop) kept.push_back(l);
+    }
+    return kept;
 }
 
-// a and not (all of literals): a term per literal, each with it negated.
-Condition conjoin_negation(const Condition& a, const std::vector<Literal>& literals, int line) {
-    Condition out;
-    out.too_complex = a.too_complex;
-    for (const auto& t : a.terms)
-        for (const auto& l : literals) {
-            Term n = t;
-            n.literals.push_back(negated(l));
-            out.terms.push_back(std::move(n));
+// (A and x) or (A and Y and not x), where x implies every literal of Y, is
+// A and Y: the paths join again. (Y is what a path kept that the other
+// dropped as implied by x.)
+std::optional<Path> resolve(const Path& a, const Path& b, Book& book) {
+    if (a.size() > b.size()) return std::nullopt;
+    int x = -1;
+    for (int l : a) {  // exactly one literal of a is not in b: x
+        if (has(b, l)) continue;
+        if (x >= 0) return std::nullopt;
+        x = l;
+    }
+    if (x < 0) return std::nullopt;
+    const int not_x = book.negation(x);
+    if (!has(b, not_x)) return std::nullopt;
+    Path joined;
+    for (int l : b) {
+        if (l == not_x) continue;
+        if (!has(a, l) && !book.implies(x, l)) return std::nullopt;  // what b has beyond a follows from x
+        joined.push_back(l);
+    }
+    return joined;
+}
+
+Paths simplify_paths(const Paths& c, Book& book) {
+    Paths out;
+    out.too_complex = c.too_complex;
+    std::vector<Path> paths;
+    for (const auto& p : c.paths)
+        if (auto s = simplify_path(p, book)) paths.push_back(std::move(*s));
+    // Paths that differ only in a test and its negation join again (not
+    // tried on more paths than are kept anyway).
+    for (std::size_t i = 0; i < paths.size() && paths.size() <= 2 * kMaxTerms; ++i) {
+        for (std::size_t j = 0; j < paths.size(); ++j) {
+            if (i == j) continue;
+            auto t = resolve(paths[i], paths[j], book);
+            if (!t) continue;
+            paths[i] = std::move(*t);
+            paths.erase(paths.begin() + static_cast<std::ptrdiff_t>(j));
+            i = static_cast<std::size_t>(-1);  // the joined path may join others: again from the start
+            break;
         }
-    out = simplify(out);
-    if (out.terms.size() > kMaxTerms && out.too_complex.empty())
-        out.too_complex = "more paths than blkpolicy follows lead past line " + std::to_string(line);
+    }
+    auto covers = [](const Path& a, const Path& b) {  // every literal of a is in b
+        return std::all_of(a.begin(), a.end(), [&](int l) { return has(b, l); });
+    };
+    for (std::size_t i = 0; i < paths.size(); ++i) {
+        bool covered = false;
+        for (std::size_t j = 0; j < paths.size() && !covered; ++j) {
+            if (i == j || !covers(paths[j], paths[i])) continue;
+            covered = !covers(paths[i], paths[j]) || j < i;  // of two equal paths the first stays
+        }
+        if (!covered) out.paths.push_back(paths[i]);
+    }
     return out;
 }
 
-void disjoin(Condition& into, const Condition& other, int line) {
-    into.terms.insert(into.terms.end(), other.terms.begin(), other.terms.end());
-    if (into.too_complex.empty()) into.too_complex = other.too_complex;
-    into = simplify(into);
-    if (into.terms.size() > kMaxTerms && into.too_complex.empty())
-        into.too_complex = "more paths than blkpolicy follows lead to line " + std::to_string(line);
+// Past the bounds: the condition is not followed further (its paths
+// dropped: a condition too complex is undecided whatever they say).
+Paths given_up(std::string why) { return {{}, std::move(why)}; }
+
+// a and all of literals.
+Paths conjoin(const Paths& a, const Path& literals, int line, Book& book) {
+    if (!a.too_complex.empty()) return given_up(a.too_complex);
+    Paths out;
+    for (auto p : a.paths) {
+        if (p.size() + literals.size() > kMaxLiterals)
+            return given_up("more tests than blkpolicy follows lead to line " + std::to_string(line));
+        p.insert(p.end(), literals.begin(), literals.end());
+        out.paths.push_back(std::move(p));
+    }
+    return simplify_paths(out, book);
+}
+
+// a and not (all of literals): a path per literal, each with it negated.
+Paths conjoin_negation(const Paths& a, const Path& literals, int line, Book& book) {
+    if (!a.too_complex.empty()) return given_up(a.too_complex);
+    const std::string why = "more paths than blkpolicy follows lead past line " + std::to_string(line);
+    if (a.paths.size() * literals.size() > 4 * kMaxTerms) return given_up(why);
+    Paths out;
+    for (const auto& p : a.paths)
+        for (int l : literals) {
+            Path n = p;
+            n.push_back(book.negation(l));
+            out.paths.push_back(std::move(n));
+        }
+    out = simplify_paths(out, book);
+    if (out.paths.size() > kMaxTerms) return given_up(why);
+    return out;
+}
+
+void disjoin(Paths& into, const Paths& other, int line, Book& book) {
+    if (!into.too_complex.empty() || !other.too_complex.empty()) {
+        into = given_up(into.too_complex.empty() ? other.too_complex : into.too_complex);
+        return;
+    }
+    const std::string why = "more paths than blkpolicy follows lead to line " + std::to_string(line);
+    into.paths.insert(into.paths.end(), other.paths.begin(), other.paths.end());
+    if (into.paths.size() > 4 * kMaxTerms) {
+        into = given_up(why);
+        return;
+    }
+    into = simplify_paths(into, book);
+    if (into.paths.size() > kMaxTerms) into = given_up(why);
+}
+
+Condition condition_of(const Paths& p, const Book& book) {
+    Condition c;
+    c.too_complex = p.too_complex;
+    for (const auto& path : p.paths) c.terms.push_back(book.term(path));
+    return c;
+}
+
+Paths paths_of(const Condition& c, Book& book) {
+    Paths p;
+    p.too_complex = c.too_complex;
+    for (const auto& t : c.terms) {
+        Path path;
+        for (const auto& l : t.literals) path.push_back(book.id(l));
+        p.paths.push_back(std::move(path));
+    }
+    return p;
 }
 
 }  // namespace
@@ -165,100 +359,17 @@ std::optional<ValueSet> value_set(const Literal& l) {
 }
 
 std::optional<Term> simplify(const Term& term) {
-    std::vector<Literal> kept;
-    for (const auto& l : term.literals) {
-        bool drop = false;
-        for (std::size_t i = 0; i < kept.size() && !drop; ++i) {
-            const auto& k = kept[i];
-            if (k == l) {
-                drop = true;
-                break;
-            }
-            if (k.tests == l.tests && k.undecidable == l.undecidable && k.holds != l.holds) return std::nullopt;
-            const auto a = value_set(k), b = value_set(l);
-            if (!a || !b || a->value != b->value) continue;
-            // Both may hold only on a device without the value, or on a string in both sets.
-            const bool absent_both = a->absent_in && b->absent_in;
-            if (!absent_both && disjoint(a->strings, b->strings) == Proven::yes) return std::nullopt;
-            // k covers l: l says nothing k does not.
-            if (subset(a->strings, b->strings) == Proven::yes && (!a->absent_in || b->absent_in)) {
-                drop = true;
-            } else if (subset(b->strings, a->strings) == Proven::yes && (!b->absent_in || a->absent_in)) {
-                kept.erase(kept.begin() + static_cast<std::ptrdiff_t>(i));
-                --i;
-            }
-        }
-        if (!drop) kept.push_back(l);
-    }
-    return Term{std::move(kept)};
+    Book book;
+    Path path;
+    for (const auto& l : term.literals) path.push_back(book.id(l));
+    auto s = simplify_path(path, book);
+    if (!s) return std::nullopt;
+    return book.term(*s);
 }
-
-namespace {
-
-// Whether x holding makes e hold (the same value, and x's set within e's).
-bool implies(const Literal& x, const Literal& e) {
-    if (x == e) return true;
-    const auto a = value_set(x), b = value_set(e);
-    return a && b && a->value == b->value && subset(a->strings, b->strings) == Proven::yes &&
-           (!a->absent_in || b->absent_in);
-}
-
-// (A and x) or (A and Y and not x), where x implies every literal of Y, is
-// A and Y: the paths join again. (Y is what a path kept that the other
-// dropped as implied by x.) Returns the joined term, or nullopt.
-std::optional<Term> resolve(const Term& a, const Term& b) {
-    for (const auto& x : a.literals) {
-        const auto not_x = negated(x);
-        if (std::find(b.literals.begin(), b.literals.end(), not_x) == b.literals.end()) continue;
-        Term joined;
-        for (const auto& l : b.literals)
-            if (!(l == not_x)) joined.literals.push_back(l);
-        const bool a_within = std::all_of(a.literals.begin(), a.literals.end(), [&](const Literal& l) {
-            return l == x || std::find(joined.literals.begin(), joined.literals.end(), l) != joined.literals.end();
-        });
-        const bool extras_implied = std::all_of(joined.literals.begin(), joined.literals.end(), [&](const Literal& l) {
-            return std::find(a.literals.begin(), a.literals.end(), l) != a.literals.end() || implies(x, l);
-        });
-        if (a_within && extras_implied) return joined;
-    }
-    return std::nullopt;
-}
-
-}  // namespace
 
 Condition simplify(const Condition& c) {
-    Condition out;
-    out.too_complex = c.too_complex;
-    std::vector<Term> terms;
-    for (const auto& t : c.terms)
-        if (auto s = simplify(t)) terms.push_back(std::move(*s));
-    // Paths that differ only in a test and its negation join again.
-    for (bool joined = true; joined;) {
-        joined = false;
-        for (std::size_t i = 0; i < terms.size() && !joined; ++i)
-            for (std::size_t j = 0; j < terms.size() && !joined; ++j)
-                if (i != j)
-                    if (auto t = resolve(terms[i], terms[j])) {
-                        terms[i] = std::move(*t);
-                        terms.erase(terms.begin() + static_cast<std::ptrdiff_t>(j));
-                        joined = true;
-                    }
-    }
-    auto covers = [](const Term& a, const Term& b) {  // every literal of a is in b
-        return std::all_of(a.literals.begin(), a.literals.end(), [&](const Literal& l) {
-            return std::find(b.literals.begin(), b.literals.end(), l) != b.literals.end();
-        });
-    };
-    for (std::size_t i = 0; i < terms.size(); ++i) {
-        bool covered = false;
-        for (std::size_t j = 0; j < terms.size() && !covered; ++j) {
-            if (i == j || !covers(terms[j], terms[i])) continue;
-            // Of two equal terms the first stays.
-            covered = !covers(terms[i], terms[j]) || j < i;
-        }
-        if (!covered) out.terms.push_back(terms[i]);
-    }
-    return out;
+    Book book;
+    return condition_of(simplify_paths(paths_of(c, book), book), book);
 }
 
 std::vector<Condition> line_conditions(const std::vector<UdevRule>& file_rules) {
@@ -276,32 +387,32 @@ std::vector<Condition> line_conditions(const std::vector<UdevRule>& file_rules) 
                         if (u.key == "LABEL" && u.value == t.value) target[i] = j;
         }
     }
-    Condition reached = Condition::always();  // falling through from the line before
-    std::map<std::size_t, Condition> jumps;   // line -> the GOTOs that land there
+    Book book;
+    Paths reached{{Path{}}, {}};         // falling through from the line before: always, at first
+    std::map<std::size_t, Paths> jumps;  // line -> the GOTOs that land there
     SetBefore before;
     for (std::size_t i = 0; i < file_rules.size(); ++i) {
         const auto& r = file_rules[i];
         if (auto it = jumps.find(i); it != jumps.end()) {
-            disjoin(reached, it->second, r.line);
+            disjoin(reached, it->second, r.line, book);
             jumps.erase(it);
         }
         // udevd drops a line it cannot parse, or one with a key it does not know.
         const bool dropped = !r.error.empty() || std::any_of(r.tokens.begin(), r.tokens.end(),
                                                              [](const UdevToken& t) { return !udev_key_role(t.key); });
-        if (dropped) {
-            out[i] = never();
-            continue;
-        }
-        const auto own = own_literals(r, before);
-        out[i] = conjoin(reached, own);
+        if (dropped) continue;  // never applies: out[i] stays empty
+        Path own;
+        for (const auto& l : own_literals(r, before)) own.push_back(book.id(l));
+        const auto applies = conjoin(reached, own, r.line, book);
+        out[i] = condition_of(applies, book);
         // OPTIONS+="last_rule" ends udevd's walk as a GOTO past the end would.
         const bool last = std::any_of(r.tokens.begin(), r.tokens.end(), [](const UdevToken& t) {
             return t.key == "OPTIONS" && t.value.find("last_rule") != std::string::npos;
         });
         if (target[i] || last) {
-            if (target[i]) disjoin(jumps[*target[i]], out[i], file_rules[*target[i]].line);
-            reached = own.empty() ? never() : conjoin_negation(reached, own, r.line);
-            if (own.empty()) reached.too_complex.clear();
+            if (target[i]) disjoin(jumps[*target[i]], applies, file_rules[*target[i]].line, book);
+            // An unconditional GOTO ends every path: what follows is reached only through LABELs.
+            reached = own.empty() ? Paths{} : conjoin_negation(reached, own, r.line, book);
         }
         before.note(r);
     }

@@ -119,7 +119,7 @@ def zoned_btrfs(ctx):
         expect_eq(g.sh(f"udevadm info -q property -n {d} | sed -n 's/^ID_FS_TYPE=//p'").strip(), "btrfs",
                   "the disk's filesystem, as udev has it")
         g.write_file(BTRFS_SHAPE, BTRFS_SHAPE_RULES)
-        g.sh("udevadm control --reload")
+        g.sh(f"udevadm control --reload && systemctl reload {UNIT}")  # the daemon reads writers at a reload
         rc, conflicts, _ = _findings(g, "udev-rule-conflict")
         expect_eq([(f["device"], f["evidence"].get("udev rule")) for f in conflicts], [(d, f"{BTRFS_SHAPE}:4")],
                   "the udev rules audit names, and where")
@@ -173,8 +173,10 @@ def clouds(ctx):
         g.reboot()
         machine.wait_active(g, timeout=90)
         machine.wait_all_disks(g)
-        names = disks_by_serial(g)
-        nvme, gce = names["bp-nvme1"], names["bp-gce-pd"]
+        # A reboot here is a new qemu: the hot-added disk comes again, as a
+        # cloud's disk attached after the boot would, with no udev rule for it now.
+        gce = machine.hot_add(g, "bp-gce-pd", vendor="Google", product="PersistentDisk")
+        nvme = disks_by_serial(g)["bp-nvme1"]
         want = {"nvme": ctx.by_udev["nvme"], "gce": {"scheduler": "none"}}
         deadline = time.monotonic() + 60
         while True:
