@@ -2,8 +2,10 @@
 #include "writers/udev_flow.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <set>
+#include <unordered_map>
 
 namespace blkpolicy::writers {
 
@@ -106,7 +108,7 @@ std::vector<Literal> own_literals(const UdevRule& r, const SetBefore& before) {
 }
 
 // The tests a path may carry before blkpolicy stops following it.
-constexpr std::size_t kMaxLiterals = 64;
+constexpr std::size_t kMaxLiterals = 32;
 
 // The literals of one file, each by a number: a path is a list of numbers,
 // compared as integers, and what two literals say of each other (one
@@ -138,7 +140,8 @@ public:
     enum class Rel : char { none, contradict, first_covers, second_covers };
     // What a says of b, on a path that holds both.
     Rel relation(int a, int b) {
-        const auto key = std::make_pair(a, b);
+        const auto key =
+            static_cast<std::uint64_t>(static_cast<std::uint32_t>(a)) << 32 | static_cast<std::uint32_t>(b);
         if (auto it = relations_.find(key); it != relations_.end()) return it->second;
         return relations_[key] = work_out(a, b);
     }
@@ -172,7 +175,7 @@ private:
     std::map<std::string, int> ids_;
     std::vector<std::optional<ValueSet>> sets_;
     std::vector<int> negations_;
-    std::map<std::pair<int, int>, Rel> relations_;
+    std::unordered_map<std::uint64_t, Rel> relations_;
 };
 
 using Path = std::vector<int>;
@@ -255,14 +258,17 @@ Paths simplify_paths(const Paths& c, Book& book) {
             break;
         }
     }
-    auto covers = [](const Path& a, const Path& b) {  // every literal of a is in b
-        return std::all_of(a.begin(), a.end(), [&](int l) { return has(b, l); });
+    std::vector<Path> sorted = paths;  // for the subset tests below
+    for (auto& p : sorted) std::sort(p.begin(), p.end());
+    auto covers = [&](std::size_t a, std::size_t b) {  // every literal of a is in b
+        return sorted[a].size() <= sorted[b].size() &&
+               std::includes(sorted[b].begin(), sorted[b].end(), sorted[a].begin(), sorted[a].end());
     };
     for (std::size_t i = 0; i < paths.size(); ++i) {
         bool covered = false;
         for (std::size_t j = 0; j < paths.size() && !covered; ++j) {
-            if (i == j || !covers(paths[j], paths[i])) continue;
-            covered = !covers(paths[i], paths[j]) || j < i;  // of two equal paths the first stays
+            if (i == j || !covers(j, i)) continue;
+            covered = !covers(i, j) || j < i;  // of two equal paths the first stays
         }
         if (!covered) out.paths.push_back(paths[i]);
     }

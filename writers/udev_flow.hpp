@@ -24,7 +24,7 @@ namespace blkpolicy::writers {
 // The most paths a condition keeps; a line reached by more gets
 // Condition::too_complex instead (nothing in the rules real hosts ship
 // comes near).
-inline constexpr std::size_t kMaxTerms = 64;
+inline constexpr std::size_t kMaxTerms = 32;
 
 // For each rule of one file, in the file's order: when udevd applies the
 // line's assignments. A line udevd could not parse never applies.
