@@ -26,6 +26,7 @@ struct Options {
     bool no_policy = false;     // --no-policy (explain, audit): the kernel side only
     bool all = false;           // --all (audit): also devices without a medium
     bool kernel_rules = false;  // --kernel-rules (explain): the kernel rows instead of a device
+    bool boot = false;          // --boot (apply): the initramfs's pass: bounded, recorded, said in the kernel log
     std::string sysfs_root = "/sys";
     std::string state_dir = "/run/blkpolicy";
     bool json = false;

@@ -281,6 +281,23 @@ void rq_affinity_inert(AuditState& st, Findings& out) {
          policy::emit_rule({"complete on the submitting CPU", {}, {}, {}, {{key(Key::rq_affinity), "2", {}}}})});
 }
 
+// The policy in the initramfs (what its hook packed last, else what this
+// boot's pass ran) is not the one in /etc: the next boot's early pass would
+// set other values than the daemon, until the initramfs is made again.
+void initramfs_policy_stale(AuditState& st, Findings& out) {
+    const auto& in = st.in;
+    const bool packed = !in.initramfs_digest.empty();
+    const auto& theirs = packed ? in.initramfs_digest : in.boot_digest;
+    if (!in.with_policy || theirs.empty() || theirs == in.policy_digest) return;
+    out.push_back({std::string(kHostDevice),
+                   "the policy in the initramfs differs from /etc/blkpolicy: early boot sets the values of another "
+                   "policy; make the initramfs again (update-initramfs -u, or dracut -f)",
+                   {{"policy digest", in.policy_digest},
+                    {packed ? "initramfs digest (its hook)" : "initramfs digest (this boot's pass)", theirs},
+                    {"fix", "update-initramfs -u (initramfs-tools) or dracut -f (dracut)"}},
+                   {}});
+}
+
 // Every finding, in the order a device's findings are listed. A check runs
 // per device (`device`), or once after the devices (`host`), or both.
 struct FindingRow {
@@ -320,6 +337,9 @@ constexpr FindingRow kFindingRows[] = {
      writer_conflict,
      nullptr},
     {{"no-matching-rule", Severity::info, "no policy rule matches the device"}, no_matching_rule, nullptr},
+    {{"initramfs-policy-stale", Severity::warning, "the policy in the initramfs differs from /etc/blkpolicy"},
+     nullptr,
+     initramfs_policy_stale},
 };
 
 }  // namespace

@@ -51,6 +51,13 @@ struct AuditInput {
     bool include_empty = false;
     // The running kernel (0.0: not known), for what its sysfs shows.
     KernelVersion kernel;
+    // Early boot (with a policy): the digest of the policy loaded now, of
+    // the one the newest initramfs carries (as its hook noted it; empty:
+    // no hook ran), and of the one this boot's initramfs pass ran (empty:
+    // none ran).
+    std::string policy_digest;
+    std::string initramfs_digest;
+    std::string boot_digest;
 };
 
 // Why a device's identity says it is virtual ("driver virtio_blk", "model QEMU

@@ -1,8 +1,14 @@
 // SPDX-License-Identifier: MIT
 #include "agent/cli/commands.hpp"
 
-#include <algorithm>
+#include <syslog.h>
 
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <optional>
+
+#include "agent/boot.hpp"
 #include "agent/cli/import.hpp"
 #include "agent/cli/inspect.hpp"
 #include "agent/cli/measure.hpp"
@@ -33,9 +39,13 @@ int check(const Options& o, std::ostream& out, std::ostream& err) {
     auto loaded = load_policy_from(o.policies);
     const auto warnings = policy::policy_warnings(loaded.policy);
     if (o.json) {
-        out << json{{"format", kJsonFormatVersion},         {"valid", loaded.ok()},
-                    {"files", loaded.policy.files},         {"rules", loaded.policy.rules.size()},
-                    {"errors", errors_json(loaded.errors)}, {"warnings", errors_json(warnings)}}
+        out << json{{"format", kJsonFormatVersion},
+                    {"valid", loaded.ok()},
+                    {"files", loaded.policy.files},
+                    {"rules", loaded.policy.rules.size()},
+                    {"digest", loaded.ok() ? json(loaded.policy.digest) : json(nullptr)},
+                    {"errors", errors_json(loaded.errors)},
+                    {"warnings", errors_json(warnings)}}
                    .dump(2)
             << '\n';
         return loaded.ok() ? kExitOk : kExitPolicy;
@@ -73,13 +83,55 @@ namespace {
 
 enum class Kind { plan, apply, status };
 
+// apply --boot: the record of the pass and its line in the kernel log,
+// whatever ends it.
+struct BootPass {
+    BootRecord record;
+    std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+    const Options& o;
+    explicit BootPass(const Options& opts) : o(opts) {
+        record.kernel = running_kernel_release();
+        const auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+        char buf[32];
+        std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+        record.when = buf;
+    }
+    bool out_of_time() const { return std::chrono::steady_clock::now() - start > kBootPassBudget; }
+    int finish(int rc, std::ostream& err) {
+        record.exit_code = rc;
+        record.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        const auto saved = write_boot_record(o.state_dir, record);
+        if (!saved.ok()) err << "blkpolicy: warning: " << saved.message() << '\n';
+        const bool bad = !record.ok || rc != kExitOk;
+        // The kernel log is where an initramfs's messages survive; where it
+        // cannot be written, standard error still says it.
+        if (!kernel_log(bad ? LOG_WARNING : LOG_NOTICE, boot_line(record)))
+            err << "blkpolicy: " << boot_line(record) << '\n';
+        return rc;
+    }
+};
+
 // plan, apply and status: look at each device, plan, (apply), report.
 int with_devices(Kind kind, const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::ostream& err) {
+    std::optional<BootPass> boot;
+    if (kind == Kind::apply && o.boot) boot.emplace(o);
     auto loaded = load_policy_from(o.policies);
     if (!loaded.ok()) {
         for (const auto& e : loaded.errors) err << e.str() << '\n';
         if (!loaded.missing) err << "blkpolicy: the policy is invalid; nothing was done\n";
+        if (boot) {
+            boot->record.ok = false;
+            boot->record.error = loaded.errors.empty() ? std::string("the policy cannot be read")
+                                                       : "the policy is invalid: " + loaded.errors.front().str();
+            if (loaded.errors.size() > 1)
+                boot->record.error += " (and " + std::to_string(loaded.errors.size() - 1) + " more)";
+            return boot->finish(kExitPolicy, err);
+        }
         return kExitPolicy;
+    }
+    if (boot) {
+        boot->record.policy_digest = loaded.policy.digest;
+        boot->record.policy_files = loaded.policy.files;
     }
     if (int rc = check_sysfs_and_devices(o, sysfs, err)) return rc;
     StateDir state(o.state_dir);
@@ -97,14 +149,20 @@ int with_devices(Kind kind, const Options& o, udev::Sysfs& sysfs, std::ostream& 
             report = apply_report(o.json, out);
             break;
         case Kind::status:
-            report = status_report(o.json, out, read_daemon_json(o.state_dir).value_or(nullptr));
+            report = status_report(o.json, out, read_daemon_json(o.state_dir).value_or(nullptr),
+                                   read_boot_record(o.state_dir).value_or(nullptr));
             break;
     }
     how.shown = report->facts_shown();
     // One device at a time: look, plan, (apply), report. Nothing but
     // counters is kept across devices.
     int gone = kExitOk;
-    for (const auto& name : names) {
+    for (std::size_t i = 0; i < names.size(); ++i) {
+        const auto& name = names[i];
+        if (boot && boot->out_of_time()) {
+            boot->record.devices_left = static_cast<int>(names.size() - i);
+            break;
+        }
         std::vector<std::string> warnings;
         auto v = look_one(sysfs, state, loaded.policy, name, how, warnings);
         for (const auto& w : warnings) err << "blkpolicy: warning: " << w << '\n';
@@ -114,14 +172,18 @@ int with_devices(Kind kind, const Options& o, udev::Sysfs& sysfs, std::ostream& 
         }
         if (kind == Kind::apply) {
             auto result = execute(sysfs, v->plan);
+            if (boot) {
+                ++boot->record.devices;
+                for (const auto& r : result.results) ++boot->record.outcomes[to_string(r.outcome)];
+            }
             report->device(*v, &result);
         } else {
             report->device(*v);
         }
     }
     report->finish();
-    if (gone != kExitOk) return gone;
-    return report->found_something() ? kExitPartial : kExitOk;
+    const int rc = gone != kExitOk ? gone : report->found_something() ? kExitPartial : kExitOk;
+    return boot ? boot->finish(rc, err) : rc;
 }
 
 }  // namespace

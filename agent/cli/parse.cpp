@@ -167,6 +167,10 @@ constexpr OptionRow kOptions[] = {
     {"--all", "", "", "audit", "explain and audit",
      "(audit) also devices without a medium (unbound\nloop devices, empty removable drives)", set_flag<&Options::all>},
 
+    {"--boot", "", "", "apply", "apply",
+     "(apply) the pass in early boot, before the root\nis mounted: at most 10 s, recorded in\nSTATE-DIR/boot.json, "
+     "one line in the kernel log",
+     set_flag<&Options::boot>},
     {"--kernel-release", "", "R", "plan apply status explain", "plan, apply, status and explain",
      "act and explain as if the running kernel were\nrelease R (e.g. 6.12.0 or 9.0): what blkpolicy\nexpects of it; "
      "default: the running kernel",

@@ -16,6 +16,7 @@
 #include <memory>
 #include <set>
 
+#include "agent/boot.hpp"
 #include "agent/daemon/outputs.hpp"
 #include "agent/daemon/pending.hpp"
 #include "agent/daemon/reconciler.hpp"
@@ -85,6 +86,13 @@ public:
                                 std::string(policy::to_string(reconciler_.mode())) + " mode, verify every " +
                                 std::to_string(interval_.count()) + " ms, policy from " +
                                 std::to_string(reconciler_.policy().files.size()) + " file(s)");
+        // What the pass in the initramfs did on this boot (its facts are in the
+        // state directory already, and this daemon goes on from them).
+        if (auto boot = read_boot_record(opts_.state_dir)) {
+            boot_record_ = *boot;
+            const auto r = boot_record_from(*boot);
+            log_->log(r.ok && r.exit_code == 0 ? LOG_INFO : LOG_WARNING, "this boot's " + boot_line(r));
+        }
         set_measuring();
         // Devices found at start were added before: not in a driver's setup.
         full_pass(Trigger::verify);
@@ -368,10 +376,10 @@ private:
             }
         } took{.out = last_write_took_};
         uevents_.udev_listening = udev_monitor_ != nullptr;
-        const auto text = daemon_json(reconciler_, static_cast<long>(::getpid()), now, reload_,
-                                      measuring_ ? &measured_ : nullptr, log_->delivery(), uevents_)
-                              .dump(2) +
-                          "\n";
+        auto doc = daemon_json(reconciler_, static_cast<long>(::getpid()), now, reload_,
+                               measuring_ ? &measured_ : nullptr, log_->delivery(), uevents_);
+        doc["initramfs"] = boot_record_;
+        const auto text = doc.dump(2) + "\n";
         auto st = util::write_atomically(opts_.state_dir + "/daemon.json", text);
         if (!st.ok()) {
             // Removed under us (or never made): make it again and retry once.
@@ -412,8 +420,12 @@ private:
         if (opts_.metrics_file.empty() || !audit_due_) return;
         audit_due_ = false;
         const auto& pol = reconciler_.policy();
-        findings_ = kernel::audit(audit_input(sysfs_, &pol, writers_, opts_.udev_db(),
-                                              host_plan_context(opts_.sysfs_root), running_kernel_version()));
+        auto in = audit_input(sysfs_, &pol, writers_, opts_.udev_db(), host_plan_context(opts_.sysfs_root),
+                              running_kernel_version());
+        in.policy_digest = pol.digest;
+        in.initramfs_digest = read_initramfs_digest(opts_.config_root);
+        if (boot_record_.is_object()) in.boot_digest = boot_record_from(boot_record_).policy_digest;
+        findings_ = kernel::audit(in);
         audit_unix_ = now_unix();
         write_reports();  // rare (see above): not worth the report gap
     }
@@ -590,6 +602,7 @@ private:
     ReloadOutcome reload_;
     UeventCounts uevents_;
     std::vector<writers::WriterAssignment> writers_;  // udev rules and the other writers
+    nlohmann::json boot_record_;                      // the initramfs pass of this boot (null: none)
     double policy_loaded_unix_ = 0;
     bool audit_due_ = true;
     std::vector<kernel::Finding> findings_;

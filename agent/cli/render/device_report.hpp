@@ -58,7 +58,9 @@ std::unique_ptr<DeviceReport> plan_report(bool as_json, std::ostream& out,
                                           std::optional<std::vector<std::string>> loadable_schedulers);
 std::unique_ptr<DeviceReport> apply_report(bool as_json, std::ostream& out);
 // status: `daemon` is the running daemon's daemon.json (null when none runs).
-std::unique_ptr<DeviceReport> status_report(bool as_json, std::ostream& out, nlohmann::json daemon);
+// `boot`: the record of this boot's pass in the initramfs (null: none ran).
+std::unique_ptr<DeviceReport> status_report(bool as_json, std::ostream& out, nlohmann::json daemon,
+                                            nlohmann::json boot = nullptr);
 
 // Per attribute in status: where the device stands against the policy.
 enum class Standing { ok, drift, skipped, refused, unavailable };

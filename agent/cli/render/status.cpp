@@ -3,6 +3,7 @@
 // and the running daemon's last results.
 #include <map>
 
+#include "agent/boot.hpp"
 #include "agent/cli/render/common.hpp"
 #include "agent/cli/render/device_report.hpp"
 #include "agent/measured.hpp"
@@ -15,8 +16,8 @@ namespace {
 
 class StatusReport final : public DeviceReport {
 public:
-    StatusReport(bool as_json, std::ostream& out, json daemon)
-        : DeviceReport(as_json, out), daemon_(std::move(daemon)) {}
+    StatusReport(bool as_json, std::ostream& out, json daemon, json boot)
+        : DeviceReport(as_json, out), daemon_(std::move(daemon)), boot_(std::move(boot)) {}
     // Exit 1 unless every managed value is as the policy says: drifted, or
     // one this host cannot give (unavailable) or blkpolicy would not write.
     bool found_something() const override {
@@ -55,11 +56,15 @@ private:
                 out_ << "    " << figure << ": " << f["sentence"].get<std::string>() << '\n';
         }
     }
-    void add_json_summary(json& doc) const override { doc["daemon"] = daemon_; }
+    void add_json_summary(json& doc) const override {
+        doc["daemon"] = daemon_;
+        doc["initramfs"] = boot_;
+    }
     void print_footer() const override {
         out_ << n(Standing::ok) << " in policy, " << n(Standing::drift) << " drifted, " << n(Standing::skipped)
              << " skipped, " << n(Standing::refused) << " refused, " << n(Standing::unavailable)
              << " unavailable here\n";
+        if (boot_.is_object()) out_ << "this boot's " << boot_line(boot_record_from(boot_)) << '\n';
         if (!daemon_.is_object()) return;
         out_ << "daemon: pid " << daemon_["pid"] << ", " << daemon_["mode"].get<std::string>() << " mode, "
              << daemon_["devices_managed"] << " device(s) managed, " << daemon_["drifted"] << " drifted, "
@@ -74,13 +79,14 @@ private:
     }
 
     json daemon_;
+    json boot_;
     std::map<Standing, int> standings_;
 };
 
 }  // namespace
 
-std::unique_ptr<DeviceReport> status_report(bool as_json, std::ostream& out, json daemon) {
-    return std::make_unique<StatusReport>(as_json, out, std::move(daemon));
+std::unique_ptr<DeviceReport> status_report(bool as_json, std::ostream& out, json daemon, json boot) {
+    return std::make_unique<StatusReport>(as_json, out, std::move(daemon), std::move(boot));
 }
 
 }  // namespace blkpolicy::agent
