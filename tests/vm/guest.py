@@ -163,6 +163,10 @@ class Guest:
     def __init__(self, image, run_dir, disks=(), share=None, memory_mb=2048, cpus=2, controllers=(),
                  append=""):
         self.image = image
+        # Another initrd for the next boots (one the guest made itself, say),
+        # and another root (an LVM volume's, say).
+        self.initrd = image.initrd
+        self.root_arg = f"LABEL={ROOT_LABEL}"
         self.run_dir = run_dir
         self.disks = list(disks)
         self.share = share
@@ -219,8 +223,8 @@ class Guest:
             "qemu-system-x86_64", "-nodefaults", "-nic", "none", "-display", "none", "-no-user-config",
             "-accel", "tcg,thread=multi", "-cpu", "max", "-smp", str(self.cpus), "-m", str(self.memory_mb),
             "-machine", "q35",
-            "-kernel", self.image.kernel, "-initrd", self.image.initrd,
-            "-append", f"root=LABEL={ROOT_LABEL} ro console=ttyS0 panic=-1 {self.append}".strip(),
+            "-kernel", self.image.kernel, "-initrd", self.initrd,
+            "-append", f"root={self.root_arg} ro console=ttyS0 panic=-1 {self.append}".strip(),
             "-serial", f"file:{self.serial_log}",
             "-blockdev", f"driver=qcow2,node-name=root,file.driver=file,file.filename={self.overlay}",
             "-device", "virtio-blk-pci,drive=root,serial=bproot,id=dev-root",

@@ -82,9 +82,10 @@ ROOT_LABEL = "bproot"
 # kernel from trixie-backports (7.x). "package" names the suite whose package
 # it installs: the backports guest runs trixie's.
 SUITES = {
-    "bookworm": {"release": "Debian 12", "kernel_series": "6.1", "package": "bookworm", "dist": "bookworm"},
+    "bookworm": {"release": "Debian 12", "kernel_series": "6.1", "package": "bookworm", "dist": "bookworm",
+                 "early_boot": True},
     "trixie": {"release": "Debian 13", "kernel_series": "6.12", "package": "trixie", "dist": "trixie",
-               "writers": True},
+               "writers": True, "early_boot": True},
     "trixie-bpo": {"release": "Debian 13 with the trixie-backports kernel", "kernel_series": "7.x",
                    "package": "trixie", "dist": "trixie", "backports_kernel": True, "measure": True,
                    "writers": True},
@@ -112,6 +113,22 @@ GUEST_PACKAGES = [
 # for no disk its conditions exclude.
 WRITER_PACKAGES = ["tuned", "sysfsutils", "amazon-ec2-utils", "btrfs-progs"]
 WRITERS_OFF = 'chroot "$1" systemctl disable tuned.service sysfsutils.service 2>/dev/null || true'
+
+# The early-boot group (tests/vm/test_boot.py) boots the same root tree as
+# btrfs, where the mount decides ssd from the disk's rotational flag: the
+# image carries btrfs-progs, and its build makes a second initrd with btrfs
+# in it (made here, where mmdebstrap has /proc and /dev mounted; the ext4
+# image's initramfs configuration stays as it was).
+EARLY_BOOT_PACKAGES = ["btrfs-progs"]
+EARLY_BOOT_INITRD = r"""
+set -e
+root="$1"
+release=$(ls "$root/lib/modules" | sort -V | tail -n 1)
+cp "$root/etc/initramfs-tools/modules" "$root/etc/initramfs-tools/modules.ext4"
+echo btrfs >> "$root/etc/initramfs-tools/modules"
+chroot "$root" mkinitramfs -o /boot/initrd-btrfs.img "$release" >/dev/null
+mv "$root/etc/initramfs-tools/modules.ext4" "$root/etc/initramfs-tools/modules"
+"""
 
 # The load the measure group (tests/vm/test_measure.py) puts on the disks,
 # in the guest that runs that group.
@@ -200,16 +217,21 @@ def cache_entry(kind, suite, key, what, build):
 
 class Image:
     """A cached guest image: root.raw (ext4, labelled) and the kernel and
-    initrd copied out of its /boot."""
+    initrd copied out of its /boot; with `btrfs`, the same tree as a btrfs
+    root-btrfs.raw and the initrd made for it (suites with early_boot)."""
 
-    def __init__(self, suite, directory):
+    def __init__(self, suite, directory, btrfs=False):
         self.suite = suite
         self.dir = directory
-        self.root = os.path.join(directory, "root.raw")
+        self.root = os.path.join(directory, "root-btrfs.raw" if btrfs else "root.raw")
         self.kernel = os.path.join(directory, "vmlinuz")
-        self.initrd = os.path.join(directory, "initrd.img")
+        self.initrd = os.path.join(directory, "initrd-btrfs.img" if btrfs else "initrd.img")
+        self.btrfs = btrfs
         with open(os.path.join(directory, "kernel-release")) as f:
             self.kernel_release = f.read().strip()
+
+    def as_btrfs(self):
+        return Image(self.suite, self.dir, btrfs=True)
 
 
 def guest_image(suite):
@@ -224,15 +246,23 @@ def guest_image(suite):
         with open(hook, "w") as f:
             f.write(GUEST_CUSTOMIZE.replace("__LABEL__", ROOT_LABEL))
         os.chmod(hook, 0o755)
+        extra = (WRITER_PACKAGES if spec.get("writers") else []) + (MEASURE_PACKAGES if spec.get("measure") else [])
+        extra += [p for p in EARLY_BOOT_PACKAGES if spec.get("early_boot") and p not in extra]
         cmd = ["mmdebstrap", "--quiet", "--variant=minbase", "--components=main",
-               "--include=" + ",".join(GUEST_PACKAGES + (WRITER_PACKAGES if spec.get("writers") else []) +
-                                       (MEASURE_PACKAGES if spec.get("measure") else []))]
+               "--include=" + ",".join(GUEST_PACKAGES + extra)]
         if spec.get("backports_kernel"):
             # The suite's own kernel stays beside it; the newest one boots.
             cmd += [BACKPORTS_KERNEL_HOOK.replace("__DIST__", dist)]
         if spec.get("writers"):
             cmd += ["--customize-hook=" + WRITERS_OFF]
-        cmd += ["--customize-hook=" + hook, dist, rootfs, f"deb {MIRROR} {dist} main"]
+        cmd += ["--customize-hook=" + hook]
+        if spec.get("early_boot"):
+            btrfs_hook = os.path.join(work, "btrfs-initrd.sh")
+            with open(btrfs_hook, "w") as f:
+                f.write(EARLY_BOOT_INITRD)
+            os.chmod(btrfs_hook, 0o755)
+            cmd += ["--customize-hook=" + btrfs_hook]
+        cmd += [dist, rootfs, f"deb {MIRROR} {dist} main"]
         if spec.get("backports_kernel"):
             cmd += [f"deb {MIRROR} {dist}-backports main"]
         _run(cmd)
@@ -244,8 +274,20 @@ def guest_image(suite):
         shutil.copy(os.path.join(boot, "initrd.img-" + release), os.path.join(work, "initrd.img"))
         with open(os.path.join(work, "kernel-release"), "w") as f:
             f.write(release + "\n")
+        if spec.get("early_boot"):
+            shutil.move(os.path.join(boot, "initrd-btrfs.img"), os.path.join(work, "initrd-btrfs.img"))
         # ext4 straight from the directory: no loop device, no mount.
         _run(["mkfs.ext4", "-q", "-F", "-L", ROOT_LABEL, "-d", rootfs, os.path.join(work, "root.raw"), "3G"])
+        if spec.get("early_boot"):
+            # The same tree as btrfs, mounted by label, btrfs in its initramfs.
+            with open(os.path.join(rootfs, "etc/fstab"), "w") as f:
+                f.write(f"LABEL={ROOT_LABEL} / btrfs defaults 0 0\n")
+            with open(os.path.join(rootfs, "etc/initramfs-tools/modules"), "a") as f:
+                f.write("btrfs\n")
+            btrfs_raw = os.path.join(work, "root-btrfs.raw")
+            with open(btrfs_raw, "wb") as f:
+                f.truncate(3 << 30)
+            _run(["mkfs.btrfs", "-q", "-f", "-L", ROOT_LABEL, "--rootdir", rootfs, btrfs_raw])
         shutil.rmtree(rootfs)
 
     parts = [RECIPE_VERSION, suite, MIRROR, GUEST_PACKAGES, GUEST_CUSTOMIZE,
@@ -254,6 +296,8 @@ def guest_image(suite):
         parts.append([WRITER_PACKAGES, WRITERS_OFF])
     if spec.get("measure"):
         parts.append(MEASURE_PACKAGES)
+    if spec.get("early_boot"):
+        parts.append([EARLY_BOOT_PACKAGES, EARLY_BOOT_INITRD, "btrfs root 1"])
     key = _key(*parts)
     return Image(suite, cache_entry("image", suite, key, f"the guest image (mmdebstrap from {MIRROR})", build))
 

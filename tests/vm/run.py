@@ -24,6 +24,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import images  # noqa: E402
 import machine  # noqa: E402
 import package  # noqa: E402
+import test_boot  # noqa: E402
 import test_devices  # noqa: E402
 import test_faults  # noqa: E402
 import test_measure  # noqa: E402
@@ -41,7 +42,7 @@ from harness import Results  # noqa: E402
 # the service group leaves behind.
 GROUPS = {"faults": test_faults.run, "service": test_service.run, "devices": test_devices.run,
           "writers": test_writers.run, "rules": test_rules.run, "measure": test_measure.run,
-          "peers": test_peers.run}
+          "peers": test_peers.run, "boot": test_boot.run}
 # What each guest runs unless --only says otherwise: the package's life
 # cycle under systemd on Debian 12 and 13; the devices and the kernel's own
 # behaviour on all three kernels. The backports guest installs the same
@@ -52,8 +53,8 @@ GROUPS = {"faults": test_faults.run, "service": test_service.run, "devices": tes
 # Debian 13, the rows the kernel or udev decides on the other two.
 # The peers group (blkpolicy beside TuneD, a udev rule and a bare uevent
 # listener) is a benchmark: only with --only peers (bench/peers.sh).
-DEFAULT_GROUPS = {"bookworm": ["faults", "service", "devices"],
-                  "trixie": ["faults", "service", "devices", "writers", "rules"],
+DEFAULT_GROUPS = {"bookworm": ["faults", "service", "devices", "boot"],
+                  "trixie": ["faults", "service", "devices", "writers", "rules", "boot"],
                   "trixie-bpo": ["faults", "devices", "measure"]}
 # The newest kernel here: every kernel row that holds on it must name it.
 STRICT_ROWS = {"trixie-bpo"}
@@ -117,6 +118,7 @@ def run_suite(suite, built, args, run_dir, results):
         with Guest(image, os.path.join(run_dir, suite, "guest"), disks=machine.DISKS,
                    controllers=machine.CONTROLLERS, share=share) as g:
             ctx = types.SimpleNamespace(guest=g, suite=suite, results=results, pkg=pkg, share=share,
+                                        image=image, run_dir=run_dir,
                                         upgrade_deb_name=os.path.basename(upgrade),
                                         strict_rows=suite in STRICT_ROWS, groups_before=[],
                                         all_fault_rows=suite in FAULTS_EVERY_ROW,
