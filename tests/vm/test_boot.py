@@ -19,8 +19,8 @@ made with it: images.py).
    assembles the volume, so the dm device is non-rotational although
    blkpolicy never writes it (no rule matches it), and the pass's line
    comes before the root mount.
-4. A broken policy packed into the initramfs: the guest boots all the same,
-   and one line in the kernel log says why.
+4. (Debian 12) A broken policy packed into the initramfs: the guest boots
+   all the same, and one line in the kernel log says why.
 
 The suite's shared guest is powered off first: this group runs last.
 """
@@ -187,6 +187,10 @@ def run(ctx):
         if lvm:
             lvm_root(ctx, g)
 
+        # The broken policy on Debian 12 only (the LVM root is Debian 13's
+        # share of the group's time): the script and hook are the same.
+        if lvm:
+            return
         with R.step(s, "early boot: a broken policy in the initramfs: the guest boots, one line says why"):
             g.sh("printf '[[rule]]\\nname = \"x\"\\n[rule.set]\\nread_ahead = 1\\n' > /etc/blkpolicy/policy.toml")
             # After an admin's edit, audit says the initramfs is stale, until it is made again.
