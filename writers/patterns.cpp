@@ -92,16 +92,7 @@ std::optional<std::vector<Element>> compile(const std::string& glob) {
     return out;
 }
 
-std::vector<std::string> alternatives(const std::string& pattern) {
-    std::vector<std::string> out(1);
-    for (char c : pattern) {
-        if (c == '|')
-            out.emplace_back();
-        else
-            out.back() += c;
-    }
-    return out;
-}
+std::vector<std::string> alternatives(const std::string& pattern) { return split_alternatives(pattern); }
 
 // A pattern's alternatives as one automaton: a state is (alternative,
 // position); position == size accepts.
@@ -253,6 +244,17 @@ Proven subset(const PatternSet& a, const PatternSet& b) {
 }
 
 Proven disjoint(const PatternSet& a, const PatternSet& b) { return subset(a, b.negated()); }
+
+std::vector<std::string> split_alternatives(const std::string& pattern) {
+    std::vector<std::string> out(1);
+    for (char c : pattern) {
+        if (c == '|')
+            out.emplace_back();
+        else
+            out.back() += c;
+    }
+    return out;
+}
 
 bool contains(const PatternSet& set, const std::string& value) {
     bool in = false;

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace blkpolicy::writers {
 
@@ -25,6 +26,9 @@ enum class Proven { yes, no, unknown };
 Proven subset(const PatternSet& a, const PatternSet& b);
 // No string is in both.
 Proven disjoint(const PatternSet& a, const PatternSet& b);
+// A udev pattern's alternatives ("sd*|vd*" -> "sd*", "vd*").
+std::vector<std::string> split_alternatives(const std::string& pattern);
+
 // Whether `value` is in the set (udev's own matching: alternatives, then fnmatch).
 bool contains(const PatternSet& set, const std::string& value);
 

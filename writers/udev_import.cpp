@@ -86,13 +86,7 @@ std::vector<policy::TomlEntry> toml_entries(const std::vector<MatchEntry>& entri
 }
 
 std::vector<std::string> alternatives_of(const std::string& pattern, bool trim) {
-    std::vector<std::string> out(1);
-    for (char c : pattern) {
-        if (c == '|')
-            out.emplace_back();
-        else
-            out.back() += c;
-    }
+    auto out = split_alternatives(pattern);
     if (trim)  // udev ignores the trailing blanks of a sysfs value, and blkpolicy trims its facts
         for (auto& a : out) a = policy::trim(a);
     return out;

@@ -10,6 +10,7 @@
 
 #include "policy/attributes.hpp"
 #include "util/names.hpp"
+#include "writers/patterns.hpp"
 #include "writers/udev_flow.hpp"
 
 namespace blkpolicy::writers {
@@ -144,26 +145,7 @@ std::vector<UdevRule> parse_udev_rules_text(const std::string& file, const std::
     return rules;
 }
 
-std::vector<std::string> split_alternatives(const std::string& s) {
-    std::vector<std::string> out;
-    std::string cur;
-    for (char c : s) {
-        if (c == '|') {
-            out.push_back(cur);
-            cur.clear();
-        } else {
-            cur += c;
-        }
-    }
-    out.push_back(cur);
-    return out;
-}
-
-bool udev_pattern_match(const std::string& pattern, const std::string& value) {
-    for (const auto& alt : split_alternatives(pattern))
-        if (::fnmatch(alt.c_str(), value.c_str(), 0) == 0) return true;
-    return false;
-}
+bool udev_pattern_match(const std::string& pattern, const std::string& value) { return contains({pattern}, value); }
 
 bool is_tuning_assignment(const UdevToken& t) {
     return t.key == "ATTR" && is_assignment(t.op) && !policy::policy_key_for_attr(t.attr).empty();

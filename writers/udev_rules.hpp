@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "writers/model.hpp"
+#include "writers/patterns.hpp"
 
 namespace blkpolicy::writers {
 
@@ -53,8 +54,8 @@ struct UdevRule {
 std::vector<UdevRule> parse_udev_rules_text(const std::string& file, const std::string& text);
 
 // udev's pattern matching: `|` alternatives, then fnmatch (*, ?, [], [!], [^]).
+// (writers/patterns has split_alternatives and the sets they make.)
 bool udev_pattern_match(const std::string& pattern, const std::string& value);
-std::vector<std::string> split_alternatives(const std::string& pattern);
 
 // Every tuning assignment in one rules file's text, each with the
 // condition under which udevd applies it (writers/udev_flow).

@@ -128,6 +128,16 @@ done
 """
 
 
+def install_package(g, timeout=300, if_missing=False):
+    """blkpolicy from the share's local repository (the package under test
+    and what it depends on); IF_MISSING: unless it is installed already."""
+    g.write_file("/etc/apt/sources.list.d/blkpolicy-test.list", "deb [trusted=yes] file:/mnt/share/repo ./\n")
+    install = "apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q blkpolicy >/dev/null 2>&1"
+    if if_missing:
+        install = f"dpkg-query -W -f '${{Status}}' blkpolicy 2>/dev/null | grep -q ' installed' || ({install})"
+    g.sh(install, timeout=timeout)
+
+
 def disks_by_serial(guest):
     out = {}
     for line in guest.sh(_DISKS_SCRIPT).splitlines():

@@ -29,6 +29,7 @@ import json
 import os
 import shutil
 
+import machine
 from guest import Disk, Guest
 from harness import expect, expect_eq
 
@@ -146,9 +147,7 @@ def run(ctx):
     try:
         with R.step(s, "early boot: with the package's hook, / mounts with ssd; the pass precedes the root mount; "
                        "the daemon goes on from its facts with no alert", fatal=True):
-            g.write_file("/etc/apt/sources.list.d/blkpolicy-test.list", "deb [trusted=yes] file:/mnt/share/repo ./\n")
-            g.sh("apt-get update -q >/dev/null && "
-                 "DEBIAN_FRONTEND=noninteractive apt-get install -y -q blkpolicy >/dev/null 2>&1", timeout=400)
+            machine.install_package(g, timeout=400)
             g.sh(f"systemctl enable {UNIT} 2>/dev/null")
             expect(g.run("lsinitramfs /boot/initrd.img-$(uname -r) | grep -q 'usr/sbin/blkpolicy$'",
                          check=False)[0] == 0, "the initramfs has no blkpolicy")

@@ -260,10 +260,7 @@ def tiny_buffer(ctx, names):
 def run(ctx):
     g, s, R = ctx.guest, ctx.suite, ctx.results
     with R.step(s, "measure: fio and the package in place, tracefs mounted", fatal=True):
-        g.write_file("/etc/apt/sources.list.d/blkpolicy-test.list", "deb [trusted=yes] file:/mnt/share/repo ./\n")
-        g.sh("dpkg-query -W -f '${Status}' blkpolicy 2>/dev/null | grep -q ' installed' || "
-             "(apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q blkpolicy "
-             ">/dev/null 2>&1)", timeout=300)
+        machine.install_package(g, timeout=300, if_missing=True)
         g.sh("command -v fio && command -v blkpolicy >/dev/null")
         g.sh("mountpoint -q /sys/kernel/tracing")
         machine.wait_all_disks(g)

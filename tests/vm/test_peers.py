@@ -475,10 +475,7 @@ def run(ctx):
         floor = os.path.join(ctx.share, "uevent_floor")
         src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench", "uevent_floor.c")
         subprocess.run(["cc", "-O2", "-Wall", "-Wextra", "-static", "-o", floor, src], check=True)
-        g.write_file("/etc/apt/sources.list.d/blkpolicy-test.list", "deb [trusted=yes] file:/mnt/share/repo ./\n")
-        g.sh("dpkg-query -W -f '${Status}' blkpolicy 2>/dev/null | grep -q ' installed' || "
-             "(apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q blkpolicy "
-             ">/dev/null 2>&1)", timeout=300)
+        machine.install_package(g, timeout=300, if_missing=True)
         g.sh(f"systemctl disable --now {UNIT} tuned 2>/dev/null; rm -f /etc/blkpolicy/policy.d/*.toml")
         g.sh(f"command -v tuned-adm && test -x {FLOOR}")
         pdir = test_writers._profile_dir(g).replace(test_writers.PROFILE, PROFILE)

@@ -84,9 +84,7 @@ def zoned_btrfs(ctx):
     g, s, R = ctx.guest, ctx.suite, ctx.results
     with R.step(s, "rules: btrfs-progs' zoned rule names no disk its conditions exclude; one of its shape that "
                    "selects a btrfs disk is named there only", fatal=True):
-        g.write_file("/etc/apt/sources.list.d/blkpolicy-test.list", "deb [trusted=yes] file:/mnt/share/repo ./\n")
-        g.sh("apt-get update -q >/dev/null && "
-             "DEBIAN_FRONTEND=noninteractive apt-get install -y -q blkpolicy >/dev/null 2>&1", timeout=300)
+        machine.install_package(g, timeout=300)
         g.sh(f"systemctl disable --now {UNIT} 2>/dev/null; rm -f /etc/blkpolicy/policy.d/*.toml")
         g.sh(f"test -e {VENDOR_ZONED}")
         machine.wait_all_disks(g)

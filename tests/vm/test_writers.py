@@ -89,9 +89,7 @@ def _wait_values(g, names, want, timeout, what):
 def run(ctx):
     g, s, R = ctx.guest, ctx.suite, ctx.results
     with R.step(s, "writers: TuneD, sysfsutils and tmpfiles.d write their values (blkpolicy stopped)", fatal=True):
-        g.write_file("/etc/apt/sources.list.d/blkpolicy-test.list", "deb [trusted=yes] file:/mnt/share/repo ./\n")
-        g.sh("apt-get update -q >/dev/null && "
-             "DEBIAN_FRONTEND=noninteractive apt-get install -y -q blkpolicy >/dev/null 2>&1", timeout=300)
+        machine.install_package(g, timeout=300)
         g.sh(f"systemctl disable --now {UNIT} 2>/dev/null; rm -f /etc/blkpolicy/policy.d/*.toml")
         machine.wait_all_disks(g)
         by_serial = disks_by_serial(g)
