@@ -211,7 +211,7 @@ void Tally::add(const Event& e) {
             }
             const auto i = slot_of(e.dev, e.sector);
             // Its completion may have been read first, from another CPU's page.
-            if (auto& c = early_[i]; c.holds(e.dev, e.sector) && c.ts >= e.ts) {
+            if (auto& c = early_[i]; c.holds(e.dev, e.sector) && c.ts >= e.ts && same_side(e.ts, c.ts)) {
                 matched(d, e.cpu, c.cpu);
                 c.cpu = -1;
             } else {
@@ -223,7 +223,7 @@ void Tally::add(const Event& e) {
             if (e.nr_sector == 0) break;
             ++d.rq.completed;
             const auto i = slot_of(e.dev, e.sector);
-            if (auto& issue = inflight_[i]; issue.holds(e.dev, e.sector) && issue.ts <= e.ts) {
+            if (auto& issue = inflight_[i]; issue.holds(e.dev, e.sector) && issue.ts <= e.ts && same_side(issue.ts, e.ts)) {
                 matched(d, issue.cpu, e.cpu);
                 issue.cpu = -1;
             } else {
@@ -261,11 +261,15 @@ void Tally::settle(std::uint64_t now_ts, std::uint64_t horizon_ns) {
     last_sweep_ = now_ts;
     for (auto& c : early_)
         if (c.cpu >= 0 && c.ts + horizon_ns < now_ts) c.cpu = -1;  // its issue never came: unmatched
+    for (auto& s : inflight_)
+        if (s.cpu >= 0 && s.ts + kInFlightHorizon < now_ts) s.cpu = -1;  // its completion never came
 }
 
-void Tally::finish() {
+void Tally::forget_in_flight() {
     for (auto& s : inflight_) s.cpu = -1;
     for (auto& s : early_) s.cpu = -1;
 }
+
+void Tally::finish() { forget_in_flight(); }
 
 }  // namespace blkpolicy::measure

@@ -4,6 +4,7 @@
 // session (measure/session) reads the records; tests feed them by hand.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <map>
@@ -122,9 +123,18 @@ class Tally {
 public:
     void add(const Event& e);
     // After a read: completions that have waited longer than `horizon_ns`
-    // before `now_ts` for their issue give up (unmatched). Looks at them at
-    // most once a horizon.
+    // before `now_ts` for their issue give up (unmatched), and so do issues
+    // in flight longer than kInFlightHorizon (their completion was never
+    // traced: a sampling pause, lost events), so that a later request at the
+    // same sector is not taken for theirs. Looks at them at most once a horizon.
     void settle(std::uint64_t now_ts, std::uint64_t horizon_ns = 2'000'000'000ULL);
+    static constexpr std::uint64_t kInFlightHorizon = 60'000'000'000ULL;  // twice SCSI's and NVMe's default timeout
+    // The kernel lost events at `ts` (a page flagged missed events): an
+    // issue before it is never paired with a completion after it.
+    void gap(std::uint64_t ts) { gap_ts_ = std::max(gap_ts_, ts); }
+    // The request tracepoints were off a while (sampling): what was in flight
+    // or waiting is forgotten, unmatched.
+    void forget_in_flight();
     // The end of the window: whatever still waits is unmatched.
     void finish();
     // A new window on the same trace: the counts start again, requests in
@@ -158,6 +168,10 @@ private:
     std::vector<Slot> inflight_ = std::vector<Slot>(std::size_t{1} << kSlotBits);
     std::vector<Slot> early_ = std::vector<Slot>(std::size_t{1} << kSlotBits);  // completions before their issue
     std::uint64_t last_sweep_ = 0;
+    std::uint64_t gap_ts_ = 0;  // the latest gap: no pair spans it
+    bool same_side(std::uint64_t issue_ts, std::uint64_t complete_ts) const {
+        return (issue_ts < gap_ts_) == (complete_ts < gap_ts_);
+    }
     std::map<std::uint32_t, int> last_step_;  // per device, for a direction printk_formats did not give
 };
 

@@ -31,6 +31,10 @@ std::string joined(const std::vector<std::string>& v) {
 
 bool starts_with(const std::string& s, std::string_view p) { return s.rfind(p, 0) == 0; }
 
+// Writes whose flushes the queue drops over a cache nothing here can read:
+// a warning that says so, never silence taken for "safe".
+kernel::Finding cannot_tell(const DeviceSettings& s, const FlushFigure& fl, double seconds);
+
 const char* wbt_state_text(int state) {
     switch (state) {
         case 1:
@@ -62,7 +66,27 @@ const char* to_string(DeviceCache::Mode m) {
     return "unknown";
 }
 
-DeviceCache device_cache(const policy::DeviceFacts& f, const std::string& loop_dio, const std::string& first) {
+namespace {
+kernel::Finding cannot_tell(const DeviceSettings& s, const FlushFigure& fl, double seconds) {
+    kernel::Finding finding;
+    finding.device = s.name;
+    finding.code = kFlushesDropped;
+    finding.severity = kernel::Severity::warning;
+    finding.message = s.name + ": " + std::to_string(fl.writes) + " writes and no flush reached it in " +
+                      duration_text(seconds) +
+                      ": queue/write_cache says write through, and whether the cache below is volatile cannot be "
+                      "told (" +
+                      fl.cache.source +
+                      "); if it is, fsync no longer makes data durable";
+    finding.evidence = {{"stat writes completed (field 5)", std::to_string(fl.writes)},
+                        {"queue/write_cache", s.write_cache},
+                        {"device cache", "cannot tell (" + fl.cache.source + ")"}};
+    finding.fix = kernel::keep_flushes_fix(s.name);
+    return finding;
+}
+}  // namespace
+
+DeviceCache device_cache(const policy::DeviceFacts& f, const LoopBacking& loop, const std::string& first) {
     DeviceCache c;
     const auto mode_of = [](const std::string& t) {
         if (starts_with(t, "write back")) return DeviceCache::Mode::write_back;
@@ -73,12 +97,28 @@ DeviceCache device_cache(const policy::DeviceFacts& f, const std::string& loop_d
     if (!f.cache_type.empty()) {
         c.mode = mode_of(f.cache_type);
         c.source = "cache_type \"" + f.cache_type + "\"";
-    } else if (f.stack == policy::Stack::loop && !f.loop_backing_file.empty() && loop_dio != "1") {
+    } else if (f.stack == policy::Stack::loop && !f.loop_backing_file.empty() && loop.dio != "1") {
         c.mode = DeviceCache::Mode::write_back;
         c.source = "the backing file's page cache: the loop device does not use direct I/O";
-    } else if (!first.empty()) {
-        c.mode = mode_of(first);
+    } else if (f.stack == policy::Stack::loop && !f.loop_backing_file.empty()) {
+        // Direct I/O passes the page cache by, not the cache of the disk under the file.
+        if (!loop.disk.empty() && !loop.write_cache.empty()) {
+            c.mode = mode_of(loop.write_cache);
+            c.source = "the disk under the backing file (" + loop.disk + "): queue/write_cache \"" + loop.write_cache +
+                       "\"; direct I/O passes the page cache by, not the disk's cache";
+        } else if (loop.what == "tmpfs") {
+            c.mode = DeviceCache::Mode::none;
+            c.source = "the backing file is on tmpfs: nothing below it is durable, flushed or not";
+        } else {
+            c.source = "the loop device uses direct I/O, and the disk under its backing file could not be read";
+        }
+    } else if (starts_with(first, "write back")) {
+        c.mode = DeviceCache::Mode::write_back;
         c.source = "queue/write_cache when the device first appeared (\"" + first + "\")";
+    } else if (!first.empty()) {
+        c.source = "queue/write_cache was \"" + first +
+                   "\" when blkpolicy first saw the device, which a udev rule, TuneD or a unit may have written "
+                   "before: the device's own cache is not known";
     } else {
         c.source = "no cache_type, and no record of queue/write_cache from when the device first appeared";
     }
@@ -195,11 +235,53 @@ DeviceFigures device_figures(const DeviceSettings& s, double seconds, const IoSt
                             {"device cache", std::string(to_string(s.cache.mode)) + " (" + s.cache.source + ")"}};
         finding.fix = kernel::keep_flushes_fix(s.name);
         f.findings.push_back(std::move(finding));
+    } else if (!s.request_based && delta && fl.writes > 0 && starts_with(s.write_cache, "write through")) {
+        // A bio-based queue that says write through: the block layer takes
+        // PREFLUSH and FUA off every write there, before the members see
+        // them, whatever the members' own queues say.
+        std::vector<std::string> volatile_members, unknown_members;
+        for (const auto& [member, wc] : s.members_write_cache) {
+            if (starts_with(wc, "write back")) volatile_members.push_back(member + " \"" + wc + "\"");
+        }
+        for (const auto& member : s.slaves) {
+            const bool read = std::any_of(s.members_write_cache.begin(), s.members_write_cache.end(),
+                                          [&](const auto& m) { return m.first == member; });
+            if (!read) unknown_members.push_back(member);
+        }
+        if (!volatile_members.empty()) {
+            fl.at_risk = true;
+            fl.cache.mode = DeviceCache::Mode::write_back;
+            fl.cache.source = "its members' queue/write_cache: " + joined(volatile_members);
+            fl.note =
+                "data at risk: the queue of this bio-based device says write through, so the block layer drops "
+                "every flush here before its members, whose caches are write back, see it";
+            kernel::Finding finding;
+            finding.device = s.name;
+            finding.code = kFlushesDropped;
+            finding.severity = kernel::Severity::critical;
+            finding.message = s.name + ": " + std::to_string(fl.writes) + " writes in " + duration_text(seconds) +
+                              ": queue/write_cache says write through on a bio-based device, so the block layer "
+                              "drops every flush and FUA there before its members see them, and their caches are "
+                              "write back (" +
+                              joined(volatile_members) + "): fsync no longer makes data durable";
+            finding.evidence = {{"stat writes completed (field 5)", std::to_string(fl.writes)},
+                                {"queue/write_cache", s.write_cache},
+                                {"members' queue/write_cache", joined(volatile_members)}};
+            finding.fix = kernel::keep_flushes_fix(s.name);
+            f.findings.push_back(std::move(finding));
+        } else if (!unknown_members.empty() || s.slaves.empty()) {
+            fl.note = "writes with the queue saying write through on a bio-based device, which drops their flushes; "
+                      "whether a cache below is volatile cannot be told (" +
+                      (s.slaves.empty() ? std::string("no members shown") : "not read: " + joined(unknown_members)) +
+                      ")";
+            f.findings.push_back(cannot_tell(s, fl, seconds));
+        }
     } else if (fl.counted && fl.writes > 0 && fl.flushes == 0 && starts_with(s.write_cache, "write through") &&
                s.cache.mode == DeviceCache::Mode::unknown) {
         fl.note =
             "writes with no flush: the queue says write through, and whether the device's own cache is volatile "
             "is not known";
+        f.findings.push_back(cannot_tell(s, fl, seconds));
     }
 
     // Readahead.

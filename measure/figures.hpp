@@ -30,10 +30,20 @@ struct DeviceCache {
 const char* to_string(DeviceCache::Mode m);
 
 // Which it is: SCSI and virtio cache_type; a loop device's backing file
-// (its page cache is volatile unless the loop uses direct I/O); otherwise
-// queue/write_cache as the driver set it when the device first appeared
-// (`first_write_cache`, from the state directory; empty when not recorded).
-DeviceCache device_cache(const policy::DeviceFacts& facts, const std::string& loop_dio,
+// (its page cache is volatile unless the loop uses direct I/O, and with
+// direct I/O the writes land in the cache of the disk under the file:
+// `backing`); otherwise queue/write_cache as first recorded
+// (`first_write_cache`, from the state directory; empty when not recorded)
+// where it says write back. A first record of write through is no proof:
+// a udev rule, TuneD or a unit may have written it before blkpolicy looked,
+// so the cache is then unknown.
+struct LoopBacking {
+    std::string dio;          // loop/dio: "1" with direct I/O
+    std::string disk;         // the disk under the backing file ("" without one)
+    std::string what;         // what the file lives on when there is no disk ("tmpfs")
+    std::string write_cache;  // that disk's queue/write_cache
+};
+DeviceCache device_cache(const policy::DeviceFacts& facts, const LoopBacking& backing,
                          const std::string& first_write_cache);
 
 // The device's settings as they were when the window ended.
@@ -44,6 +54,10 @@ struct DeviceSettings {
     policy::Stack stack = policy::Stack::none;
     bool request_based = false;       // blk-mq: request tracepoints, wbt, rq_affinity
     std::vector<std::string> slaves;  // a bio-based stack's members, where its flushes are counted
+    // A bio-based stack's members and their queue/write_cache: the block
+    // layer drops PREFLUSH and FUA at a bio-based queue that says write
+    // through, before the members see them.
+    std::vector<std::pair<std::string, std::string>> members_write_cache;
     std::string scheduler;
     std::string wbt_lat_usec;      // as sysfs reads it ("" when the queue has none)
     std::optional<int> wbt_state;  // debugfs rqos/wbt/enabled (nullopt: debugfs not mounted)

@@ -17,28 +17,40 @@ constexpr std::uint64_t kMissedStored = 1ULL << 30;
 // An absolute time stamp keeps 59 bits; the rest comes from the page's.
 constexpr std::uint64_t kTsMsb = 0xf8ULL << 56;
 
-std::uint32_t u32_at(std::span<const std::uint8_t> b, std::size_t at) {
-    std::uint32_t v;
-    std::memcpy(&v, b.data() + at, 4);
-    return v;
+// Integers as the writing kernel stored them.
+template <typename T>
+T in_order(T v, std::endian order) {
+    if (order == std::endian::native) return v;
+    T swapped = 0;
+    for (std::size_t i = 0; i < sizeof(T); ++i) swapped = static_cast<T>((swapped << 8) | ((v >> (8 * i)) & 0xff));
+    return swapped;
+}
+template <typename T>
+T read_at(std::span<const std::uint8_t> b, std::size_t offset, std::endian order) {
+    T v;
+    std::memcpy(&v, b.data() + offset, sizeof v);
+    return in_order(v, order);
 }
 }  // namespace
 
-PageRead parse_page(std::span<const std::uint8_t> page, std::size_t commit_size, std::vector<RawRecord>& out) {
+PageRead parse_page(std::span<const std::uint8_t> page, std::size_t commit_size, std::vector<RawRecord>& out,
+                    std::endian order) {
+    const auto u32_at = [order](std::span<const std::uint8_t> b, std::size_t offset) {
+        return read_at<std::uint32_t>(b, offset, order);
+    };
+    // The entry header's bit fields: type_len:5 then time_delta:27, allocated
+    // from the low bits on a little-endian kernel and from the high bits on
+    // a big-endian one.
+    const bool big = order == std::endian::big;
     PageRead r;
     const std::size_t header = 8 + commit_size;
     if (page.size() < header || (commit_size != 4 && commit_size != 8)) {
         r.ok = false;
         return r;
     }
-    std::uint64_t page_ts;
-    std::memcpy(&page_ts, page.data(), 8);
-    std::uint64_t commit = 0;
-    if (commit_size == 8) {
-        std::memcpy(&commit, page.data() + 8, 8);
-    } else {
-        commit = u32_at(page, 8);
-    }
+    const std::uint64_t page_ts = read_at<std::uint64_t>(page, 0, order);
+    r.page_ts = page_ts;
+    const std::uint64_t commit = commit_size == 8 ? read_at<std::uint64_t>(page, 8, order) : u32_at(page, 8);
     r.missed_events = (commit & kMissedEvents) != 0;
     const bool stored = (commit & kMissedStored) != 0;
     const std::size_t length = static_cast<std::size_t>(commit & (kMissedStored - 1));
@@ -47,18 +59,14 @@ PageRead parse_page(std::span<const std::uint8_t> page, std::size_t commit_size,
         return r;
     }
     const auto data = page.subspan(header, length);
-    if (stored && header + length + 8 <= page.size()) {
-        std::uint64_t n;
-        std::memcpy(&n, page.data() + header + length, 8);
-        r.missed_count = n;
-    }
+    if (stored && header + length + 8 <= page.size()) r.missed_count = read_at<std::uint64_t>(page, header + length, order);
 
     std::uint64_t ts = page_ts;
     std::size_t at = 0;
     while (at + 4 <= data.size()) {
         const std::uint32_t h = u32_at(data, at);
-        const unsigned type_len = h & 0x1f;
-        const std::uint64_t delta = h >> 5;
+        const unsigned type_len = big ? h >> 27 : h & 0x1f;
+        const std::uint64_t delta = big ? h & ((1u << 27) - 1) : h >> 5;
         const auto array0 = [&]() -> std::optional<std::uint32_t> {
             if (at + 8 > data.size()) return std::nullopt;
             return u32_at(data, at + 4);
@@ -82,8 +90,11 @@ PageRead parse_page(std::span<const std::uint8_t> page, std::size_t commit_size,
             if (type_len == kTimeExtend) {
                 ts += value;
             } else {
+                // As the kernel's rb_fix_abs_ts: only a page stamp with its
+                // top bits set lends them, and only then can the sum wrap. A
+                // stamp below an ordinary page's stays what it says.
                 ts = value;
-                if ((ts & kTsMsb) == 0) {
+                if ((page_ts & kTsMsb) != 0) {
                     ts |= page_ts & kTsMsb;
                     if (ts < page_ts) ts += 1ULL << 59;
                 }

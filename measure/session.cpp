@@ -40,6 +40,7 @@ void Session::start() {
         } else {
             TraceOptions t;
             t.buffer_kb = options_.buffer_kb;
+            t.online_cpus_file = (sysfs_.root() / "devices/system/cpu/online").string();
             for (const auto& name : options_.devices) {
                 const auto dev = sysfs_.read("block/" + name + "/dev");
                 if (auto k = dev.ok() ? kernel_dev_from_text(policy::trim(dev.value)) : std::nullopt)
@@ -76,6 +77,13 @@ void Session::start() {
 void Session::set_requests(bool on, std::chrono::steady_clock::time_point now) {
     if (!instance_ || on == requests_on_) return;
     if (requests_on_) requests_on_for_ += now - requests_since_;
+    if (on) {
+        // Requests that were in flight when the tracepoints went off completed
+        // untraced: what they left is read and forgotten, so that no request
+        // traced from now on is paired with one of theirs.
+        instance_->drain_all(tally_);
+        tally_.forget_in_flight();
+    }
     instance_->set_requests(on);
     requests_on_ = on;
     requests_since_ = now;
@@ -126,13 +134,20 @@ DeviceSettings Session::settings_of(const std::string& name) const {
         s.wbt_state = udev::read_wbt_state(sysfs_, name);
         s.hw_queues = udev::count_hw_queues(sysfs_, name);
     }
-    std::string dio;
+    LoopBacking loop;
     if (facts->stack == policy::Stack::loop) {
         const auto r = sysfs_.read("block/" + name + "/loop/dio");
-        if (r.ok()) dio = policy::trim(r.value);
+        if (r.ok()) loop.dio = policy::trim(r.value);
+        if (loop.dio == "1") {
+            const auto store = udev::loop_backing_store(sysfs_, facts->loop_backing_file);
+            loop.disk = store.disk;
+            loop.what = store.what;
+            loop.write_cache = store.write_cache;
+        }
     }
+    if (!s.request_based) s.members_write_cache = udev::lowers_queue(sysfs_, name, "write_cache");
     const std::string first = options_.first_write_cache ? options_.first_write_cache(*facts) : std::string();
-    s.cache = device_cache(*facts, dio, first);
+    s.cache = device_cache(*facts, loop, first);
     return s;
 }
 

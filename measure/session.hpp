@@ -41,6 +41,13 @@ public:
     // its watermark: call readable() then (every CPU is read).
     std::vector<int> fds() const;
     void readable(int fd);
+    // CPUs coming online or going offline during a window (TraceInstance::
+    // follow_cpus): true when fds() changed. poll_failed: poll said POLLERR
+    // or POLLHUP for FD; it is not polled again until the online list changes.
+    bool follow_cpus() { return instance_ && instance_->follow_cpus(); }
+    void poll_failed(int fd) {
+        if (instance_) instance_->poll_failed(fd);
+    }
     // Sampling: when the request tracepoints switch on or off next (the
     // time_point's max when they never do), and the switch, made when due.
     std::chrono::steady_clock::time_point next_switch() const { return next_switch_; }

@@ -80,16 +80,6 @@ std::uint64_t stats_value(std::string_view text, std::string_view key) {
     return 0;
 }
 
-// "blkpolicy-1234-0" -> 1234; 0 for another name.
-long pid_in_name(std::string_view name) {
-    if (name.rfind(kPrefix, 0) != 0) return 0;
-    name.remove_prefix(kPrefix.size());
-    long pid = 0;
-    const auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), pid);
-    if (ec != std::errc() || end == name.data() || end == name.data() + name.size() || *end != '-') return 0;
-    return pid;
-}
-
 // rmdir of an instance is refused (EBUSY) while a reader still holds one of
 // its files: retry briefly.
 bool remove_instance(const std::string& path) {
@@ -134,18 +124,76 @@ std::string find_tracefs(const std::string& sysfs_root, std::string* why_not) {
     return {};
 }
 
+std::optional<std::vector<int>> parse_cpu_list(std::string_view text) {
+    while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.remove_suffix(1);
+    std::vector<int> out;
+    if (text.empty()) return out;
+    while (!text.empty()) {
+        const auto comma = text.find(',');
+        const auto item = text.substr(0, comma);
+        text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
+        if (comma != std::string_view::npos && text.empty()) return std::nullopt;  // "0," ends in nothing
+        int first = 0, last = 0;
+        const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), first);
+        if (ec != std::errc() || end == item.data() || first < 0) return std::nullopt;
+        last = first;
+        if (end != item.data() + item.size()) {
+            if (*end != '-') return std::nullopt;
+            const char* from = end + 1;
+            const auto second = std::from_chars(from, item.data() + item.size(), last);
+            if (second.ec != std::errc() || second.ptr == from || second.ptr != item.data() + item.size() ||
+                last < first)
+                return std::nullopt;
+        }
+        if (last - first > 65536) return std::nullopt;
+        for (int c = first; c <= last; ++c) out.push_back(c);
+    }
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+}
+
+std::string instance_name(InstanceOwner owner, unsigned sequence) {
+    return std::string(kPrefix) + std::to_string(owner.pid_ns) + "-" + std::to_string(owner.pid) + "-" +
+           std::to_string(sequence);
+}
+
+std::optional<InstanceOwner> instance_owner(std::string_view name) {
+    if (name.rfind(kPrefix, 0) != 0) return std::nullopt;
+    name.remove_prefix(kPrefix.size());
+    // Three numbers, each ended by '-' but the last.
+    std::uint64_t numbers[3] = {};
+    for (int i = 0; i < 3; ++i) {
+        const auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), numbers[i]);
+        if (ec != std::errc() || end == name.data()) return std::nullopt;
+        name.remove_prefix(static_cast<std::size_t>(end - name.data()));
+        if (i < 2) {
+            if (name.empty() || name.front() != '-') return std::nullopt;
+            name.remove_prefix(1);
+        }
+    }
+    if (!name.empty() || numbers[0] == 0 || numbers[1] == 0 || numbers[1] > 0x7fffffff) return std::nullopt;
+    return InstanceOwner{numbers[0], static_cast<long>(numbers[1])};
+}
+
+std::uint64_t own_pid_namespace() {
+    struct stat st {};
+    return ::stat("/proc/self/ns/pid", &st) == 0 ? static_cast<std::uint64_t>(st.st_ino) : 0;
+}
+
 namespace {
 
-// Removes instances named blkpolicy-PID-N whose process is gone (a measure
-// or a daemon killed with SIGKILL). Returns how many it removed.
+// Removes the instances of this PID namespace whose process is gone (a
+// measure or a daemon killed with SIGKILL). Returns how many it removed.
 int remove_stale_instances(const std::string& tracefs) {
     const std::string dir = tracefs + "/instances";
+    const std::uint64_t ns = own_pid_namespace();
     std::vector<std::string> names, stale;
-    if (util::list_directory(dir, names) != 0) return 0;
+    if (ns == 0 || util::list_directory(dir, names) != 0) return 0;
     for (const auto& name : names) {
-        const long pid = pid_in_name(name);
-        if (pid <= 0 || pid == ::getpid()) continue;
-        if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) stale.push_back(name);
+        const auto owner = instance_owner(name);
+        if (!owner || owner->pid_ns != ns || owner->pid == ::getpid()) continue;
+        if (::kill(static_cast<pid_t>(owner->pid), 0) != 0 && errno == ESRCH) stale.push_back(name);
     }
     int removed = 0;
     for (const auto& name : stale)
@@ -161,8 +209,9 @@ util::Result<std::unique_ptr<TraceInstance>> TraceInstance::open(const std::stri
     static std::atomic<unsigned> sequence{0};
     std::unique_ptr<TraceInstance> t(new TraceInstance());
     t->tracefs_ = tracefs;
+    const InstanceOwner self{own_pid_namespace(), static_cast<long>(::getpid())};
     for (int tries = 0; tries < 64 && !t->made_; ++tries) {
-        t->name_ = std::string(kPrefix) + std::to_string(::getpid()) + "-" + std::to_string(sequence++);
+        t->name_ = instance_name(self, sequence++);
         t->path_ = tracefs + "/instances/" + t->name_;
         if (::mkdir(t->path_.c_str(), 0700) == 0) {
             t->made_ = true;
@@ -252,6 +301,9 @@ util::Status TraceInstance::configure(const TraceOptions& o) {
         cpus_.push_back({n, std::move(fd)});
     }
     if (cpus_.empty()) return fail("open any per_cpu trace_pipe_raw", ENOENT);
+    online_file_ = o.online_cpus_file;
+    online_text_ = "\n(not read yet)";
+    follow_cpus();
     if (int e = write_text(path_ + "/tracing_on", "1")) return fail("start it", e);
     return {};
 }
@@ -265,8 +317,30 @@ TraceInstance::~TraceInstance() {
 
 std::vector<int> TraceInstance::fds() const {
     std::vector<int> out;
-    for (const auto& c : cpus_) out.push_back(c.fd.get());
+    for (const auto& c : cpus_)
+        if (c.polled) out.push_back(c.fd.get());
     return out;
+}
+
+bool TraceInstance::follow_cpus() {
+    const auto text = read_text(online_file_);
+    if (text.err == 0 && text.value == online_text_) return false;
+    online_text_ = text.err == 0 ? text.value : std::string();
+    // Where the kernel does not say (no such file), every CPU is polled, as
+    // before this was known.
+    const auto online = text.err == 0 ? parse_cpu_list(text.value) : std::nullopt;
+    bool changed = false;
+    for (auto& c : cpus_) {
+        const bool polled = !online || std::binary_search(online->begin(), online->end(), c.cpu);
+        changed |= polled != c.polled;
+        c.polled = polled;
+    }
+    return changed;
+}
+
+void TraceInstance::poll_failed(int fd) {
+    for (auto& c : cpus_)
+        if (c.fd.get() == fd) c.polled = false;
 }
 
 void TraceInstance::stop() { (void)write_text(path_ + "/tracing_on", "0"); }
@@ -287,7 +361,10 @@ void TraceInstance::read_cpu(std::size_t index, std::vector<Event>& out) {
         if (n <= 0) break;  // EAGAIN: nothing more now
         records_.clear();
         const auto r = parse_page(std::span(page_.data(), static_cast<std::size_t>(n)), commit_size_, records_);
-        if (r.missed_events) ++missed_pages_;
+        if (r.missed_events) {
+            ++missed_pages_;
+            gap_ts_ = std::max(gap_ts_, r.page_ts);
+        }
         if (!r.ok) ++bad_pages_;
         for (const auto& rec : records_)
             if (const auto e = decoder_.decode(rec, c.cpu)) out.push_back(*e);
@@ -311,6 +388,7 @@ std::size_t TraceInstance::drain_all(Tally& tally) {
             events_.begin(), events_.begin() + static_cast<std::ptrdiff_t>(starts[i]),
             i + 1 < starts.size() ? events_.begin() + static_cast<std::ptrdiff_t>(starts[i + 1]) : events_.end(),
             by_time);
+    if (gap_ts_ != 0) tally.gap(gap_ts_);
     for (const auto& e : events_) tally.add(e);
     if (!events_.empty()) tally.settle(events_.back().ts);
     return events_.size();

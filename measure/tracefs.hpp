@@ -6,9 +6,12 @@
 // by the next one. Nothing here touches a queue attribute.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "measure/events.hpp"
@@ -27,7 +30,15 @@ struct TraceOptions {
     std::vector<std::uint32_t> devices;  // kernel_dev of the devices to trace; empty: every device
     unsigned buffer_kb = 256;            // per CPU
     unsigned watermark_percent = 50;     // a CPU's buffer wakes its reader when this full
+    // The kernel's list of online CPUs: tracefs has a buffer directory for
+    // every possible CPU, and the buffer of one that is not online answers
+    // poll with an error at once, forever.
+    std::string online_cpus_file = "/sys/devices/system/cpu/online";
 };
+
+// "0-3,8,10-11\n" (a sysfs CPU list) -> {0,1,2,3,8,10,11}; nullopt when it
+// is not one.
+std::optional<std::vector<int>> parse_cpu_list(std::string_view text);
 
 // What the kernel could not keep: a lossy window undercounts.
 struct Loss {
@@ -39,9 +50,28 @@ struct Loss {
     bool lossy() const { return dropped + overrun + missed_pages + bad_pages > 0; }
 };
 
+// Instances are named blkpolicy-NS-PID-N: NS is the inode number of the
+// PID namespace the process lives in (/proc/self/ns/pid). Processes in two
+// namespaces (a container beside its host, both seeing one tracefs) can
+// have the same PID; the namespace keeps their names apart, and a process
+// removes a dead process's instance only when both are of its namespace
+// (where its kill(PID, 0) speaks of that very process).
+struct InstanceOwner {
+    std::uint64_t pid_ns = 0;
+    long pid = 0;
+    bool operator==(const InstanceOwner&) const = default;
+};
+std::string instance_name(InstanceOwner owner, unsigned sequence);
+// The owner a name says; nullopt for every other name (another tool's, or
+// blkpolicy-PID-N of releases before the namespace was in the name).
+std::optional<InstanceOwner> instance_owner(std::string_view name);
+// This process's PID namespace; 0 when /proc cannot say (then no instance
+// is ever taken for stale).
+std::uint64_t own_pid_namespace();
+
 class TraceInstance {
 public:
-    // Makes instances/blkpolicy-PID-N under `tracefs`, sized and filtered
+    // Makes instances/blkpolicy-NS-PID-N under `tracefs`, sized and filtered
     // as asked, with every traced event the kernel has enabled. Events the
     // kernel lacks (no wbt without CONFIG_BLK_WBT) are listed in missing().
     static util::Result<std::unique_ptr<TraceInstance>> open(const std::string& tracefs, const TraceOptions& options);
@@ -52,10 +82,21 @@ public:
     const std::string& name() const { return name_; }
     const std::string& path() const { return path_; }
     const std::vector<TracedEvent>& missing() const { return missing_; }
-    // The per-CPU trace_pipe_raw descriptors (non-blocking), to poll for POLLIN.
+    // The trace_pipe_raw descriptors (non-blocking) of the online CPUs, to
+    // poll for POLLIN. Every possible CPU's is open and read at each drain.
     std::vector<int> fds() const;
-    std::size_t cpus() const { return cpus_.size(); }
-    int cpu_of(std::size_t index) const { return cpus_[index].cpu; }
+    // Reads the online list again: a CPU that came online is polled from
+    // now on, one that went offline no longer (its buffer is still read).
+    // True when fds() changed. Cheap: one small sysfs file.
+    bool follow_cpus();
+    // A descriptor poll reported an error for (POLLERR, POLLHUP): not polled
+    // until the online list changes (it is still read at each drain).
+    void poll_failed(int fd);
+    // The CPUs whose buffers are polled (online), of those tracefs has.
+    std::size_t cpus() const {
+        return static_cast<std::size_t>(std::count_if(cpus_.begin(), cpus_.end(), [](const Cpu& c) { return c.polled; }));
+    }
+    std::size_t possible_cpus() const { return cpus_.size(); }
 
     // Reads what every CPU has into `tally`, in time order across the
     // CPUs, then settles it. Returns the records read.
@@ -77,7 +118,10 @@ private:
     struct Cpu {
         int cpu = 0;
         util::Fd fd;
+        bool polled = false;  // online, and poll has not failed on it since the list last changed
     };
+    std::string online_file_;
+    std::string online_text_;  // the list as last read
     std::string tracefs_;
     std::string name_;
     std::string path_;
@@ -92,6 +136,7 @@ private:
     std::vector<RawRecord> records_;
     std::vector<Event> events_;  // a drain's records, reused
     std::uint64_t missed_pages_ = 0;
+    std::uint64_t gap_ts_ = 0;  // the latest page the kernel flagged missed events before
     std::uint64_t bad_pages_ = 0;
 };
 

@@ -62,7 +62,7 @@ TEST_CASE("figures: flushes-dropped is critical exactly for unflushed writes, wr
         {"write back", DeviceCache::Mode::write_back, 200, 0, false},        // the kernel would send them
         {"write through", DeviceCache::Mode::write_through, 200, 0, false},  // nothing volatile
         {"write through", DeviceCache::Mode::none, 200, 0, false},
-        {"write through", DeviceCache::Mode::unknown, 200, 0, false},  // said, but not a finding
+        {"write through", DeviceCache::Mode::unknown, 200, 0, false},  // a warning: cannot tell
     };
     for (const auto& r : rows) {
         CAPTURE(r.write_cache);
@@ -72,7 +72,14 @@ TEST_CASE("figures: flushes-dropped is critical exactly for unflushed writes, wr
         const auto d = stat(0, 0, r.writes, r.flushes);
         const auto f = device_figures(virtio(r.write_cache, r.cache), 60, &d, "", traced(), nullptr);
         CHECK(f.flush.at_risk == r.at_risk);
-        CHECK(f.findings.size() == (r.at_risk ? 1u : 0u));
+        const bool cannot_tell = r.cache == DeviceCache::Mode::unknown;
+        CHECK(f.findings.size() == (r.at_risk || cannot_tell ? 1u : 0u));
+        if (cannot_tell) {
+            REQUIRE(f.findings.size() == 1);
+            CHECK(f.findings.front().severity == kernel::Severity::warning);
+            CHECK(f.findings.front().code == kFlushesDropped);
+            CHECK(f.findings.front().message.find("cannot be told") != std::string::npos);
+        }
         if (r.at_risk) {
             const auto& x = f.findings.front();
             CHECK(x.code == kFlushesDropped);
@@ -96,14 +103,42 @@ TEST_CASE("figures: flushes-dropped is critical exactly for unflushed writes, wr
         device_figures(virtio("write through", DeviceCache::Mode::write_back), 60, &old, "", traced(), nullptr);
     CHECK_FALSE(f.flush.at_risk);
     CHECK(f.flush.note == "this kernel's stat has no flush counters (fields 16 and 17 came in 5.5)");
-    // A bio-based device counts its flushes on its members.
-    auto md = virtio("write through", DeviceCache::Mode::write_back);
+    // A bio-based device counts its flushes on its members; write through on
+    // it drops them before the members see them.
+    auto md = virtio("write through", DeviceCache::Mode::unknown);
+    md.name = "dm-0";
     md.request_based = false;
     md.slaves = {"sda", "sdb"};
     const auto d = stat(0, 0, 200, 0);
-    const auto m = device_figures(md, 60, &d, "", traced(), nullptr);
-    CHECK_FALSE(m.flush.at_risk);
-    CHECK(m.flush.note == "bio-based: its flushes are counted on its members (sda, sdb)");
+    md.members_write_cache = {{"sda", "write back"}, {"sdb", "write through"}};
+    const auto risk = device_figures(md, 60, &d, "", traced(), nullptr);
+    CHECK(risk.flush.at_risk);
+    CHECK(risk.flush.cache.mode == DeviceCache::Mode::write_back);
+    REQUIRE(risk.findings.size() == 1);
+    CHECK(risk.findings[0].severity == kernel::Severity::critical);
+    CHECK(risk.findings[0].message ==
+          "dm-0: 200 writes in 60 s: queue/write_cache says write through on a bio-based device, so the block layer "
+          "drops every flush and FUA there before its members see them, and their caches are write back (sda \"write "
+          "back\"): fsync no longer makes data durable");
+    // Members whose queues say write through need no flush: nothing at risk.
+    md.members_write_cache = {{"sda", "write through"}, {"sdb", "write through"}};
+    const auto safe = device_figures(md, 60, &d, "", traced(), nullptr);
+    CHECK_FALSE(safe.flush.at_risk);
+    CHECK(safe.findings.empty());
+    CHECK(safe.flush.note == "bio-based: its flushes are counted on its members (sda, sdb)");
+    // A member that could not be read: cannot tell, a warning, not silence.
+    md.members_write_cache = {{"sda", "write through"}};
+    const auto blind = device_figures(md, 60, &d, "", traced(), nullptr);
+    CHECK_FALSE(blind.flush.at_risk);
+    REQUIRE(blind.findings.size() == 1);
+    CHECK(blind.findings[0].severity == kernel::Severity::warning);
+    CHECK(blind.flush.note.find("not read: sdb") != std::string::npos);
+    // Write back on the stack itself: the flushes go down.
+    md.write_cache = "write back";
+    md.members_write_cache = {{"sda", "write back"}, {"sdb", "write back"}};
+    const auto passes = device_figures(md, 60, &d, "", traced(), nullptr);
+    CHECK_FALSE(passes.flush.at_risk);
+    CHECK(passes.findings.empty());
 }
 
 TEST_CASE("figures: a zero of wbt activity says why") {
@@ -176,25 +211,37 @@ TEST_CASE("figures: the sentences carry each figure and its proof counter") {
 }
 
 TEST_CASE("figures: the device's own cache, from cache_type, a loop's backing file, or the first-sight record") {
+    const LoopBacking none;
     policy::DeviceFacts scsi;
     scsi.cache_type = "write back, no read (daft)";
-    CHECK(device_cache(scsi, "", "").mode == DeviceCache::Mode::write_back);
+    CHECK(device_cache(scsi, none, "").mode == DeviceCache::Mode::write_back);
     scsi.cache_type = "write through";
-    CHECK(device_cache(scsi, "", "write back").mode == DeviceCache::Mode::write_through);  // cache_type wins
+    CHECK(device_cache(scsi, none, "write back").mode == DeviceCache::Mode::write_through);  // cache_type wins
     scsi.cache_type = "none";
-    CHECK(device_cache(scsi, "", "").mode == DeviceCache::Mode::none);
+    CHECK(device_cache(scsi, none, "").mode == DeviceCache::Mode::none);
     policy::DeviceFacts loop;
     loop.stack = policy::Stack::loop;
     loop.loop_backing_file = "/var/lib/disk.img";
-    const auto buffered = device_cache(loop, "0", "");
+    const auto buffered = device_cache(loop, {"0", "vda", "vda1", "write through"}, "");
     CHECK(buffered.mode == DeviceCache::Mode::write_back);
     CHECK(buffered.source == "the backing file's page cache: the loop device does not use direct I/O");
-    // With direct I/O the page cache is not in the way: what the loop driver set decides.
-    CHECK(device_cache(loop, "1", "write back").mode == DeviceCache::Mode::write_back);
-    CHECK(device_cache(loop, "1", "").mode == DeviceCache::Mode::unknown);
+    // With direct I/O the page cache is passed by, not the cache of the disk
+    // under the file: that disk's queue decides, whatever the loop's own said.
+    const auto direct = device_cache(loop, {"1", "vda", "vda1", "write back"}, "write through");
+    CHECK(direct.mode == DeviceCache::Mode::write_back);
+    CHECK(direct.source ==
+          "the disk under the backing file (vda): queue/write_cache \"write back\"; direct I/O passes the page "
+          "cache by, not the disk's cache");
+    CHECK(device_cache(loop, {"1", "vda", "vda1", "write through"}, "").mode == DeviceCache::Mode::write_through);
+    CHECK(device_cache(loop, {"1", "", "tmpfs", ""}, "").mode == DeviceCache::Mode::none);
+    CHECK(device_cache(loop, {"1", "", "", ""}, "write back").mode == DeviceCache::Mode::unknown);
     policy::DeviceFacts nvme;
-    const auto first = device_cache(nvme, "", "write back");
+    const auto first = device_cache(nvme, none, "write back");
     CHECK(first.mode == DeviceCache::Mode::write_back);
     CHECK(first.source == "queue/write_cache when the device first appeared (\"write back\")");
-    CHECK(device_cache(nvme, "", "").mode == DeviceCache::Mode::unknown);
+    // A first record of write through may be someone's write: no proof of a safe cache.
+    const auto doubtful = device_cache(nvme, none, "write through");
+    CHECK(doubtful.mode == DeviceCache::Mode::unknown);
+    CHECK(doubtful.source.find("which a udev rule, TuneD or a unit may have written before") != std::string::npos);
+    CHECK(device_cache(nvme, none, "").mode == DeviceCache::Mode::unknown);
 }

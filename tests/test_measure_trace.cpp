@@ -16,6 +16,7 @@
 #include "measure/events.hpp"
 #include "measure/ring_buffer.hpp"
 #include "measure/trace_format.hpp"
+#include "measure/tracefs.hpp"
 
 using namespace blkpolicy::measure;
 
@@ -64,6 +65,11 @@ public:
     PageBuilder& time_extend(std::uint64_t delta) {
         put32(30 | static_cast<std::uint32_t>((delta & ((1u << 27) - 1)) << 5));
         put32(static_cast<std::uint32_t>(delta >> 27));
+        return *this;
+    }
+    PageBuilder& absolute(std::uint64_t ts) {  // an absolute time stamp: 59 bits, low 27 in the header
+        put32(31 | static_cast<std::uint32_t>((ts & ((1u << 27) - 1)) << 5));
+        put32(static_cast<std::uint32_t>(ts >> 27));
         return *this;
     }
     PageBuilder& discarded(std::uint32_t length) {  // a discarded record: padding with a length
@@ -271,6 +277,31 @@ TEST_CASE("ring buffer: long records, time extends, discarded records, lost-even
     CHECK_FALSE(parse_page(std::span<const std::uint8_t>(broken.data(), 10), 8, out).ok);
 }
 
+TEST_CASE("ring buffer: absolute time stamps as the kernel widens them (rb_fix_abs_ts)") {
+    const auto rec = make_record(format_of("block_rq_issue"), {{"dev", kernel_dev(8, 0)}, {"sector", 8}});
+    std::vector<RawRecord> out;
+    // An ordinary page stamp (top bits clear): an absolute stamp below it is
+    // taken as it is, not moved 2^59 ns into the future.
+    auto plain = PageBuilder(1000).record(5, rec).absolute(800).record(1, rec).page();
+    REQUIRE(parse_page(plain, 8, out).ok);
+    REQUIRE(out.size() == 2);
+    CHECK(out[0].ts == 1005);
+    CHECK(out[1].ts == 801);
+    // A page stamp with top bits set lends them to the 59-bit stamp...
+    constexpr std::uint64_t top = 0x08ULL << 56;
+    out.clear();
+    auto high = PageBuilder(top | 1000).absolute(2000).record(0, rec).page();
+    REQUIRE(parse_page(high, 8, out).ok);
+    REQUIRE(out.size() == 1);
+    CHECK(out[0].ts == (top | 2000));
+    // ... and a stamp that then falls below the page's has wrapped.
+    out.clear();
+    auto wrapped = PageBuilder(top | 1000).absolute(500).record(0, rec).page();
+    REQUIRE(parse_page(wrapped, 8, out).ok);
+    REQUIRE(out.size() == 1);
+    CHECK(out[0].ts == (top | 500) + (1ULL << 59));
+}
+
 TEST_CASE("events: wbt records by device name, step direction from printk_formats or from the step") {
     const auto decoder = real_decoder();
     const auto lat = make_record(format_of("wbt_lat"), {{"lat", 83300}}, {{"name", "254:16"}});
@@ -348,3 +379,170 @@ TEST_CASE("tally: a completion read before its issue waits for it; one whose iss
     late.finish();
     CHECK(late.devices().at(kernel_dev(7, 250)).rq.matched == 0);
 }
+
+TEST_CASE("tracefs: instance names carry the PID namespace; only blkpolicy's own names parse") {
+    const InstanceOwner me{4026531836, 1234};
+    const auto name = instance_name(me, 7);
+    CHECK(name == "blkpolicy-4026531836-1234-7");
+    REQUIRE(instance_owner(name));
+    CHECK(*instance_owner(name) == me);
+    // The same PID in another namespace: another name, another owner.
+    const InstanceOwner container{4026532999, 1234};
+    CHECK(instance_name(container, 7) != name);
+    CHECK_FALSE(*instance_owner(instance_name(container, 7)) == me);
+    // Names that are not this scheme's: never taken for a dead process's.
+    for (const char* other : {"blkpolicy-1234-0", "blkpolicy-", "blkpolicy-1-2-", "blkpolicy-1-2-3-4", "blkpolicy-x-2-3",
+                              "blkpolicy-0-2-3", "blkpolicy-1-0-3", "tuned-1-2-3", "blkpolicy-1-99999999999-3"})
+        CHECK_MESSAGE(!instance_owner(other), other);
+    // This process's namespace, as /proc tells it.
+    CHECK(own_pid_namespace() != 0);
+}
+
+TEST_CASE("tracefs: a sysfs CPU list, as devices/system/cpu/online gives it") {
+    CHECK(parse_cpu_list("0-3,8,10-11\n") == std::vector<int>{0, 1, 2, 3, 8, 10, 11});
+    CHECK(parse_cpu_list("0\n") == std::vector<int>{0});
+    CHECK(parse_cpu_list("\n") == std::vector<int>{});
+    CHECK(parse_cpu_list("2,0-1") == std::vector<int>{0, 1, 2});
+    for (const char* bad : {"0-", "-1", "3-1", "0,,1", "0,", "a", "0-1x", "1 2"}) CHECK_MESSAGE(!parse_cpu_list(bad), bad);
+}
+
+TEST_CASE("tally: an issue whose completion was never traced is not paired with a later request's") {
+    auto ev = [](TracedEvent k, std::uint64_t ts, std::uint64_t sector) {
+        Event e;
+        e.kind = k;
+        e.ts = ts;
+        e.cpu = 0;
+        e.dev = kernel_dev(7, 250);
+        e.sector = sector;
+        e.nr_sector = 8;
+        e.read = true;
+        return e;
+    };
+    constexpr std::uint64_t s = 1'000'000'000ULL;
+    const auto rq = [](const Tally& t) { return t.devices().at(kernel_dev(7, 250)).rq; };
+    {  // In flight past the horizon: expired at a settle, unmatched.
+        Tally t;
+        t.add(ev(TracedEvent::rq_issue, 1 * s, 8));
+        t.settle(1 * s + Tally::kInFlightHorizon + 3 * s);
+        t.add(ev(TracedEvent::rq_complete, 1 * s + Tally::kInFlightHorizon + 4 * s, 8));
+        CHECK(rq(t).completed == 1);
+        CHECK(rq(t).matched == 0);
+        // A request within the horizon still pairs.
+        t.add(ev(TracedEvent::rq_issue, 70 * s, 16));
+        t.settle(75 * s);
+        t.add(ev(TracedEvent::rq_complete, 76 * s, 16));
+        CHECK(rq(t).matched == 1);
+    }
+    {  // Events lost between them (a page flagged missed events): no pair across the gap.
+        Tally t;
+        t.add(ev(TracedEvent::rq_issue, 1 * s, 8));
+        t.gap(2 * s);
+        t.add(ev(TracedEvent::rq_complete, 3 * s, 8));
+        CHECK(rq(t).matched == 0);
+        // Both after the gap: paired; a completion read first, its issue before the gap: not.
+        t.add(ev(TracedEvent::rq_issue, 4 * s, 24));
+        t.add(ev(TracedEvent::rq_complete, 5 * s, 24));
+        CHECK(rq(t).matched == 1);
+        t.add(ev(TracedEvent::rq_complete, 3 * s, 32));
+        t.add(ev(TracedEvent::rq_issue, 1 * s, 32));
+        CHECK(rq(t).matched == 1);
+    }
+    {  // The request tracepoints off a while (sampling): what was in flight is forgotten.
+        Tally t;
+        t.add(ev(TracedEvent::rq_issue, 1 * s, 8));
+        t.forget_in_flight();
+        t.add(ev(TracedEvent::rq_complete, 12 * s, 8));
+        CHECK(rq(t).matched == 0);
+        CHECK(rq(t).completed == 1);
+    }
+}
+
+namespace {
+std::uint32_t swap32(std::uint32_t v) {
+    return (v >> 24) | ((v >> 8) & 0xff00u) | ((v << 8) & 0xff0000u) | (v << 24);
+}
+std::uint64_t swap64(std::uint64_t v) {
+    return (static_cast<std::uint64_t>(swap32(static_cast<std::uint32_t>(v))) << 32) | swap32(static_cast<std::uint32_t>(v >> 32));
+}
+// A little-endian kernel's page as a big-endian kernel would have written
+// it: the words byte-swapped, each entry header's bit fields from the top.
+// (The records' own bytes are left: parse_page does not read them.)
+std::vector<std::uint8_t> as_big_endian(std::span<const std::uint8_t> page, std::size_t commit_size) {
+    std::vector<std::uint8_t> out(page.begin(), page.end());
+    const auto get32 = [&](std::size_t at) {
+        std::uint32_t v;
+        std::memcpy(&v, page.data() + at, 4);
+        return v;
+    };
+    const auto put32 = [&](std::size_t at, std::uint32_t v) {
+        v = swap32(v);
+        std::memcpy(out.data() + at, &v, 4);
+    };
+    std::uint64_t ts, commit;
+    std::memcpy(&ts, page.data(), 8);
+    ts = swap64(ts);
+    std::memcpy(out.data(), &ts, 8);
+    if (commit_size == 8) {
+        std::memcpy(&commit, page.data() + 8, 8);
+        const auto swapped = swap64(commit);
+        std::memcpy(out.data() + 8, &swapped, 8);
+    } else {
+        commit = get32(8);
+        put32(8, static_cast<std::uint32_t>(commit));
+    }
+    const std::size_t header = 8 + commit_size, length = commit & ((1ULL << 30) - 1);
+    for (std::size_t at = header; at + 4 <= header + length;) {
+        const std::uint32_t h = get32(at);
+        const unsigned type_len = h & 0x1f;
+        const std::uint32_t delta = h >> 5;
+        put32(at, (type_len << 27) | delta);
+        if (type_len == 29 && delta == 0) break;
+        if (type_len >= 29 || type_len == 0) put32(at + 4, get32(at + 4));
+        at += type_len == 29 ? 4 + get32(at + 4) : type_len >= 30 ? 8 : type_len == 0 ? 4 + get32(at + 4) : 4 + type_len * 4u;
+    }
+    return out;
+}
+}  // namespace
+
+TEST_CASE("ring buffer: a big-endian kernel's pages decode to the same records (the capture, byte-swapped)") {
+    const auto header = parse_event_format("name: header_page\nID: 0\n" + data_file("header_page"));
+    REQUIRE(header);
+    const std::size_t commit = header->field("commit")->size;
+    std::size_t records = 0;
+    for (int cpu : {0, 1}) {
+        const auto raw = data_file("cpu" + std::to_string(cpu) + ".raw");
+        for (std::size_t at = 0; at + 4096 <= raw.size(); at += 4096) {
+            const auto page = std::span(reinterpret_cast<const std::uint8_t*>(raw.data()) + at, 4096);
+            std::vector<RawRecord> little, big;
+            REQUIRE(parse_page(page, commit, little, std::endian::little).ok);
+            const auto swapped = as_big_endian(page, commit);
+            REQUIRE(swapped != std::vector<std::uint8_t>(page.begin(), page.end()));
+            const auto r = parse_page(swapped, commit, big, std::endian::big);
+            CHECK(r.ok);
+            REQUIRE(big.size() == little.size());
+            for (std::size_t i = 0; i < big.size(); ++i) {
+                CHECK(big[i].ts == little[i].ts);
+                CHECK(big[i].data.size() == little[i].data.size());
+                // The same bytes, at the same place in their page.
+                CHECK(big[i].data.data() - swapped.data() == little[i].data.data() - page.data());
+            }
+            // Read as little-endian, the swapped page is not the same page.
+            std::vector<RawRecord> wrong;
+            parse_page(swapped, commit, wrong, std::endian::little);
+            CHECK((wrong.size() != little.size() || (!wrong.empty() && wrong[0].ts != little[0].ts)));
+            records += big.size();
+        }
+    }
+    CHECK(records > 40);
+    // A hand-made page with a time extend, a long record and a discarded one, both ways.
+    const auto rec = make_record(format_of("block_rq_issue"), {{"dev", kernel_dev(8, 0)}, {"sector", 8}});
+    auto built = PageBuilder(1000).record(5, rec).time_extend(1ULL << 30).record(7, rec, true).discarded(24).record(1, rec).page();
+    std::vector<RawRecord> little, big;
+    REQUIRE(parse_page(built, 8, little, std::endian::little).ok);
+    const auto swapped = as_big_endian(built, 8);
+    REQUIRE(parse_page(swapped, 8, big, std::endian::big).ok);
+    REQUIRE(big.size() == 3);
+    REQUIRE(little.size() == 3);
+    for (std::size_t i = 0; i < 3; ++i) CHECK(big[i].ts == little[i].ts);
+}
+

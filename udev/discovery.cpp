@@ -363,26 +363,35 @@ BackingStore loop_backing_store(const Sysfs& s, const std::string& backing_file)
     out.what = p.filename().string();
     // A partition has no queue of its own: its disk's counts.
     if (s.exists(*path + "/partition")) p = p.parent_path();
+    out.disk = p.filename().string();
     auto rot = s.read(p.string() + "/queue/rotational");
     if (!rot.ok()) {
         out.known = false;
         return out;
     }
     out.rotational = policy::trim(rot.value) == "1";
+    if (auto wc = s.read(p.string() + "/queue/write_cache"); wc.ok()) out.write_cache = policy::trim(wc.value);
     return out;
 }
 
-std::vector<std::pair<std::string, bool>> lowers_rotational(const Sysfs& s, const std::string& name) {
-    std::vector<std::pair<std::string, bool>> out;
+std::vector<std::pair<std::string, std::string>> lowers_queue(const Sysfs& s, const std::string& name,
+                                                              const std::string& attribute) {
+    std::vector<std::pair<std::string, std::string>> out;
     const std::string dir = "block/" + name + "/slaves";
     for (const auto& lower : s.list(dir)) {
         auto path = s.resolve(dir + "/" + lower);
         if (!path) continue;
         std::filesystem::path p(*path);
         if (s.exists(*path + "/partition")) p = p.parent_path();
-        auto rot = s.read(p.string() + "/queue/rotational");
-        if (rot.ok()) out.emplace_back(lower, policy::trim(rot.value) == "1");
+        auto v = s.read(p.string() + "/queue/" + attribute);
+        if (v.ok()) out.emplace_back(lower, policy::trim(v.value));
     }
+    return out;
+}
+
+std::vector<std::pair<std::string, bool>> lowers_rotational(const Sysfs& s, const std::string& name) {
+    std::vector<std::pair<std::string, bool>> out;
+    for (const auto& [lower, value] : lowers_queue(s, name, "rotational")) out.emplace_back(lower, value == "1");
     return out;
 }
 

@@ -67,11 +67,16 @@ std::int64_t hw_tags(const Sysfs& s, const std::string& name);
 struct BackingStore {
     bool known = false;
     std::string what;                // "vda2", "tmpfs", ...
+    std::string disk;                // the whole disk under it ("vda"); "" without a block device
     std::optional<bool> rotational;  // nullopt: no block device under it
+    std::string write_cache;         // that disk's queue/write_cache; "" when not read
 };
 BackingStore loop_backing_store(const Sysfs& s, const std::string& backing_file);
-// Whether each device below NAME (slaves/; a partition counts as its disk)
-// is rotational now.
+// A queue attribute of each device below NAME (slaves/; a partition counts
+// as its disk), as read now; the devices whose queue cannot be read are left out.
+std::vector<std::pair<std::string, std::string>> lowers_queue(const Sysfs& s, const std::string& name,
+                                                              const std::string& attribute);
+// Whether each device below NAME is rotational now.
 std::vector<std::pair<std::string, bool>> lowers_rotational(const Sysfs& s, const std::string& name);
 
 // One attribute (a policy key, or a read-only input such as

@@ -77,18 +77,23 @@ int run_measure(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::os
         const auto left =
             std::chrono::duration_cast<std::chrono::milliseconds>(std::min(deadline, session.next_switch()) - now);
         if (now >= deadline) break;
+        // The CPUs online now (a CPU that came or went since the last look),
+        // at least once a second.
+        session.follow_cpus();
         std::vector<pollfd> fds;
         for (int fd : session.fds()) fds.push_back({fd, POLLIN, 0});
         fds.push_back({stop.fd(), POLLIN, 0});
-        const int n = ::poll(fds.data(), fds.size(), static_cast<int>(std::clamp<long>(left.count() + 1, 0, 60'000)));
+        const int n = ::poll(fds.data(), fds.size(), static_cast<int>(std::clamp<long>(left.count() + 1, 0, 1'000)));
         if (n < 0 && errno != EINTR) break;
         if (fds.back().revents & POLLIN) {
             stop.consume();
             interrupted = true;
             break;
         }
-        for (std::size_t i = 0; i + 1 < fds.size(); ++i)
+        for (std::size_t i = 0; i + 1 < fds.size(); ++i) {
             if (fds[i].revents & POLLIN) session.readable(fds[i].fd);
+            if (fds[i].revents & (POLLERR | POLLHUP | POLLNVAL)) session.poll_failed(fds[i].fd);
+        }
     }
     MeasureReport report;
     report.seconds = session.seconds();

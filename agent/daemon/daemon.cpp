@@ -438,6 +438,7 @@ private:
         const auto& d = reconciler_.policy().daemon;
         if (!d.measure) {
             if (measuring_) log_->log(LOG_INFO, "measuring stopped (daemon.measure is off)");
+            trace_sources_.clear();
             measure_sources_.clear();
             measure_timer_ = nullptr;
             sample_timer_ = nullptr;
@@ -448,6 +449,7 @@ private:
         }
         if (measuring_ && d.measure_sample != measure_sample_) {
             // A new sample: a new session (the instance is made again).
+            trace_sources_.clear();
             measure_sources_.clear();
             measure_timer_ = nullptr;
             sample_timer_ = nullptr;
@@ -471,12 +473,7 @@ private:
         measuring_ = std::make_unique<measure::Session>(sysfs_, so);
         measuring_->start();
         sd_event_source* s = nullptr;
-        // A CPU's buffer wakes the loop only when it is half full: no
-        // wake-ups on an idle host, and the window's end reads the rest.
-        for (int fd : measuring_->fds()) {
-            if (sd_event_add_io(event_.get(), &s, fd, EPOLLIN, &Daemon::on_trace, this) >= 0)
-                measure_sources_.emplace_back(s);
-        }
+        watch_trace();
         if (sd_event_add_time_relative(event_.get(), &s, CLOCK_MONOTONIC, window_usec(), 0, &Daemon::on_window, this) >=
             0) {
             measure_sources_.emplace_back(s);
@@ -488,6 +485,22 @@ private:
                   "measuring in windows of " + measure::duration_text(measured_.window_seconds) + ": " +
                       (t.on ? "the stat counters and a tracing instance (" + measuring_->instance()->name() + ")"
                             : "the stat counters only; not traced: " + t.why_not));
+    }
+
+    // The online CPUs' buffers. A CPU's buffer wakes the loop only when it
+    // is half full: no wake-ups on an idle host, and the window's end reads
+    // the rest (of every CPU, online or not). Made again when a CPU came
+    // online or went offline (followed at each sampling switch and window end).
+    void watch_trace() {
+        trace_sources_.clear();
+        sd_event_source* s = nullptr;
+        for (int fd : measuring_->fds()) {
+            if (sd_event_add_io(event_.get(), &s, fd, EPOLLIN, &Daemon::on_trace, this) >= 0)
+                trace_sources_.emplace_back(s);
+        }
+    }
+    void follow_cpus() {
+        if (measuring_ && measuring_->follow_cpus()) watch_trace();
     }
 
     std::uint64_t window_usec() const { return static_cast<std::uint64_t>(measure_window_.count()) * 1000ULL; }
@@ -517,12 +530,20 @@ private:
         if (!d->measuring_) return 0;
         d->measuring_->advance(std::chrono::steady_clock::now());
         d->schedule_sample();
+        d->follow_cpus();
         return 0;
     }
 
-    static int on_trace(sd_event_source*, int fd, uint32_t, void* userdata) {
+    static int on_trace(sd_event_source* s, int fd, uint32_t revents, void* userdata) {
         auto* d = static_cast<Daemon*>(userdata);
-        if (d->measuring_) d->measuring_->readable(fd);
+        if (!d->measuring_) return 0;
+        if (revents & EPOLLIN) d->measuring_->readable(fd);
+        if (revents & (EPOLLERR | EPOLLHUP)) {
+            // A buffer that cannot be waited on (a CPU not online): off until
+            // the online list changes, or the loop would wake forever.
+            d->measuring_->poll_failed(fd);
+            sd_event_source_set_enabled(s, SD_EVENT_OFF);
+        }
         return 0;
     }
 
@@ -536,6 +557,7 @@ private:
 
     void end_window() {
         if (!measuring_) return;
+        follow_cpus();
         auto figures = measuring_->take(/*again=*/true);
         std::set<std::string> at_risk_now, seen;
         for (const auto& f : figures) {
@@ -625,6 +647,7 @@ private:
     std::vector<util::Owned<sd_event_source, sd_event_source_unref>> measure_sources_;
     sd_event_source* measure_timer_ = nullptr;  // these two borrow from measure_sources_
     sd_event_source* sample_timer_ = nullptr;
+    std::vector<util::Owned<sd_event_source, sd_event_source_unref>> trace_sources_;  // the CPUs' buffers
 };
 
 }  // namespace

@@ -22,6 +22,7 @@ public:
     LoopDevice& operator=(const LoopDevice&) = delete;
 
     const std::string& name() const { return name_; }
+    const std::string& backing() const { return backing_; }
     std::string queue(const std::string& attr) const;                              // trimmed value of queue/ATTR
     void write_queue(const std::string& attr, const std::string& value) const;     // throws on error
     int try_write_queue(const std::string& attr, const std::string& value) const;  // errno or 0

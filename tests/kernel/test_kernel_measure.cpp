@@ -9,6 +9,8 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -24,6 +26,7 @@
 #include "kernel/daemon_process.hpp"
 #include "kernel/loop_device.hpp"
 #include "kernel/mounts.hpp"
+#include "measure/tracefs.hpp"
 #include "support/run_binary.hpp"
 #include "support/temp_dir.hpp"
 
@@ -39,13 +42,14 @@ struct Tracefs : KernelFsMount {
     Tracefs() : KernelFsMount("tracefs", "/sys/kernel/tracing") {}
 };
 
-// The tracing instances of process `pid` (blkpolicy-PID-N).
+// The tracing instances of process `pid` of this PID namespace (blkpolicy-NS-PID-N).
 std::vector<std::string> instances_of(pid_t pid) {
     std::vector<std::string> out;
     std::error_code ec;
-    const std::string prefix = "blkpolicy-" + std::to_string(pid) + "-";
+    const blkpolicy::measure::InstanceOwner owner{blkpolicy::measure::own_pid_namespace(), pid};
     for (const auto& e : std::filesystem::directory_iterator(kInstances, ec))
-        if (e.path().filename().string().rfind(prefix, 0) == 0) out.push_back(e.path().string());
+        if (blkpolicy::measure::instance_owner(e.path().filename().string()) == owner)
+            out.push_back(e.path().string());
     return out;
 }
 
@@ -250,6 +254,41 @@ TEST_CASE("kernel measure: a buffer that fills while nobody reads it makes a los
     CHECK(d["completions"]["sentence"].get<std::string>().find("at least: events were lost") != std::string::npos);
 }
 
+TEST_CASE("kernel measure: only the online CPUs' buffers are polled; a CPU coming or going is followed") {
+    using namespace blkpolicy::measure;
+    Tracefs tracefs;
+    TempDir dir;
+    const auto online = dir.path() / "online";
+    const auto say = [&](const std::string& text) { std::ofstream(online) << text; };
+    say("0\n");  // as a host with more possible CPUs than online ones says it
+    TraceOptions o;
+    o.online_cpus_file = online.string();
+    auto opened = TraceInstance::open("/sys/kernel/tracing", o);
+    REQUIRE_MESSAGE(opened.ok(), opened.message());
+    auto& t = **opened;
+    const auto possible = t.possible_cpus();
+    REQUIRE(possible >= 1);
+    CHECK(t.fds().size() == 1);
+    CHECK(t.cpus() == 1);
+    CHECK_FALSE(t.follow_cpus());  // the same list: nothing to do
+    say("0-" + std::to_string(possible - 1) + "\n");
+    CHECK(t.follow_cpus());
+    CHECK(t.fds().size() == possible);
+    // A buffer poll failed on is not polled again until the list changes.
+    const int first = t.fds().front();
+    t.poll_failed(first);
+    CHECK(t.fds().size() == possible - 1);
+    CHECK(std::find(t.fds().begin(), t.fds().end(), first) == t.fds().end());
+    CHECK_FALSE(t.follow_cpus());
+    say("0\n");
+    CHECK(t.follow_cpus() == (possible > 1));
+    CHECK(t.fds().size() == 1);
+    // Where the kernel does not say, every CPU is polled.
+    std::filesystem::remove(online);
+    t.follow_cpus();
+    CHECK(t.fds().size() == possible);
+}
+
 TEST_CASE("kernel measure: two at once, SIGTERM ends one early, a SIGKILLed one's instance goes at the next") {
     Tracefs tracefs;
     LoopDevice loop;
@@ -273,9 +312,17 @@ TEST_CASE("kernel measure: two at once, SIGTERM ends one early, a SIGKILLed one'
     killed.process().signal(SIGKILL);
     killed.process().wait();
     REQUIRE(instances_of(dead).size() == 1);  // nothing can clean up after SIGKILL ...
+    // An instance of a process with the same PID in another PID namespace (a
+    // container's, over the same tracefs): that process may well be alive.
+    const blkpolicy::measure::InstanceOwner other{blkpolicy::measure::own_pid_namespace() + 1, dead};
+    const std::string foreign = std::string(kInstances) + "/" + blkpolicy::measure::instance_name(other, 0);
+    REQUIRE(::mkdir(foreign.c_str(), 0700) == 0);
     auto next = run_blkpolicy({"measure", "--for", "100ms", "--json", loop.name()});
+    const bool foreign_kept = std::filesystem::exists(foreign);
+    ::rmdir(foreign.c_str());
     CHECK(next.exit_code == 0);
     CHECK(instances_of(dead).empty());  // ... but the next measure does
+    CHECK_MESSAGE(foreign_kept, "another PID namespace's instance was removed");
 }
 
 TEST_CASE("kernel measure: without tracefs the stat counters are still measured and the rest says why") {
@@ -400,7 +447,7 @@ TEST_CASE("kernel measure: not root, the stat counters are measured and tracing 
     CHECK(device_in(doc, loop.name())["stat"].is_object());  // /sys/block/DEV/stat is readable by anyone
 }
 
-TEST_CASE("kernel measure: a loop device with direct I/O is judged by write_cache as apply first recorded it") {
+TEST_CASE("kernel measure: a loop device with direct I/O is judged by the cache of the disk under its backing file") {
     Tracefs tracefs;
     LoopDevice loop;
     {
@@ -413,32 +460,40 @@ TEST_CASE("kernel measure: a loop device with direct I/O is judged by write_cach
             return;
         }
     }
+    // The disk under the backing file, as sysfs shows it (read only: it is the host's).
+    struct stat st {};
+    REQUIRE(::stat(loop.backing().c_str(), &st) == 0);
+    std::filesystem::path disk = std::filesystem::canonical("/sys/dev/block/" + std::to_string(major(st.st_dev)) + ":" +
+                                                            std::to_string(minor(st.st_dev)));
+    if (std::filesystem::exists(disk / "partition")) disk = disk.parent_path();
+    std::string disk_cache;
+    std::getline(std::ifstream(disk / "queue" / "write_cache"), disk_cache);
+    REQUIRE(!disk_cache.empty());
+    const bool volatile_below = disk_cache.rfind("write back", 0) == 0;
+    MESSAGE("the backing file is on " << disk.filename().string() << ", whose queue says " << disk_cache);
+
     TempDir tmp("blkpolicy-measure-first");
-    const auto policy = (tmp.path() / "p.toml").string();
     const auto state = (tmp.path() / "state").string();
+    const auto policy = (tmp.path() / "p.toml").string();
     std::ofstream(policy) << "[[rule]]\nname = \"t\"\n[rule.match]\nkernel = \"" << loop.name()
                           << "\"\n[rule.set]\nnomerges = 0\n";
+    loop.write_queue("write_cache", "write through");
     // apply records the facts at first sight, write_cache with them.
     REQUIRE(run_blkpolicy({"apply", "--policy", policy, "--state-dir", state, loop.name()}).exit_code == 0);
     std::ifstream rec(state + "/facts/" + loop.name() + ".json");
-    const auto record = json::parse(rec);
-    CHECK(record["write_cache"] == "write back");
-    loop.write_queue("write_cache", "write through");
-    Measuring m({"--for", "2s", "--state-dir", state, loop.name()});
-    synced_writes(loop.name(), 30);
-    int rc = -1;
-    const auto doc = m.result(&rc);
-    const auto& fl = device_in(doc, loop.name())["flushes"];
-    CHECK(fl["device_cache_source"] == "queue/write_cache when the device first appeared (\"write back\")");
-    CHECK(fl["at_risk"] == true);
-    CHECK(rc == 1);
-    // Without the record nothing says what the cache is: no finding, said so.
-    Measuring blind({"--for", "2s", "--state-dir", (tmp.path() / "none").string(), loop.name()});
-    synced_writes(loop.name(), 30);
-    const auto doc2 = blind.result(&rc);
-    const auto& fl2 = device_in(doc2, loop.name())["flushes"];
-    CHECK(fl2["device_cache"] == "unknown");
-    CHECK(fl2["at_risk"] == false);
-    CHECK(fl2["note"].get<std::string>().find("is not known") != std::string::npos);
-    CHECK(rc == 0);
+    CHECK(json::parse(rec)["write_cache"] == "write through");
+    // A first record of write through (as a udev rule might have left it)
+    // decides nothing: the disk under the file does.
+    for (const auto& state_dir : {state, (tmp.path() / "none").string()}) {
+        CAPTURE(state_dir);
+        Measuring m({"--for", "2s", "--state-dir", state_dir, loop.name()});
+        synced_writes(loop.name(), 30);
+        int rc = -1;
+        const auto doc = m.result(&rc);
+        const auto& fl = device_in(doc, loop.name())["flushes"];
+        CHECK(fl["device_cache_source"].get<std::string>().find("the disk under the backing file (" +
+                                                                disk.filename().string() + ")") == 0);
+        CHECK(fl["at_risk"] == volatile_below);
+        CHECK(rc == (volatile_below ? 1 : 0));
+    }
 }

@@ -88,7 +88,9 @@ SUITES = {
                "writers": True, "early_boot": True},
     "trixie-bpo": {"release": "Debian 13 with the trixie-backports kernel", "kernel_series": "7.x",
                    "package": "trixie", "dist": "trixie", "backports_kernel": True, "measure": True,
-                   "writers": True},
+                   "writers": True,
+                   # CPUs that can be hot-added, as cloud VMs allow (the measure group).
+                   "smp": "2,maxcpus=4"},
 }
 
 # The guest: systemd as PID 1 with udev and dbus (logind needs it for the

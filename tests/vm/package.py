@@ -10,7 +10,8 @@ for trixie. lintian checks the result; any error or warning fails the build.
 Beside the package, a local apt repository holds every package it depends
 on (the closure of its Depends, downloaded from the suite), so that
 installing it in a guest with no network resolves its dependencies the way
-apt would from a mirror.
+apt would from a mirror; and REPO_EXTRA, what the tests install beside it
+(with its own closure).
 """
 
 import glob
@@ -122,6 +123,11 @@ class Package:
             self.build_seconds = float(f.read())
 
 
+# dracut, for the boot group's dracut-built initramfs (tests/vm/test_boot.py):
+# installed in place of initramfs-tools, without its Recommends.
+REPO_EXTRA = ["dracut"]
+
+
 def _closure_script(deb_in_chroot):
     # apt's own resolver, against the suite's lists, with an empty dpkg
     # status: as if nothing were installed, it downloads every package the
@@ -132,6 +138,8 @@ mkdir -p /repo/partial /tmp/apt-empty
 : > /tmp/apt-empty/status
 apt-get -q -y -o Dir::State::status=/tmp/apt-empty/status -o Dir::Cache::archives=/repo \\
     --download-only install {deb_in_chroot} >/dev/null
+apt-get -q -y -o Dir::State::status=/tmp/apt-empty/status -o Dir::Cache::archives=/repo \\
+    --download-only --no-install-recommends install {" ".join(REPO_EXTRA)} >/dev/null
 rm -rf /repo/partial /repo/lock
 cp {deb_in_chroot} /repo/
 cd /repo && dpkg-scanpackages --multiversion . > Packages 2>/dev/null
@@ -186,7 +194,7 @@ def build_package(suite):
         with open(os.path.join(work, "build-seconds"), "w") as f:
             f.write(f"{time.monotonic() - t0:.1f}\n")
 
-    entry = images.cache_entry("deb", suite, _source_key(files), "the package (dpkg-buildpackage in a clean chroot)",
+    entry = images.cache_entry("deb", suite, images._key(_source_key(files), REPO_EXTRA), "the package (dpkg-buildpackage in a clean chroot)",
                                build)
     return Package(suite, entry)
 

@@ -19,7 +19,12 @@ made with it: images.py).
    assembles the volume, so the dm device is non-rotational although
    blkpolicy never writes it (no rule matches it), and the pass's line
    comes before the root mount.
-4. (Debian 12) A broken policy packed into the initramfs: the guest boots
+4. (Debian 13) dracut in place of initramfs-tools (Debian's package, from
+   the local repository): the initramfs its trigger makes holds the module,
+   the binary, the policy and the early rule (lsinitrd), the policy's digest
+   is recorded, and booted with it / mounts with ssd, the pass's line before
+   the root mount.
+5. (Debian 12) A broken policy packed into the initramfs: the guest boots
    all the same, and one line in the kernel log says why.
 
 The suite's shared guest is powered off first: this group runs last.
@@ -27,6 +32,7 @@ The suite's shared guest is powered off first: this group runs last.
 
 import json
 import os
+import re
 import shutil
 
 import machine
@@ -122,6 +128,43 @@ def lvm_root(ctx, g):
         g.reboot()  # back on the btrfs root for what follows
 
 
+def dracut_root(ctx, g):
+    """The btrfs root again, its initramfs made by dracut (Debian's package,
+    which replaces initramfs-tools) with the package's module."""
+    s, R = ctx.suite, ctx.results
+    with R.step(s, "early boot: dracut's initramfs holds the module, binary, policy and rule (lsinitrd); "
+                   "/ mounts with ssd, the pass precedes the root mount"):
+        # hostonly, as Fedora and RHEL configure it: the modules this guest
+        # needs, a smaller image made sooner.
+        g.sh("mkdir -p /etc/dracut.conf.d && echo 'hostonly=\"yes\"' > /etc/dracut.conf.d/50-bp-test.conf")
+        # Installing it removes initramfs-tools; its own trigger makes the initramfs.
+        g.sh("DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends dracut >/dev/null 2>&1",
+             timeout=900)
+        expect(g.run("dpkg-query -W -f '${Status}' initramfs-tools 2>/dev/null | grep -q ' installed'",
+                     check=False)[0] != 0, "initramfs-tools is still installed beside dracut")
+        listing = g.sh("lsinitrd /boot/initrd.img-$(uname -r)", timeout=300)
+        wanted = {"the module": r"^blkpolicy$", "the binary": r"usr/sbin/blkpolicy$",
+                  "the policy": r"etc/blkpolicy/policy\.d/50-early-boot\.toml$",
+                  "the pre-mount hook": r"dracut/hooks/pre-mount/10-blkpolicy-boot\.sh$",
+                  "the early rule": r"rules\.d/60-blkpolicy-early\.rules$"}
+        missing = [k for k, rx in wanted.items() if not any(re.search(rx, l.strip()) for l in listing.splitlines())]
+        R.figure(s, "dracut initramfs", "; ".join(l.strip() for l in listing.splitlines()
+                                                   if "blkpolicy" in l or l.startswith("Version:")))
+        expect(not missing, f"not in dracut's initramfs: {missing}")
+        digest = json.loads(g.sh("blkpolicy check --json"))["digest"]
+        expect_eq(g.sh("cat /var/lib/blkpolicy/initramfs-policy.digest").strip(), digest,
+                  "the digest the module recorded")
+        g.initrd = _initrd_out(g, ctx.share, "initrd-dracut.img")
+        g.reboot()
+        opts = _root_options(g)
+        ours, mount, lines = _kmsg_order(g)
+        R.figure(s, "btrfs root, dracut's initramfs", f"/ mounted {','.join(opts)}; kernel log: {lines}")
+        expect("ssd" in opts, f"/ mounted without ssd: {opts}")
+        expect(0 <= ours and (mount < 0 or ours < mount), f"the pass's line ({ours}) vs the root mount's ({mount})")
+        record = json.loads(g.sh("cat /run/blkpolicy/boot.json"))
+        expect_eq((record["ok"], record["policy"]["digest"]), (True, digest), "the pass's record")
+
+
 def run(ctx):
     s, R = ctx.suite, ctx.results
     ctx.guest.poweroff()  # two guests of one suite would share the CPUs
@@ -185,6 +228,7 @@ def run(ctx):
 
         if lvm:
             lvm_root(ctx, g)
+            dracut_root(ctx, g)
 
         # The broken policy on Debian 12 only (the LVM root is Debian 13's
         # share of the group's time): the script and hook are the same.
@@ -208,7 +252,8 @@ def run(ctx):
             expect("ssd" not in _root_options(g), "ssd without a working policy")
     finally:
         g.poweroff()
-        for f in ("initrd-hook.img", "initrd-broken.img", "initrd-lvm-plain.img", "initrd-lvm-hook.img"):
+        for f in ("initrd-hook.img", "initrd-broken.img", "initrd-lvm-plain.img", "initrd-lvm-hook.img",
+                  "initrd-dracut.img"):
             try:
                 os.remove(os.path.join(ctx.share, f))
             except OSError:

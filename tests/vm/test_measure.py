@@ -8,13 +8,22 @@ daemon's measuring) with the counter that proves it.
 2. Flushes: synchronous writes flush on a SCSI disk whose own cache is write
    back; after "write through" the writes go on and the flushes stop: the
    critical finding, the daemon's at-risk alert (its tracing instance under
-   the hardened unit), and resolved when write back returns.
+   the hardened unit), and resolved when write back returns. The same on a
+   dm-linear device over that disk (bio-based): "write through" on the dm
+   device drops every flush before the disk sees one (its stat field 16
+   stays 0) and the finding names the dm device.
 3. Readahead: fio's mmap random reads with --fadvise_hint=0 on ext4 read
    many times what they ask at read_ahead_kb 8192, far more than at 128, and
    about 1x with fio's MADV_RANDOM hint.
 4. Completions: rq_affinity 0, 1 and 2 with the reader pinned to one vCPU of
    two: 2 completes on the issuing CPU.
 5. A tiny buffer nobody reads during a burst: lossy, said as undercounted.
+6. CPUs that can be hot-added (this suite's guest runs with -smp
+   2,maxcpus=4, as cloud VMs that allow CPU hot-add do): tracefs has a
+   buffer for each of the four possible CPUs, and the two not online answer
+   poll with an error at once. A 5 s window costs well under a second of
+   CPU, for the command and for the daemon; a CPU hot-added and brought
+   online during a window is followed (its reads are traced, it counts).
 
 Runs after the devices group, on the disks it leaves; writes only the disks
 of the guest. Figures go to results.json (tests/vm/README.md keeps a run).
@@ -33,8 +42,9 @@ def _measured(g, script, devices, args="", timeout=300):
     """Runs `blkpolicy measure --json DEVICES` in the background of one guest
     shell, SCRIPT (the load) once its tracing instance records, then ends
     the window with SIGINT; returns the JSON document."""
-    wait_instance = ('for i in $(seq 100); do ls /sys/kernel/tracing/instances | grep -q "^blkpolicy-$M-" && break; '
-                     "sleep 0.1; done; sleep 0.3")
+    # Its instance: blkpolicy-NS-PID-N (NS its PID namespace).
+    wait_instance = ('for i in $(seq 100); do ls /sys/kernel/tracing/instances | '
+                     'grep -qE "^blkpolicy-[0-9]+-$M-[0-9]+$" && break; sleep 0.1; done; sleep 0.3')
     cmd = (f"blkpolicy measure --for 10m --json {args} {devices} > /root/measure.json 2>/root/measure.err & M=$!\n"
            f"{wait_instance}\n{script}\nkill -INT $M; wait $M; echo rc=$?")
     rc, out, err = g.run(cmd, timeout=timeout, check=False)
@@ -151,6 +161,36 @@ nomerges = 0
                "a tracing instance outlived the daemon")
 
 
+def dm_write_through(ctx, names):
+    g, s, R = ctx.guest, ctx.suite, ctx.results
+    d = names["bp-scsi-ssd"]
+    with R.step(s, "measure: write through on a dm-linear device over a write-back disk: no flush reaches the disk, "
+                   "the finding names the dm device"):
+        g.sh(f"echo 'write back' > /sys/block/{d}/queue/write_cache")
+        g.sh(f"dmsetup create bp-wt --table \"0 $(blockdev --getsz /dev/{d}) linear /dev/{d} 0\"")
+        try:
+            dm = g.sh("basename $(readlink -f /dev/mapper/bp-wt)").strip()
+            writes = "dd if=/dev/zero of=/dev/mapper/bp-wt bs=4k count=200 oflag=direct,dsync status=none"
+            flushes_of = f"awk '{{print $15}}' /sys/block/{d}/stat"  # field 16: flushes completed
+            seen = {}
+            for mode in ("write back", "write through"):
+                g.sh(f"echo '{mode}' > /sys/block/{dm}/queue/write_cache")
+                before = int(g.sh(flushes_of))
+                doc = _measured(g, writes, f"{dm} {d}")
+                after = int(g.sh(flushes_of))
+                found = [(f["device"], f["code"], f["severity"]) for f in doc["findings"]]
+                seen[mode] = {"disk flushes": after - before, "dm writes": _device(doc, dm)["stat"]["writes"],
+                              "findings": found, "dm note": _device(doc, dm)["flushes"]["note"]}
+            R.figure(s, "200 O_DSYNC writes through dm-linear", json.dumps(seen))
+            back, through = seen["write back"], seen["write through"]
+            expect(back["disk flushes"] >= 200 and not back["findings"], f"with write back on the dm device: {back}")
+            expect_eq(through["disk flushes"], 0, "flushes reaching the disk under write through on the dm device")
+            expect(through["dm writes"] >= 200, f"the writes did not run: {through}")
+            expect_eq(through["findings"], [(dm, "flushes-dropped", "critical")], "the findings")
+        finally:
+            g.sh("dmsetup remove bp-wt", timeout=60)
+
+
 def readahead(ctx, names):
     g, s, R = ctx.guest, ctx.suite, ctx.results
     n = names["bp-nvme1"]
@@ -257,6 +297,67 @@ def tiny_buffer(ctx, names):
                  f"{d['stat']['reads']} in stat")
 
 
+def _cpu_seconds(g, cmd):
+    """CMD run in a shell of its own; the CPU time it and its children took."""
+    out = g.sh(f"bash -c '{cmd}; times' | tail -n 1")
+    total = 0.0
+    for part in out.split():  # "0m0.012s 0m0.008s": the children's user and system time
+        m, sec = part.rstrip("s").split("m")
+        total += int(m) * 60 + float(sec)
+    return total
+
+
+def hotplug_cpus(ctx, names):
+    g, s, R = ctx.guest, ctx.suite, ctx.results
+    v = names["bp-virtio1"]
+    with R.step(s, "measure: with CPUs that can be hot-added, a 5 s window costs well under a second of CPU "
+                   "(command and daemon); a CPU brought online during a window is followed"):
+        possible, online = (g.sh(f"cat /sys/devices/system/cpu/{f}").strip() for f in ("possible", "online"))
+        expect_eq((possible, online), ("0-3", "0-1"), "possible and online CPUs (-smp 2,maxcpus=4)")
+        took = _cpu_seconds(g, f"blkpolicy measure --for 5s --json {v} >/root/cpus.json")
+        doc = json.loads(g.sh("cat /root/cpus.json"))
+        R.figure(s, "measure --for 5s, 2 of 4 possible CPUs online",
+                 f"{took:.2f} s of CPU; cpus {doc['tracing']['cpus']}")
+        expect(took < 1.0, f"a 5 s window took {took:.2f} s of CPU")
+        expect_eq(doc["tracing"]["cpus"], 2, "the CPUs measure polled")
+
+        g.write_file("/etc/blkpolicy/policy.toml",
+                     '[daemon]\nmode = "observe"\nmeasure = true\nmeasure_window = "5s"\nmeasure_sample = 100\n')
+        g.sh(f"systemctl restart {UNIT}")
+        g.wait_for(f"systemctl is-active -q {UNIT}", timeout=60, what="the service")
+        g.sh("sleep 3")
+        usage = f"sed -n 's/^usage_usec //p' /sys/fs/cgroup/system.slice/{UNIT}/cpu.stat"
+        u0 = int(g.sh(usage))
+        g.sh("sleep 10")
+        u1 = int(g.sh(usage))
+        g.sh(f"systemctl stop {UNIT}")
+        daemon = (u1 - u0) / 1e6
+        R.figure(s, "the daemon measuring, 10 s, 2 of 4 possible CPUs online", f"{daemon:.2f} s of CPU")
+        expect(daemon < 1.0, f"the daemon took {daemon:.2f} s of CPU in 10 s")
+
+        # A CPU hot-added during a window, brought online, and reads issued on it.
+        g.sh(f"setsid sh -c 'echo $$ > /root/measure.pid; exec blkpolicy measure --for 60s --json {v}' "
+             ">/root/cpus.json 2>/root/cpus.err </dev/null &")
+        g.wait_for("ls /sys/kernel/tracing/instances | grep -qE \"^blkpolicy-[0-9]+-$(cat /root/measure.pid)-\"",
+                   timeout=30, what="measure's tracing instance")
+        slot = next(c for c in g.qmp.call("query-hotpluggable-cpus") if "qom-path" not in c)
+        g.qmp.call("device_add", driver=slot["type"], id="bp-cpu-added", **slot["props"])
+        g.wait_for("test -e /sys/devices/system/cpu/cpu2/online", timeout=60, what="the hot-added CPU")
+        g.sh("grep -qx 1 /sys/devices/system/cpu/cpu2/online || echo 1 > /sys/devices/system/cpu/cpu2/online")
+        g.sh("sleep 2")  # measure looks at the online list once a second
+        g.sh(f"taskset -c 2 dd if=/dev/{v} of=/dev/null bs=4k count=100 iflag=direct status=none")
+        g.sh("kill -INT $(cat /root/measure.pid); "
+             "while kill -0 $(cat /root/measure.pid) 2>/dev/null; do sleep 0.2; done")
+        doc = json.loads(g.sh("cat /root/cpus.json"))
+        d = _device(doc, v)
+        R.figure(s, "a CPU hot-added during a window",
+                 f"cpus {doc['tracing']['cpus']}; {d['readahead']['read_requests']} reads traced of "
+                 f"{d['stat']['reads']} in stat; completed on {d['completions'].get('completed_on')}")
+        expect_eq(doc["tracing"]["cpus"], 3, "the CPUs measure polled at the window's end")
+        expect_eq((d["readahead"]["read_requests"], d["stat"]["reads"]), (100, 100), "reads traced on the new CPU")
+        g.sh("echo 0 > /sys/devices/system/cpu/cpu2/online")  # no third vCPU thread for the rest of the run
+
+
 def run(ctx):
     g, s, R = ctx.guest, ctx.suite, ctx.results
     with R.step(s, "measure: fio and the package in place, tracefs mounted", fatal=True):
@@ -268,9 +369,11 @@ def run(ctx):
         R.figure(s, "measured disks", " ".join(f"{k}={names[k]}" for k in ("bp-virtio1", "bp-scsi-ssd", "bp-nvme1")))
     wbt(ctx, names)
     flushes(ctx, names)
+    dm_write_through(ctx, names)
     readahead(ctx, names)
     completions(ctx, names)
     tiny_buffer(ctx, names)
+    hotplug_cpus(ctx, names)
     with R.step(s, "measure: no tracing instance left behind"):
         left = g.sh("ls /sys/kernel/tracing/instances").split()
         expect(not [x for x in left if x.startswith("blkpolicy-")], f"instances: {left}")

@@ -20,6 +20,12 @@ Each tool runs alone (the others stopped or removed), and for each:
 5. boot: the tool enabled and the guest rebooted: when each disk had its
    values (seconds since the kernel started, from a poller started before
    sysinit), and when the tool's unit was ready.
+6. the root disk (row "root"): when vda had non-rotational and
+   read_ahead_kb 256 after the kernel started, against when its root was
+   mounted, for blkpolicy with its initramfs hook (blkpolicy(8) EARLY
+   BOOT), blkpolicy without it (the daemon after the root mount), and a
+   udev rule in /etc/udev/rules.d (initramfs-tools copies it into the
+   initramfs). TuneD has no part in early boot and no row here.
 
 The values are those all four can express at a disk's add: a scheduler
 switch, nr_requests after it, wbt_lat_usec, rq_affinity, read_ahead_kb.
@@ -53,9 +59,9 @@ BURST = int(os.environ.get("BLKPOLICY_PEERS_BURST", test_devices.BURST))
 IDLE_SECONDS = int(os.environ.get("BLKPOLICY_PEERS_IDLE_SECONDS", 60))
 TOOLS = ["blkpolicy", "tuned", "udev", "floor"]
 # A shorter run for one question: BLKPOLICY_PEERS_TOOLS="blkpolicy floor"
-# BLKPOLICY_PEERS_ROWS="burst" (rows: hotplug burst idle boot).
+# BLKPOLICY_PEERS_ROWS="burst" (rows: hotplug burst idle boot root).
 RUN_TOOLS = [t for t in TOOLS if t in os.environ.get("BLKPOLICY_PEERS_TOOLS", " ".join(TOOLS)).replace(",", " ").split()]
-ROWS = set(os.environ.get("BLKPOLICY_PEERS_ROWS", "hotplug burst idle boot").replace(",", " ").split())
+ROWS = set(os.environ.get("BLKPOLICY_PEERS_ROWS", "hotplug burst idle boot root").replace(",", " ").split())
 # Every disk but the root (vda): the patterns each tool is given.
 KERNEL_GLOBS = ["sd*", "vd[b-z]", "nvme*n*"]
 FLOOR_PREFIXES = "sd,vd,nvme"
@@ -469,6 +475,106 @@ def boot(ctx, tool):
             _stop(g, tool, disable=True)
 
 
+# --- the root disk -------------------------------------------------------------
+
+# The values a root disk's rule is there for: the rotational claim (btrfs's
+# ssd mode, a dm or md device over it) and readahead (every read of the boot).
+ROOT_VALUES = [("rotational", "0"), ("read_ahead_kb", "256")]
+ROOT_POLICY = """\
+# blkpolicy beside its peers (tests/vm/test_peers.py): the root disk
+[[rule]]
+name = "the root disk"
+[rule.match]
+kernel = "vda"
+[rule.set]
+""" + "".join(f"{k} = {v}\n" for k, v in ROOT_VALUES)
+ROOT_POLICY_PATH = "/etc/blkpolicy/policy.d/60-bp-root.toml"
+# The rule says in the kernel log when its assignments are done (RUN runs
+# after them): an upper bound of when the values were in place.
+ROOT_RULE = ('ACTION=="add", SUBSYSTEM=="block", KERNEL=="vda", '
+             + ", ".join(f'ATTR{{queue/{k}}}="{v}"' for k, v in ROOT_VALUES)
+             + ', RUN+="/bin/sh -c \'echo bp-root-rule-done > /dev/kmsg\'"\n')
+ROOT_RULE_PATH = "/etc/udev/rules.d/61-bp-root.rules"
+# From before sysinit: the first moment vda has the values ("values T"), or
+# that it had them when the poller first looked ("already T").
+ROOT_POLLER = r"""
+log=$1
+seen=already
+while :; do
+  read r < /sys/block/vda/queue/rotational; read ra < /sys/block/vda/queue/read_ahead_kb
+  read up idle < /proc/uptime
+  if [ "$r" = __ROT__ ] && [ "$ra" = __RA__ ]; then echo "$seen $up" > $log; exit 0; fi
+  seen=values
+  [ ${up%.*} -lt 300 ] || exit 0
+  sleep 0.05
+done
+""".replace("__ROT__", dict(ROOT_VALUES)["rotational"]).replace("__RA__", dict(ROOT_VALUES)["read_ahead_kb"])
+ROOT_LOG = "/run/bp-peers-root.log"
+ROOT_UNIT = BOOT_UNIT.replace("bp-peers-boot-poll.sh", "bp-peers-root-poll.sh").replace(BOOT_LOG, ROOT_LOG).replace(
+    "each disk had its values", "the root disk had its values")
+HOOK = "/usr/share/initramfs-tools/hooks/blkpolicy"
+
+
+def _kmsg_seconds(g, needle):
+    """The kernel's time stamp (s since it started) of the first line of
+    its log holding NEEDLE, or None."""
+    for line in g.sh("dmesg").splitlines():
+        m = re.match(r"\[\s*(\d+\.\d+)\]\s*(.*)", line)
+        if m and needle in m.group(2):
+            return float(m.group(1))
+    return None
+
+
+def root_disk(ctx):
+    """vda's values after the kernel started, against its root mount: with
+    blkpolicy's initramfs hook, without it, and with a udev rule."""
+    g, s, R = ctx.guest, ctx.suite, ctx.results
+    g.write_file("/usr/local/sbin/bp-peers-root-poll.sh", ROOT_POLLER)
+    g.write_file("/etc/systemd/system/bp-peers-root-poll.service", ROOT_UNIT)
+    g.sh("systemctl daemon-reload && systemctl enable bp-peers-root-poll.service 2>/dev/null")
+    release = g.sh("uname -r").strip()
+    saved = g.initrd
+    kinds = {"blkpolicy": "the package's unit, the image's initramfs (no hook)",
+             "blkpolicy, initramfs hook": "the package's unit and the initramfs the guest made with the hook",
+             "udev": f"{ROOT_RULE_PATH}, in the initramfs the guest made (the package's hook off)"}
+    try:
+        for kind, how in kinds.items():
+            with R.step(s, f"peers root disk ({kind}): {how}: vda's values after the kernel started"):
+                if kind.startswith("blkpolicy"):
+                    g.write_file(ROOT_POLICY_PATH, ROOT_POLICY)
+                    g.sh(f"rm -f {ROOT_RULE_PATH}; chmod +x {HOOK}; systemctl enable {UNIT} 2>/dev/null")
+                else:
+                    g.write_file(ROOT_RULE_PATH, ROOT_RULE)
+                    g.sh(f"rm -f {ROOT_POLICY_PATH}; chmod -x {HOOK}; systemctl disable {UNIT} 2>/dev/null")
+                g.initrd = saved
+                if kind != "blkpolicy":
+                    g.sh(f"update-initramfs -u -k {release} >/dev/null 2>&1", timeout=400)
+                    g.sh(f"cp /boot/initrd.img-{release} /mnt/share/initrd-peers-root.img")
+                    g.initrd = os.path.join(ctx.share, "initrd-peers-root.img")
+                g.reboot()
+                g.wait_for(f"test -s {ROOT_LOG}", timeout=180, what="vda's values")
+                how_seen, t = g.sh(f"cat {ROOT_LOG}").split()
+                marker = {"blkpolicy, initramfs hook": "blkpolicy: initramfs pass",
+                          "udev": "bp-root-rule-done"}.get(kind)
+                if marker:
+                    # Set in the initramfs, before the poller ran: the writer's own line says when.
+                    t = _kmsg_seconds(g, marker)
+                    expect(how_seen == "already" and t is not None,
+                           f"{kind}: the values were not in place at the poller's start ({how_seen}) "
+                           f"or no line '{marker}' in the kernel log")
+                else:
+                    t = float(t)
+                    expect(how_seen == "values", f"{kind}: vda had the values before the daemon ran")
+                mounted = _kmsg_seconds(g, "EXT4-fs (vda")
+                R.figure(s, f"peers root disk: values / root mounted, s after the kernel started ({kind})",
+                         f"{t:.1f} / {mounted:.1f}" if t is not None and mounted is not None else f"{t} / {mounted}")
+    finally:
+        g.initrd = saved
+        g.sh(f"rm -f {ROOT_POLICY_PATH} {ROOT_RULE_PATH} /mnt/share/initrd-peers-root.img; chmod +x {HOOK}; "
+             f"systemctl disable {UNIT} bp-peers-root-poll.service 2>/dev/null || true")
+        g.reboot()
+
+
 def run(ctx):
     g, s, R = ctx.guest, ctx.suite, ctx.results
     with R.step(s, "peers: the package, TuneD and the floor in place, the boot poller installed", fatal=True):
@@ -506,6 +612,8 @@ def run(ctx):
     for tool in ("blkpolicy", "tuned", "udev"):
         if "boot" in ROWS and tool in RUN_TOOLS:
             boot(ctx, tool)
+    if "root" in ROWS:
+        root_disk(ctx)
 
 
 def idle_measuring(ctx):

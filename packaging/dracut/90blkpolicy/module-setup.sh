@@ -16,6 +16,8 @@ depends() {
 
 install() {
     inst_multiple blkpolicy
+    # The pass's bound (blkpolicy-boot.sh runs it without one where there is none).
+    inst_multiple -o timeout
     local f
     for f in /etc/blkpolicy/policy.toml /etc/blkpolicy/policy.d/*.toml /usr/lib/blkpolicy/policy.d/*.toml; do
         [[ -f $f ]] && inst_simple "$f"
