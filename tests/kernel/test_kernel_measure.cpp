@@ -277,8 +277,9 @@ TEST_CASE("kernel measure: only the online CPUs' buffers are polled; a CPU comin
     // A buffer poll failed on is not polled again until the list changes.
     const int first = t.fds().front();
     t.poll_failed(first);
-    CHECK(t.fds().size() == possible - 1);
-    CHECK(std::find(t.fds().begin(), t.fds().end(), first) == t.fds().end());
+    const auto polled = t.fds();
+    CHECK(polled.size() == possible - 1);
+    CHECK(std::find(polled.begin(), polled.end(), first) == polled.end());
     CHECK_FALSE(t.follow_cpus());
     say("0\n");
     CHECK(t.follow_cpus() == (possible > 1));
