@@ -116,7 +116,8 @@ def run_suite(suite, built, args, run_dir, results):
     upgrade = package.upgraded_copy(pkg, share)
     try:
         with Guest(image, os.path.join(run_dir, suite, "guest"), disks=machine.DISKS,
-                   controllers=machine.CONTROLLERS, share=share, cpus=images.SUITES[suite].get("smp", 2)) as g:
+                   controllers=machine.CONTROLLERS, share=share, cpus=images.SUITES[suite].get("smp", 2),
+                   append=images.SUITES[suite].get("append", "")) as g:
             ctx = types.SimpleNamespace(guest=g, suite=suite, results=results, pkg=pkg, share=share,
                                         image=image, run_dir=run_dir,
                                         upgrade_deb_name=os.path.basename(upgrade),

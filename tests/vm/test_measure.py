@@ -170,8 +170,10 @@ def dm_write_through(ctx, names):
         g.sh(f"dmsetup create bp-wt --table \"0 $(blockdev --getsz /dev/{d}) linear /dev/{d} 0\"")
         try:
             dm = g.sh("basename $(readlink -f /dev/mapper/bp-wt)").strip()
-            writes = "dd if=/dev/zero of=/dev/mapper/bp-wt bs=4k count=200 oflag=direct,dsync status=none"
-            flushes_of = f"awk '{{print $15}}' /sys/block/{d}/stat"  # field 16: flushes completed
+            # Buffered with O_DSYNC: each write is followed by a flush (with
+            # O_DIRECT the block device sends FUA writes instead, no flush).
+            writes = "dd if=/dev/zero of=/dev/mapper/bp-wt bs=4k count=200 oflag=dsync status=none"
+            flushes_of = f"awk '{{print $16}}' /sys/block/{d}/stat"  # field 16: flushes completed
             seen = {}
             for mode in ("write back", "write through"):
                 g.sh(f"echo '{mode}' > /sys/block/{dm}/queue/write_cache")
