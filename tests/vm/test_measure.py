@@ -18,10 +18,11 @@ daemon's measuring) with the counter that proves it.
 4. Completions: rq_affinity 0, 1 and 2 with the reader pinned to one vCPU of
    two: 2 completes on the issuing CPU.
 5. A tiny buffer nobody reads during a burst: lossy, said as undercounted.
-6. CPUs that can be hot-added (this suite's guest runs with -smp
-   2,maxcpus=4, as cloud VMs that allow CPU hot-add do): tracefs has a
-   buffer for each of the four possible CPUs, and the two not online answer
-   poll with an error at once. A 5 s window costs well under a second of
+6. CPUs that can be hot-added (Debian 12's guest, the one whose kernel
+   counts qemu's absent CPUs as possible: -smp 2,maxcpus=4, as cloud VMs
+   that allow CPU hot-add run): tracefs has a buffer for each of the four
+   possible CPUs, and the two not online answer poll with an error at once.
+   Only this step runs there; 1-5 run on the newest kernel. A 5 s window costs well under a second of
    CPU, for the command and for the daemon; a CPU hot-added and brought
    online during a window is followed (its reads are traced, it counts).
 
@@ -31,6 +32,7 @@ of the guest. Figures go to results.json (tests/vm/README.md keeps a run).
 
 import json
 
+import images
 import machine
 from harness import expect, expect_eq
 from machine import cursor, disks_by_serial, wait_journal
@@ -356,26 +358,33 @@ def hotplug_cpus(ctx, names):
                  f"cpus {doc['tracing']['cpus']}; {d['readahead']['read_requests']} reads traced of "
                  f"{d['stat']['reads']} in stat; completed on {d['completions'].get('completed_on')}")
         expect_eq(doc["tracing"]["cpus"], 3, "the CPUs measure polled at the window's end")
-        expect_eq((d["readahead"]["read_requests"], d["stat"]["reads"]), (100, 100), "reads traced on the new CPU")
+        # Every read the disk completed in the window is traced (6.1 counted
+        # 52 for dd's 100 O_DIRECT reads of 4 KiB, in its stat and the trace alike).
+        traced, counted = d["readahead"]["read_requests"], d["stat"]["reads"]
+        expect(counted > 0 and traced == counted, f"reads on the new CPU: {traced} traced of {counted} in stat")
         g.sh("echo 0 > /sys/devices/system/cpu/cpu2/online")  # no third vCPU thread for the rest of the run
 
 
 def run(ctx):
     g, s, R = ctx.guest, ctx.suite, ctx.results
-    with R.step(s, "measure: fio and the package in place, tracefs mounted", fatal=True):
+    spec = images.SUITES[s]
+    full = spec.get("measure")  # the image with fio: steps 1-5
+    with R.step(s, "measure: the package in place, tracefs mounted" + (", fio" if full else ""), fatal=True):
         machine.install_package(g, timeout=300, if_missing=True)
-        g.sh("command -v fio && command -v blkpolicy >/dev/null")
+        g.sh("command -v blkpolicy >/dev/null" + (" && command -v fio" if full else ""))
         g.sh("mountpoint -q /sys/kernel/tracing")
         machine.wait_all_disks(g)
         names = disks_by_serial(g)
         R.figure(s, "measured disks", " ".join(f"{k}={names[k]}" for k in ("bp-virtio1", "bp-scsi-ssd", "bp-nvme1")))
-    wbt(ctx, names)
-    flushes(ctx, names)
-    dm_write_through(ctx, names)
-    readahead(ctx, names)
-    completions(ctx, names)
-    tiny_buffer(ctx, names)
-    hotplug_cpus(ctx, names)
+    if full:
+        wbt(ctx, names)
+        flushes(ctx, names)
+        dm_write_through(ctx, names)
+        readahead(ctx, names)
+        completions(ctx, names)
+        tiny_buffer(ctx, names)
+    if "maxcpus" in str(spec.get("smp", "")):
+        hotplug_cpus(ctx, names)
     with R.step(s, "measure: no tracing instance left behind"):
         left = g.sh("ls /sys/kernel/tracing/instances").split()
         expect(not [x for x in left if x.startswith("blkpolicy-")], f"instances: {left}")

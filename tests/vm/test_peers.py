@@ -532,6 +532,7 @@ def root_disk(ctx):
     g.write_file("/usr/local/sbin/bp-peers-root-poll.sh", ROOT_POLLER)
     g.write_file("/etc/systemd/system/bp-peers-root-poll.service", ROOT_UNIT)
     g.sh("systemctl daemon-reload && systemctl enable bp-peers-root-poll.service 2>/dev/null")
+    machine.initramfs_updates(g, True)  # the run turned it off (run.py)
     release = g.sh("uname -r").strip()
     saved = g.initrd
     kinds = {"blkpolicy": "the package's unit, the image's initramfs (no hook)",
@@ -570,6 +571,7 @@ def root_disk(ctx):
                          f"{t:.1f} / {mounted:.1f}" if t is not None and mounted is not None else f"{t} / {mounted}")
     finally:
         g.initrd = saved
+        machine.initramfs_updates(g, False)
         g.sh(f"rm -f {ROOT_POLICY_PATH} {ROOT_RULE_PATH} /mnt/share/initrd-peers-root.img; chmod +x {HOOK}; "
              f"systemctl disable {UNIT} bp-peers-root-poll.service 2>/dev/null || true")
         g.reboot()
