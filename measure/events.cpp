@@ -223,7 +223,8 @@ void Tally::add(const Event& e) {
             if (e.nr_sector == 0) break;
             ++d.rq.completed;
             const auto i = slot_of(e.dev, e.sector);
-            if (auto& issue = inflight_[i]; issue.holds(e.dev, e.sector) && issue.ts <= e.ts && same_side(issue.ts, e.ts)) {
+            if (auto& issue = inflight_[i];
+                issue.holds(e.dev, e.sector) && issue.ts <= e.ts && same_side(issue.ts, e.ts)) {
                 matched(d, issue.cpu, e.cpu);
                 issue.cpu = -1;
             } else {

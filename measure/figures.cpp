@@ -76,8 +76,7 @@ kernel::Finding cannot_tell(const DeviceSettings& s, const FlushFigure& fl, doub
                       duration_text(seconds) +
                       ": queue/write_cache says write through, and whether the cache below is volatile cannot be "
                       "told (" +
-                      fl.cache.source +
-                      "); if it is, fsync no longer makes data durable";
+                      fl.cache.source + "); if it is, fsync no longer makes data durable";
     finding.evidence = {{"stat writes completed (field 5)", std::to_string(fl.writes)},
                         {"queue/write_cache", s.write_cache},
                         {"device cache", "cannot tell (" + fl.cache.source + ")"}};
@@ -270,10 +269,10 @@ DeviceFigures device_figures(const DeviceSettings& s, double seconds, const IoSt
             finding.fix = kernel::keep_flushes_fix(s.name);
             f.findings.push_back(std::move(finding));
         } else if (!unknown_members.empty() || s.slaves.empty()) {
-            fl.note = "writes with the queue saying write through on a bio-based device, which drops their flushes; "
-                      "whether a cache below is volatile cannot be told (" +
-                      (s.slaves.empty() ? std::string("no members shown") : "not read: " + joined(unknown_members)) +
-                      ")";
+            fl.note =
+                "writes with the queue saying write through on a bio-based device, which drops their flushes; "
+                "whether a cache below is volatile cannot be told (" +
+                (s.slaves.empty() ? std::string("no members shown") : "not read: " + joined(unknown_members)) + ")";
             f.findings.push_back(cannot_tell(s, fl, seconds));
         }
     } else if (fl.counted && fl.writes > 0 && fl.flushes == 0 && starts_with(s.write_cache, "write through") &&

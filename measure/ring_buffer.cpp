@@ -59,7 +59,8 @@ PageRead parse_page(std::span<const std::uint8_t> page, std::size_t commit_size,
         return r;
     }
     const auto data = page.subspan(header, length);
-    if (stored && header + length + 8 <= page.size()) r.missed_count = read_at<std::uint64_t>(page, header + length, order);
+    if (stored && header + length + 8 <= page.size())
+        r.missed_count = read_at<std::uint64_t>(page, header + length, order);
 
     std::uint64_t ts = page_ts;
     std::size_t at = 0;

@@ -94,7 +94,8 @@ public:
     void poll_failed(int fd);
     // The CPUs whose buffers are polled (online), of those tracefs has.
     std::size_t cpus() const {
-        return static_cast<std::size_t>(std::count_if(cpus_.begin(), cpus_.end(), [](const Cpu& c) { return c.polled; }));
+        return static_cast<std::size_t>(
+            std::count_if(cpus_.begin(), cpus_.end(), [](const Cpu& c) { return c.polled; }));
     }
     std::size_t possible_cpus() const { return cpus_.size(); }
 

@@ -391,8 +391,9 @@ TEST_CASE("tracefs: instance names carry the PID namespace; only blkpolicy's own
     CHECK(instance_name(container, 7) != name);
     CHECK_FALSE(*instance_owner(instance_name(container, 7)) == me);
     // Names that are not this scheme's: never taken for a dead process's.
-    for (const char* other : {"blkpolicy-1234-0", "blkpolicy-", "blkpolicy-1-2-", "blkpolicy-1-2-3-4", "blkpolicy-x-2-3",
-                              "blkpolicy-0-2-3", "blkpolicy-1-0-3", "tuned-1-2-3", "blkpolicy-1-99999999999-3"})
+    for (const char* other :
+         {"blkpolicy-1234-0", "blkpolicy-", "blkpolicy-1-2-", "blkpolicy-1-2-3-4", "blkpolicy-x-2-3", "blkpolicy-0-2-3",
+          "blkpolicy-1-0-3", "tuned-1-2-3", "blkpolicy-1-99999999999-3"})
         CHECK_MESSAGE(!instance_owner(other), other);
     // This process's namespace, as /proc tells it.
     CHECK(own_pid_namespace() != 0);
@@ -403,7 +404,8 @@ TEST_CASE("tracefs: a sysfs CPU list, as devices/system/cpu/online gives it") {
     CHECK(parse_cpu_list("0\n") == std::vector<int>{0});
     CHECK(parse_cpu_list("\n") == std::vector<int>{});
     CHECK(parse_cpu_list("2,0-1") == std::vector<int>{0, 1, 2});
-    for (const char* bad : {"0-", "-1", "3-1", "0,,1", "0,", "a", "0-1x", "1 2"}) CHECK_MESSAGE(!parse_cpu_list(bad), bad);
+    for (const char* bad : {"0-", "-1", "3-1", "0,,1", "0,", "a", "0-1x", "1 2"})
+        CHECK_MESSAGE(!parse_cpu_list(bad), bad);
 }
 
 TEST_CASE("tally: an issue whose completion was never traced is not paired with a later request's") {
@@ -458,11 +460,10 @@ TEST_CASE("tally: an issue whose completion was never traced is not paired with 
 }
 
 namespace {
-std::uint32_t swap32(std::uint32_t v) {
-    return (v >> 24) | ((v >> 8) & 0xff00u) | ((v << 8) & 0xff0000u) | (v << 24);
-}
+std::uint32_t swap32(std::uint32_t v) { return (v >> 24) | ((v >> 8) & 0xff00u) | ((v << 8) & 0xff0000u) | (v << 24); }
 std::uint64_t swap64(std::uint64_t v) {
-    return (static_cast<std::uint64_t>(swap32(static_cast<std::uint32_t>(v))) << 32) | swap32(static_cast<std::uint32_t>(v >> 32));
+    return (static_cast<std::uint64_t>(swap32(static_cast<std::uint32_t>(v))) << 32) |
+           swap32(static_cast<std::uint32_t>(v >> 32));
 }
 // A little-endian kernel's page as a big-endian kernel would have written
 // it: the words byte-swapped, each entry header's bit fields from the top.
@@ -498,7 +499,10 @@ std::vector<std::uint8_t> as_big_endian(std::span<const std::uint8_t> page, std:
         put32(at, (type_len << 27) | delta);
         if (type_len == 29 && delta == 0) break;
         if (type_len >= 29 || type_len == 0) put32(at + 4, get32(at + 4));
-        at += type_len == 29 ? 4 + get32(at + 4) : type_len >= 30 ? 8 : type_len == 0 ? 4 + get32(at + 4) : 4 + type_len * 4u;
+        at += type_len == 29   ? 4 + get32(at + 4)
+              : type_len >= 30 ? 8
+              : type_len == 0  ? 4 + get32(at + 4)
+                               : 4 + type_len * 4u;
     }
     return out;
 }
@@ -536,7 +540,13 @@ TEST_CASE("ring buffer: a big-endian kernel's pages decode to the same records (
     CHECK(records > 40);
     // A hand-made page with a time extend, a long record and a discarded one, both ways.
     const auto rec = make_record(format_of("block_rq_issue"), {{"dev", kernel_dev(8, 0)}, {"sector", 8}});
-    auto built = PageBuilder(1000).record(5, rec).time_extend(1ULL << 30).record(7, rec, true).discarded(24).record(1, rec).page();
+    auto built = PageBuilder(1000)
+                     .record(5, rec)
+                     .time_extend(1ULL << 30)
+                     .record(7, rec, true)
+                     .discarded(24)
+                     .record(1, rec)
+                     .page();
     std::vector<RawRecord> little, big;
     REQUIRE(parse_page(built, 8, little, std::endian::little).ok);
     const auto swapped = as_big_endian(built, 8);
@@ -545,4 +555,3 @@ TEST_CASE("ring buffer: a big-endian kernel's pages decode to the same records (
     REQUIRE(little.size() == 3);
     for (std::size_t i = 0; i < 3; ++i) CHECK(big[i].ts == little[i].ts);
 }
-

@@ -48,8 +48,7 @@ std::vector<std::string> instances_of(pid_t pid) {
     std::error_code ec;
     const blkpolicy::measure::InstanceOwner owner{blkpolicy::measure::own_pid_namespace(), pid};
     for (const auto& e : std::filesystem::directory_iterator(kInstances, ec))
-        if (blkpolicy::measure::instance_owner(e.path().filename().string()) == owner)
-            out.push_back(e.path().string());
+        if (blkpolicy::measure::instance_owner(e.path().filename().string()) == owner) out.push_back(e.path().string());
     return out;
 }
 

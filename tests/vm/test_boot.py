@@ -12,7 +12,7 @@ made with it: images.py).
    with ssd, the record is in /run/blkpolicy/boot.json and status shows it;
    the daemon's first pass finds every value in place (no alert) and goes on
    from the facts the initramfs recorded (rotational as the kernel said it).
-3. (Debian 13) The same tree copied onto an LVM volume on a second virtio
+3. The same tree copied onto an LVM volume on a second virtio
    disk, booted from it: with an initramfs made without the hook, the
    volume's dm device is rotational (its member claims to spin when LVM
    assembles it); with the hook, the member's value is in place before LVM
@@ -168,9 +168,8 @@ def run(ctx):
     image = ctx.image.as_btrfs()
     run_dir = os.path.join(ctx.run_dir, s, "boot")
     with R.step(s, "early boot: a btrfs root on a virtio disk mounts without ssd before the package", fatal=True):
-        lvm = ctx.suite == "trixie"
         g = Guest(image, os.path.join(run_dir, "guest"), share=ctx.share,
-                  disks=[Disk("bp-lvmroot", "2G", "virtio-blk-pci")] if lvm else [])
+                  disks=[Disk("bp-lvmroot", "2G", "virtio-blk-pci")])
         ctx.boot_guest = g
         g.boot()
         # The test's policy as a drop-in (beside the package's policy.toml,
@@ -223,13 +222,11 @@ def run(ctx):
             stale = [f for f in json.loads(out)["findings"] if f["code"] == "initramfs-policy-stale"]
             expect(not stale, f"audit says the initramfs is stale: {stale}")
 
-        if lvm:
-            lvm_root(ctx, g)
-            dracut_root(ctx, g)
-
-        # The broken policy on Debian 12 only (the LVM root is Debian 13's
+        lvm_root(ctx, g)
+        # dracut on Debian 13, the broken policy on Debian 12 (each suite's
         # share of the group's time): the script and hook are the same.
-        if lvm:
+        if ctx.suite == "trixie":
+            dracut_root(ctx, g)
             return
         with R.step(s, "early boot: a broken policy in the initramfs: the guest boots, one line says why"):
             g.sh("printf '[[rule]]\\nname = \"x\"\\n[rule.set]\\nread_ahead = 1\\n' > /etc/blkpolicy/policy.toml")

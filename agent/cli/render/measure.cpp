@@ -85,10 +85,10 @@ void print_measure(std::ostream& out, const MeasureReport& r, bool as_json) {
     out << findings.size() << " finding(s)";
     // Critical: data at risk; a warning: writes whose safety cannot be told.
     std::string at_risk, cannot_tell;
-    for (const auto& f : findings)
-        (f.severity == kernel::Severity::critical ? at_risk : cannot_tell) += ' ' + f.device;
+    for (const auto& f : findings) (f.severity == kernel::Severity::critical ? at_risk : cannot_tell) += ' ' + f.device;
     if (!at_risk.empty()) out << ": data at risk on" << at_risk;
-    if (!cannot_tell.empty()) out << (at_risk.empty() ? ":" : ";") << " cannot tell whether data is safe on" << cannot_tell;
+    if (!cannot_tell.empty())
+        out << (at_risk.empty() ? ":" : ";") << " cannot tell whether data is safe on" << cannot_tell;
     out << '\n';
 }
 
