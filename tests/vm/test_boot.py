@@ -85,7 +85,9 @@ def lvm_root(ctx, g):
         disk = disk.strip()
         g.sh(f"pvcreate -q /dev/{disk} && vgcreate -q bpvg /dev/{disk} && lvcreate -q -y -n root -l 100%FREE bpvg && "
              "mkfs.ext4 -q -L bplvm /dev/bpvg/root && mkdir -p /mnt/lv && mount /dev/bpvg/root /mnt/lv", timeout=120)
-        g.sh("cp -ax / /mnt/lv && echo 'LABEL=bplvm / ext4 defaults 0 1' > /mnt/lv/etc/fstab", timeout=600)
+        # "/.", the root's contents: Debian 12's cp (coreutils 9.1) fails on
+        # `cp -ax / /mnt/lv` ("cannot create directory '/mnt/lv/'").
+        g.sh("cp -ax /. /mnt/lv/ && echo 'LABEL=bplvm / ext4 defaults 0 1' > /mnt/lv/etc/fstab", timeout=600)
         g.sh("umount /mnt/lv && vgchange -q -an bpvg", timeout=60)
         # The two initramfs images the btrfs root booted with serve the
         # LVM root as they are (the same tree and configuration, lvm2's hook
