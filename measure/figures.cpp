@@ -67,6 +67,19 @@ const char* to_string(DeviceCache::Mode m) {
 }
 
 namespace {
+// The critical finding: writes completed on NAME while the kernel dropped their flushes.
+kernel::Finding flushes_dropped(const DeviceSettings& s, std::string message,
+                                std::vector<std::pair<std::string, std::string>> evidence) {
+    kernel::Finding finding;
+    finding.device = s.name;
+    finding.code = kFlushesDropped;
+    finding.severity = kernel::Severity::critical;
+    finding.message = std::move(message);
+    finding.evidence = std::move(evidence);
+    finding.fix = kernel::keep_flushes_fix(s.name);
+    return finding;
+}
+
 kernel::Finding cannot_tell(const DeviceSettings& s, const FlushFigure& fl, double seconds) {
     kernel::Finding finding;
     finding.device = s.name;
@@ -220,20 +233,15 @@ DeviceFigures device_figures(const DeviceSettings& s, double seconds, const IoSt
         fl.note =
             "data at risk: writes completed with no flush, because the queue says write through over a device "
             "cache that is write back; fsync returns before the data is on stable storage";
-        kernel::Finding finding;
-        finding.device = s.name;
-        finding.code = kFlushesDropped;
-        finding.severity = kernel::Severity::critical;
-        finding.message = s.name + ": " + std::to_string(fl.writes) + " writes and no flush in " +
-                          duration_text(seconds) +
-                          ": queue/write_cache says write through over a volatile write-back cache (" + s.cache.source +
-                          "), so the kernel drops every flush and fsync no longer makes data durable";
-        finding.evidence = {{"stat writes completed (field 5)", std::to_string(fl.writes)},
-                            {"stat flushes completed (field 16)", std::to_string(fl.flushes)},
-                            {"queue/write_cache", s.write_cache},
-                            {"device cache", std::string(to_string(s.cache.mode)) + " (" + s.cache.source + ")"}};
-        finding.fix = kernel::keep_flushes_fix(s.name);
-        f.findings.push_back(std::move(finding));
+        f.findings.push_back(flushes_dropped(
+            s,
+            s.name + ": " + std::to_string(fl.writes) + " writes and no flush in " + duration_text(seconds) +
+                ": queue/write_cache says write through over a volatile write-back cache (" + s.cache.source +
+                "), so the kernel drops every flush and fsync no longer makes data durable",
+            {{"stat writes completed (field 5)", std::to_string(fl.writes)},
+             {"stat flushes completed (field 16)", std::to_string(fl.flushes)},
+             {"queue/write_cache", s.write_cache},
+             {"device cache", std::string(to_string(s.cache.mode)) + " (" + s.cache.source + ")"}}));
     } else if (!s.request_based && delta && fl.writes > 0 && starts_with(s.write_cache, "write through")) {
         // A bio-based queue that says write through: the block layer takes
         // PREFLUSH and FUA off every write there, before the members see
@@ -254,20 +262,15 @@ DeviceFigures device_figures(const DeviceSettings& s, double seconds, const IoSt
             fl.note =
                 "data at risk: the queue of this bio-based device says write through, so the block layer drops "
                 "every flush here before its members, whose caches are write back, see it";
-            kernel::Finding finding;
-            finding.device = s.name;
-            finding.code = kFlushesDropped;
-            finding.severity = kernel::Severity::critical;
-            finding.message = s.name + ": " + std::to_string(fl.writes) + " writes in " + duration_text(seconds) +
-                              ": queue/write_cache says write through on a bio-based device, so the block layer "
-                              "drops every flush and FUA there before its members see them, and their caches are "
-                              "write back (" +
-                              joined(volatile_members) + "): fsync no longer makes data durable";
-            finding.evidence = {{"stat writes completed (field 5)", std::to_string(fl.writes)},
-                                {"queue/write_cache", s.write_cache},
-                                {"members' queue/write_cache", joined(volatile_members)}};
-            finding.fix = kernel::keep_flushes_fix(s.name);
-            f.findings.push_back(std::move(finding));
+            f.findings.push_back(flushes_dropped(
+                s,
+                s.name + ": " + std::to_string(fl.writes) + " writes in " + duration_text(seconds) +
+                    ": queue/write_cache says write through on a bio-based device, so the block layer drops every "
+                    "flush and FUA there before its members see them, and their caches are write back (" +
+                    joined(volatile_members) + "): fsync no longer makes data durable",
+                {{"stat writes completed (field 5)", std::to_string(fl.writes)},
+                 {"queue/write_cache", s.write_cache},
+                 {"members' queue/write_cache", joined(volatile_members)}}));
         } else if (!unknown_members.empty() || s.slaves.empty()) {
             fl.note =
                 "writes with the queue saying write through on a bio-based device, which drops their flushes; "
