@@ -4,6 +4,8 @@
 #include <doctest/doctest.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <filesystem>
@@ -50,13 +52,14 @@ TEST_CASE("files are read bounded: too big, not regular, or fine") {
 
 TEST_CASE("write_atomically keeps the old file and leaves no temporary file when the rename fails") {
     TempDir dir;
+    const std::string tmp_suffix = "." + std::to_string(::getpid()) + ".tmp";
     // A non-empty directory where the file should go: rename(2) refuses it.
     const auto target = dir.path() / "daemon.json";
     std::filesystem::create_directories(target / "inside");
     const auto st = util::write_atomically(target.string(), "{}\n");
     CHECK_FALSE(st.ok());
-    CHECK(st.message().find("cannot rename " + target.string() + ".tmp: ") == 0);
-    CHECK_FALSE(std::filesystem::exists(target.string() + ".tmp"));
+    CHECK(st.message().find("cannot rename " + target.string() + tmp_suffix + ": ") == 0);
+    CHECK_FALSE(std::filesystem::exists(target.string() + tmp_suffix));
     CHECK(std::filesystem::is_directory(target / "inside"));
 
     // And the ordinary case replaces the file whole, temporary file gone.
@@ -66,12 +69,52 @@ TEST_CASE("write_atomically keeps the old file and leaves no temporary file when
     std::ifstream in(plain);
     std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     CHECK(text == "two\n");
-    CHECK_FALSE(std::filesystem::exists(plain.string() + ".tmp"));
+    CHECK_FALSE(std::filesystem::exists(plain.string() + tmp_suffix));
 
     // A missing directory: the failure names the temporary file.
     const auto nodir = util::write_atomically((dir.path() / "gone" / "x.json").string(), "{}\n");
     CHECK(nodir.message() ==
-          "cannot write " + (dir.path() / "gone" / "x.json.tmp").string() + ": No such file or directory");
+          "cannot write " + (dir.path() / "gone" / "x.json").string() + tmp_suffix + ": No such file or directory");
+}
+
+TEST_CASE("write_atomically: two processes writing one file at once both succeed, and it is always whole") {
+    // The initramfs's udev rule and its pass can record one device's facts
+    // at the same moment. With one temporary name for both, one process's
+    // rename took the other's file away (rename: No such file or directory).
+    TempDir dir;
+    const auto target = (dir.path() / "facts.json").string();
+    const std::string mine(4000, 'a'), theirs(4000, 'b');
+    int pipefd[2];
+    REQUIRE(::pipe(pipefd) == 0);
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        ::close(pipefd[0]);
+        char failed = 0;
+        for (int i = 0; i < 3000; ++i)
+            if (!util::write_atomically(target, theirs).ok()) failed = 1;
+        (void)!::write(pipefd[1], &failed, 1);
+        ::_exit(0);
+    }
+    ::close(pipefd[1]);
+    int mine_failed = 0, torn = 0;
+    for (int i = 0; i < 3000; ++i) {
+        mine_failed += util::write_atomically(target, mine).ok() ? 0 : 1;
+        std::ifstream in(target);
+        const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        torn += text == mine || text == theirs ? 0 : 1;
+    }
+    char child_failed = 1;
+    CHECK(::read(pipefd[0], &child_failed, 1) == 1);
+    ::close(pipefd[0]);
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    CHECK(mine_failed == 0);
+    CHECK(child_failed == 0);
+    CHECK(torn == 0);
+    std::vector<std::string> names;
+    REQUIRE(util::list_directory(dir.path().string(), names) == 0);
+    CHECK(names == std::vector<std::string>{"facts.json"});  // no temporary file left
 }
 
 TEST_CASE("list_directory gives the names without . and .., or opendir's errno") {

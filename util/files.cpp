@@ -52,7 +52,10 @@ Result<std::string> read_bounded_file(const std::string& path, std::size_t limit
 }
 
 Status write_atomically(const std::string& path, const std::string& text) {
-    const std::string tmp = path + ".tmp";
+    // The process's own temporary name: two processes writing one file at
+    // once (the initramfs's udev rule and its pass, two commands) each
+    // rename a whole file, instead of one renaming the other's half.
+    const std::string tmp = path + "." + std::to_string(::getpid()) + ".tmp";
     Fd fd{::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)};
     if (!fd) return Status::failure("cannot write " + tmp + ": " + std::strerror(errno));
     std::size_t done = 0;

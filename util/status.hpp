@@ -23,7 +23,7 @@ public:
         return s;
     }
     bool ok() const { return message_.empty(); }
-    // Why it failed, e.g. "cannot rename /run/blkpolicy/daemon.json.tmp: No space left on device".
+    // Why it failed, e.g. "cannot rename /run/blkpolicy/daemon.json.PID.tmp: No space left on device".
     const std::string& message() const { return message_; }
 
 private:

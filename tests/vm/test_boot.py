@@ -205,8 +205,15 @@ def run(ctx):
             expect_eq((record["ok"], record["exit"], record["policy"]["digest"]), (True, 0, digest),
                       "the initramfs pass's record")
             expect(g.sh("cat /sys/block/vda/queue/rotational").strip() == "0", "vda is rotational after boot")
-            facts = json.loads(g.sh("cat /run/blkpolicy/facts/vda.json"))
-            expect_eq(facts.get("rotational"), True, "the facts the initramfs recorded (as the kernel said)")
+            facts_text = g.sh("cat /run/blkpolicy/facts/vda.json")
+            if json.loads(facts_text).get("rotational") is not True:
+                # What wrote it, and when: the record, the files' times, the daemon's lines.
+                R.figure(s, "facts of vda, not as the kernel said", facts_text + g.sh(
+                    "stat -c '%n %y' /run/blkpolicy/boot.json /run/blkpolicy/facts/vda.json; "
+                    "systemctl show -p ExecMainStartTimestamp blkpolicy.service; "
+                    "journalctl -b -o short-monotonic --no-pager | grep -i blkpolicy | head -n 40", check=False))
+            expect_eq(json.loads(facts_text).get("rotational"), True,
+                      "the facts the initramfs recorded (as the kernel said)")
             g.wait_for(f"systemctl is-active -q {UNIT}", timeout=90, what="the service")
             g.wait_for("test -s /run/blkpolicy/daemon.json", timeout=60, what="the daemon's first report")
             alerts = [json.loads(l) for l in g.sh("journalctl -b -o json SYSLOG_IDENTIFIER=blkpolicy").splitlines()
