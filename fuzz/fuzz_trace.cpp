@@ -28,11 +28,10 @@ std::string data_file(const std::string& name) {
 const Decoder& decoder() {
     static const Decoder d = [] {
         Decoder x;
-        const std::pair<TracedEvent, const char*> formats[] = {{TracedEvent::rq_issue, "block_rq_issue"},
-                                                               {TracedEvent::rq_complete, "block_rq_complete"},
-                                                               {TracedEvent::wbt_lat, "wbt_lat"},
-                                                               {TracedEvent::wbt_step, "wbt_step"},
-                                                               {TracedEvent::wbt_timer, "wbt_timer"}};
+        const std::pair<TracedEvent, const char*> formats[] = {
+            {TracedEvent::rq_issue, "block_rq_issue"}, {TracedEvent::rq_complete, "block_rq_complete"},
+            {TracedEvent::wbt_lat, "wbt_lat"},         {TracedEvent::wbt_step, "wbt_step"},
+            {TracedEvent::wbt_timer, "wbt_timer"},     {TracedEvent::rq_getrq, "block_getrq"}};
         for (const auto& [kind, name] : formats)
             if (auto f = parse_event_format(data_file(std::string(name) + ".format"))) x.add_format(kind, *f);
         x.set_printk_formats(parse_printk_formats(data_file("printk_formats")));
@@ -57,7 +56,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     tally.settle(~0ULL);
     tally.finish();
     for (const auto& [dev, d] : tally.devices()) {
-        if (d.rq.matched > d.rq.completed || d.rq.same_cpu > d.rq.matched) __builtin_trap();
+        if (d.rq.matched > d.rq.completed || d.rq.submitted > d.rq.matched || d.rq.same_cpu > d.rq.submitted ||
+            d.rq.same_cpu_as_issue > d.rq.matched)
+            __builtin_trap();
         if (d.rq.readahead_sectors > d.rq.read_sectors) __builtin_trap();
     }
     const std::string text(reinterpret_cast<const char*>(data), size);

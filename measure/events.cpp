@@ -7,12 +7,14 @@
 namespace blkpolicy::measure {
 
 namespace {
-constexpr std::array<TracedEventSpec, 5> kEvents = {{
+constexpr std::array<TracedEventSpec, 6> kEvents = {{
     {TracedEvent::rq_issue, "block", "block_rq_issue", "requests issued to the driver, with their CPU"},
     {TracedEvent::rq_complete, "block", "block_rq_complete", "requests completed, with their CPU"},
     {TracedEvent::wbt_lat, "wbt", "wbt_lat", "a window's latency above the target"},
     {TracedEvent::wbt_step, "wbt", "wbt_step", "write depth scaled down or up"},
     {TracedEvent::wbt_timer, "wbt", "wbt_timer", "a window ended, with its status"},
+    {TracedEvent::rq_getrq, "block", "block_getrq",
+     "requests allocated, on the submitting CPU (the one rq_affinity completes on)"},
 }};
 constexpr bool in_enum_order() {
     for (std::size_t i = 0; i < kEvents.size(); ++i)
@@ -41,7 +43,7 @@ Rwbs parse_rwbs(std::string_view s) {
 }
 }  // namespace
 
-const std::array<TracedEventSpec, 5>& traced_events() { return kEvents; }
+const std::array<TracedEventSpec, 6>& traced_events() { return kEvents; }
 const TracedEventSpec& spec(TracedEvent e) { return kEvents[static_cast<std::size_t>(e)]; }
 
 std::uint32_t kernel_dev(unsigned major, unsigned minor) { return (major << 20) | (minor & 0xfffffu); }
@@ -112,7 +114,8 @@ std::optional<Event> Decoder::decode(const RawRecord& r, int cpu) const {
     e.cpu = cpu;
     switch (k->kind) {
         case TracedEvent::rq_issue:
-        case TracedEvent::rq_complete: {
+        case TracedEvent::rq_complete:
+        case TracedEvent::rq_getrq: {
             if (!k->dev || !k->sector || !k->nr_sector || !k->rwbs) return std::nullopt;
             const auto dev = read_unsigned(r.data, *k->dev);
             const auto sector = read_unsigned(r.data, *k->sector);
@@ -183,9 +186,9 @@ std::size_t Tally::slot_of(std::uint32_t dev, std::uint64_t sector) {
     return static_cast<std::size_t>(h >> (64 - kSlotBits));
 }
 
-void Tally::matched(DeviceTally& d, int issued_cpu, int completed_cpu) {
+void Tally::matched(DeviceTally& d, int issued_cpu, int submitted_cpu, int completed_cpu) {
     ++d.rq.matched;
-    if (issued_cpu == completed_cpu) ++d.rq.same_cpu;
+    if (issued_cpu == completed_cpu) ++d.rq.same_cpu_as_issue;
     const auto count = [](std::vector<std::uint64_t>& by_cpu, int cpu) {
         const auto i = static_cast<std::size_t>(cpu);
         if (by_cpu.size() <= i) by_cpu.resize(i + 1);
@@ -193,9 +196,21 @@ void Tally::matched(DeviceTally& d, int issued_cpu, int completed_cpu) {
     };
     count(d.rq.completed_on, completed_cpu);
     count(d.rq.issued_on, issued_cpu);
+    if (submitted_cpu < 0) return;
+    ++d.rq.submitted;
+    if (submitted_cpu == completed_cpu) ++d.rq.same_cpu;
+    count(d.rq.submitted_on, submitted_cpu);
 }
 
 void Tally::add(const Event& e) {
+    if (e.kind == TracedEvent::rq_getrq) {
+        // Counted at its issue, whose device and sector it has (a
+        // partition's bio is remapped to its disk's before a request is
+        // allocated for it); only its CPU is kept.
+        if (e.nr_sector == 0) return;
+        allocated_[slot_of(e.dev, e.sector)] = {e.sector, e.ts, e.dev, e.cpu};
+        return;
+    }
     auto& d = device(e.dev);
     switch (e.kind) {
         case TracedEvent::rq_issue: {
@@ -210,22 +225,32 @@ void Tally::add(const Event& e) {
                 }
             }
             const auto i = slot_of(e.dev, e.sector);
+            // The CPU that allocated it (a scheduler's request may be
+            // dispatched from a kblockd worker or another submitter's run of
+            // the queue): where rq_affinity sends its completion.
+            int submitted_cpu = -1;
+            if (auto& a = allocated_[i]; a.holds(e.dev, e.sector) && a.ts <= e.ts && same_side(a.ts, e.ts)) {
+                submitted_cpu = a.cpu;
+                a.cpu = -1;
+            }
             // Its completion may have been read first, from another CPU's page.
             if (auto& c = early_[i]; c.holds(e.dev, e.sector) && c.ts >= e.ts && same_side(e.ts, c.ts)) {
-                matched(d, e.cpu, c.cpu);
+                matched(d, e.cpu, submitted_cpu, c.cpu);
                 c.cpu = -1;
             } else {
-                inflight_[i] = {e.sector, e.ts, e.dev, e.cpu};
+                inflight_[i] = {e.sector, e.ts, e.dev, e.cpu, submitted_cpu};
             }
             break;
         }
+        case TracedEvent::rq_getrq:
+            break;  // above
         case TracedEvent::rq_complete: {
             if (e.nr_sector == 0) break;
             ++d.rq.completed;
             const auto i = slot_of(e.dev, e.sector);
             if (auto& issue = inflight_[i];
                 issue.holds(e.dev, e.sector) && issue.ts <= e.ts && same_side(issue.ts, e.ts)) {
-                matched(d, issue.cpu, e.cpu);
+                matched(d, issue.cpu, issue.submitted_cpu, e.cpu);
                 issue.cpu = -1;
             } else {
                 early_[i] = {e.sector, e.ts, e.dev, e.cpu};  // waits for its issue (settle)
@@ -262,13 +287,14 @@ void Tally::settle(std::uint64_t now_ts, std::uint64_t horizon_ns) {
     last_sweep_ = now_ts;
     for (auto& c : early_)
         if (c.cpu >= 0 && c.ts + horizon_ns < now_ts) c.cpu = -1;  // its issue never came: unmatched
-    for (auto& s : inflight_)
-        if (s.cpu >= 0 && s.ts + kInFlightHorizon < now_ts) s.cpu = -1;  // its completion never came
+    for (auto* table : {&inflight_, &allocated_})
+        for (auto& s : *table)
+            if (s.cpu >= 0 && s.ts + kInFlightHorizon < now_ts) s.cpu = -1;  // never issued, or never completed
 }
 
 void Tally::forget_in_flight() {
-    for (auto& s : inflight_) s.cpu = -1;
-    for (auto& s : early_) s.cpu = -1;
+    for (auto* table : {&inflight_, &early_, &allocated_})
+        for (auto& s : *table) s.cpu = -1;
 }
 
 void Tally::finish() { forget_in_flight(); }

@@ -18,7 +18,7 @@
 
 namespace blkpolicy::measure {
 
-enum class TracedEvent { rq_issue, rq_complete, wbt_lat, wbt_step, wbt_timer };
+enum class TracedEvent { rq_issue, rq_complete, wbt_lat, wbt_step, wbt_timer, rq_getrq };
 
 struct TracedEventSpec {
     TracedEvent kind;
@@ -27,7 +27,7 @@ struct TracedEventSpec {
     const char* proves;  // what its count shows, for reports
 };
 // Every traced event, in enum order.
-const std::array<TracedEventSpec, 5>& traced_events();
+const std::array<TracedEventSpec, 6>& traced_events();
 const TracedEventSpec& spec(TracedEvent e);
 
 // A kernel dev_t as the block tracepoints carry it: major << 20 | minor.
@@ -45,7 +45,8 @@ struct Event {
     std::uint64_t ts = 0;
     int cpu = 0;
     std::uint32_t dev = 0;  // kernel_dev
-    // block_rq_issue, block_rq_complete
+    // block_rq_issue, block_rq_complete, block_getrq (all three name the
+    // whole disk: a partition's bio has its disk's number and sector there)
     std::uint64_t sector = 0;
     std::uint32_t nr_sector = 0;
     bool read = false, write = false, readahead = false, flush = false;
@@ -104,11 +105,16 @@ struct RequestTally {
     std::uint64_t read_sectors = 0;
     std::uint64_t readahead_requests = 0;  // of those, 'A' in rwbs
     std::uint64_t readahead_sectors = 0;
-    std::uint64_t completed = 0;              // block_rq_complete with data
-    std::uint64_t matched = 0;                // completions whose issue was seen
-    std::uint64_t same_cpu = 0;               // of those, completed on the CPU that issued them
+    std::uint64_t completed = 0;  // block_rq_complete with data
+    std::uint64_t matched = 0;    // completions whose issue was seen
+    // Of those, the ones whose request's allocation (block_getrq, in the
+    // submitting task: the CPU rq_affinity steers completions to) was seen.
+    std::uint64_t submitted = 0;
+    std::uint64_t same_cpu = 0;               // of `submitted`, completed on the CPU that submitted them
+    std::uint64_t same_cpu_as_issue = 0;      // of `matched`, completed on the CPU that issued them
     std::vector<std::uint64_t> completed_on;  // by CPU: matched completions there
     std::vector<std::uint64_t> issued_on;     // by CPU: matched completions issued there
+    std::vector<std::uint64_t> submitted_on;  // by CPU: submitted completions submitted there
 };
 
 struct DeviceTally {
@@ -147,7 +153,8 @@ public:
 
 private:
     DeviceTally& device(std::uint32_t dev);
-    void matched(DeviceTally& d, int issued_on, int completed_on);
+    void matched(DeviceTally& d, int issued_on, int submitted_on, int completed_on);
+
     // Requests in flight, and completions read before their issue, each
     // direct-mapped by device and sector: no allocation and no scan per
     // request. One that another takes the slot of before it is paired stays
@@ -157,7 +164,8 @@ private:
         std::uint64_t sector = 0;
         std::uint64_t ts = 0;
         std::uint32_t dev = 0;
-        std::int32_t cpu = -1;  // -1: empty
+        std::int32_t cpu = -1;            // -1: empty
+        std::int32_t submitted_cpu = -1;  // an issue's: block_getrq's CPU, -1 not seen
         bool holds(std::uint32_t d, std::uint64_t s) const { return cpu >= 0 && dev == d && sector == s; }
     };
     static constexpr unsigned kSlotBits = 11;  // 48 KiB each: far more slots than requests in flight
@@ -166,7 +174,8 @@ private:
     std::uint32_t last_dev_ = 0;
     DeviceTally* last_ = nullptr;  // the device of the last event (map nodes stay put)
     std::vector<Slot> inflight_ = std::vector<Slot>(std::size_t{1} << kSlotBits);
-    std::vector<Slot> early_ = std::vector<Slot>(std::size_t{1} << kSlotBits);  // completions before their issue
+    std::vector<Slot> early_ = std::vector<Slot>(std::size_t{1} << kSlotBits);      // completions before their issue
+    std::vector<Slot> allocated_ = std::vector<Slot>(std::size_t{1} << kSlotBits);  // block_getrq, not yet issued
     std::uint64_t last_sweep_ = 0;
     std::uint64_t gap_ts_ = 0;  // the latest gap: no pair spans it
     bool same_side(std::uint64_t issue_ts, std::uint64_t complete_ts) const {

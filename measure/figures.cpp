@@ -148,8 +148,13 @@ std::optional<double> ReadaheadFigure::readahead_share() const {
 }
 
 std::optional<double> CompletionFigure::same_cpu_share() const {
+    if (!traced || counts.submitted == 0) return std::nullopt;
+    return static_cast<double>(counts.same_cpu) / static_cast<double>(counts.submitted);
+}
+
+std::optional<double> CompletionFigure::issuing_cpu_share() const {
     if (!traced || counts.matched == 0) return std::nullopt;
-    return static_cast<double>(counts.same_cpu) / static_cast<double>(counts.matched);
+    return static_cast<double>(counts.same_cpu_as_issue) / static_cast<double>(counts.matched);
 }
 
 DeviceFigures device_figures(const DeviceSettings& s, double seconds, const IoStat* delta, const std::string& stat_note,
@@ -392,17 +397,29 @@ std::string readahead_sentence(const DeviceFigures& f) {
 std::string completion_sentence(const DeviceFigures& f) {
     const auto& c = f.completion;
     std::string out;
-    if (auto share = c.same_cpu_share()) {
-        out = percent(*share) + " of " + std::to_string(c.counts.matched) +
-              " requests completed on the CPU that issued them (block_rq_issue/block_rq_complete)";
+    const auto by_cpu = [](const std::vector<std::uint64_t>& counts) {
         std::string where;
-        for (std::size_t cpu = 0; cpu < c.counts.completed_on.size(); ++cpu)
-            if (const auto n = c.counts.completed_on[cpu])
+        for (std::size_t cpu = 0; cpu < counts.size(); ++cpu)
+            if (const auto n = counts[cpu])
                 where += (where.empty() ? "" : ", ") + ("CPU" + std::to_string(cpu)) + " " + std::to_string(n);
-        if (!where.empty()) out += "; completed on " + where;
+        return where;
+    };
+    // rq_affinity steers a completion to the CPU that submitted the request
+    // (block_getrq fires there); the CPU that issued it to the driver may be
+    // a kblockd worker or another submitter's run of the queue.
+    if (auto share = c.same_cpu_share()) {
+        out = percent(*share) + " of " + std::to_string(c.counts.submitted) +
+              " requests completed on the CPU that submitted them (block_getrq/block_rq_complete)";
+        if (const auto where = by_cpu(c.counts.submitted_on); !where.empty()) out += "; submitted on " + where;
+    } else if (c.counts.matched > 0) {
+        out = "the submitting CPU of no completed request was traced (block_getrq)";
     } else {
         out = "no completion share";
     }
+    if (const auto where = by_cpu(c.counts.completed_on); !where.empty()) out += "; completed on " + where;
+    if (auto issued = c.issuing_cpu_share())
+        out += "; " + percent(*issued) + " of " + std::to_string(c.counts.matched) +
+               " on the CPU that issued them (block_rq_issue)";
     if (f.stat_ok) out += "; beside " + count(c.completed, "request", "requests") + " completed (stat)";
     if (!c.rq_affinity.empty()) out += "; rq_affinity " + c.rq_affinity;
     if (c.hw_queues > 0)

@@ -124,7 +124,12 @@ struct CompletionFigure {
     std::string rq_affinity;
     int hw_queues = 0;
     std::string note;
+    // Of the completions whose submitting CPU was traced, the share
+    // completed there: what rq_affinity moves.
     std::optional<double> same_cpu_share() const;
+    // Of the matched completions, the share completed on the CPU that issued
+    // them to the driver (the same CPU without a scheduler or a deferred run).
+    std::optional<double> issuing_cpu_share() const;
 };
 
 struct DeviceFigures {

@@ -185,8 +185,11 @@ TEST_CASE("figures: the sentences carry each figure and its proof counter") {
     t.rq.readahead_sectors = 47000;
     t.rq.completed = 1000;
     t.rq.matched = 1000;
-    t.rq.same_cpu = 250;
-    t.rq.completed_on = {1000};  // CPU0
+    t.rq.submitted = 990;
+    t.rq.same_cpu = 0;
+    t.rq.same_cpu_as_issue = 250;
+    t.rq.completed_on = {1000};    // CPU0
+    t.rq.submitted_on = {0, 990};  // CPU1
     const auto d = stat(200, 48720, 12345, 40);
     auto tracing = traced();
     const auto f = device_figures(virtio("write back", DeviceCache::Mode::write_back), 45, &d, "", tracing, &t);
@@ -197,8 +200,9 @@ TEST_CASE("figures: the sentences carry each figure and its proof counter") {
           "200 reads of 48720 sectors in 45 s (stat 1/3), 121.8 KiB a read request; read_ahead_kb 8192; 97.9% of the "
           "read sectors issued were readahead (150 of 200 read requests carried A, block_rq_issue)");
     CHECK(completion_sentence(f) ==
-          "25.0% of 1000 requests completed on the CPU that issued them (block_rq_issue/block_rq_complete); completed "
-          "on CPU0 1000; beside 12585 requests completed (stat); rq_affinity 1, 1 hardware queue");
+          "0.0% of 990 requests completed on the CPU that submitted them (block_getrq/block_rq_complete); submitted "
+          "on CPU1 990; completed on CPU0 1000; 25.0% of 1000 on the CPU that issued them (block_rq_issue); beside "
+          "12585 requests completed (stat); rq_affinity 1, 1 hardware queue");
     CHECK(flush_sentence(f) ==
           "40 flushes (3 ms flushing, stat 16/17) beside 12345 writes completed in 45 s; queue/write_cache \"write "
           "back\"; device cache write back (cache_type \"write back\")");

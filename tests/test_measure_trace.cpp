@@ -14,6 +14,7 @@
 #include <tuple>
 
 #include "measure/events.hpp"
+#include "measure/figures.hpp"
 #include "measure/ring_buffer.hpp"
 #include "measure/trace_format.hpp"
 #include "measure/tracefs.hpp"
@@ -366,7 +367,9 @@ TEST_CASE("tally: a completion read before its issue waits for it; one whose iss
     CHECK(rq.issued == 2);
     CHECK(rq.completed == 3);
     CHECK(rq.matched == 2);
-    CHECK(rq.same_cpu == 1);
+    CHECK(rq.same_cpu_as_issue == 1);
+    CHECK(rq.submitted == 0);  // no block_getrq here: the submitting CPU is not known
+    CHECK(rq.same_cpu == 0);
     CHECK(rq.completed_on.at(1) == 2);
     CHECK(rq.issued_on.at(0) == 1);
     CHECK(rq.issued_on.at(1) == 1);
@@ -378,6 +381,74 @@ TEST_CASE("tally: a completion read before its issue waits for it; one whose iss
     late.add(ev(TracedEvent::rq_issue, 500, 0, 10));
     late.finish();
     CHECK(late.devices().at(kernel_dev(7, 250)).rq.matched == 0);
+}
+
+TEST_CASE("tally: the submitting CPU is block_getrq's, not the issuing one") {
+    const auto disk = kernel_dev(254, 16);
+    auto ev = [&](TracedEvent k, std::uint64_t ts, int cpu, std::uint64_t sector) {
+        Event e;
+        e.kind = k;
+        e.ts = ts;
+        e.cpu = cpu;
+        e.dev = disk;
+        e.sector = sector;
+        e.nr_sector = 8;
+        e.read = true;
+        return e;
+    };
+    Tally t;
+    // With a scheduler: submitted on CPU1, dispatched by a kblockd worker on
+    // CPU0, completed on CPU1 (rq_affinity 2 sent it back there).
+    t.add(ev(TracedEvent::rq_getrq, 100, 1, 1000));
+    t.add(ev(TracedEvent::rq_issue, 150, 0, 1000));
+    t.add(ev(TracedEvent::rq_complete, 200, 1, 1000));
+    // Issued on the submitting CPU (no scheduler, or a run of the queue in
+    // the submitter), completed on the interrupt's CPU.
+    t.add(ev(TracedEvent::rq_getrq, 300, 1, 2048));
+    t.add(ev(TracedEvent::rq_issue, 310, 1, 2048));
+    t.add(ev(TracedEvent::rq_complete, 400, 0, 2048));
+    // A getrq at another sector (a front merge moved the request's start)
+    // is nobody's: that request's submitter is unknown, not guessed.
+    t.add(ev(TracedEvent::rq_getrq, 500, 1, 4096));
+    t.add(ev(TracedEvent::rq_issue, 510, 0, 4088));
+    t.add(ev(TracedEvent::rq_complete, 600, 0, 4088));
+    // A getrq after the issue at the same sector is a later request's.
+    t.add(ev(TracedEvent::rq_issue, 700, 0, 8192));
+    t.add(ev(TracedEvent::rq_getrq, 710, 1, 8192));
+    t.add(ev(TracedEvent::rq_complete, 800, 0, 8192));
+    t.finish();
+    REQUIRE(t.devices().size() == 1);
+    const auto& rq = t.devices().at(disk).rq;
+    CHECK(rq.issued == 4);
+    CHECK(rq.matched == 4);
+    CHECK(rq.submitted == 2);
+    CHECK(rq.same_cpu == 1);           // the first: submitted and completed on CPU1
+    CHECK(rq.same_cpu_as_issue == 2);  // the third and the fourth
+    CHECK(rq.submitted_on.at(1) == 2);
+
+    CompletionFigure c;
+    c.traced = true;
+    c.counts = rq;
+    REQUIRE(c.same_cpu_share());
+    CHECK(*c.same_cpu_share() == doctest::Approx(0.5));
+    CHECK(*c.issuing_cpu_share() == doctest::Approx(0.5));
+}
+
+TEST_CASE("decode: block_getrq as this kernel lays it out (no bytes field: rwbs sits earlier than in rq_issue)") {
+    Decoder d = real_decoder();
+    const auto getrq = format_of("block_getrq");
+    d.add_format(TracedEvent::rq_getrq, getrq);
+    const auto rec = make_record(getrq, {{"dev", kernel_dev(8, 1)}, {"sector", 2048}, {"nr_sector", 8}},
+                                 {{"rwbs", "RA"}, {"comm", "fio"}});
+    const auto e = d.decode({5, rec}, 3);
+    REQUIRE(e);
+    CHECK(e->kind == TracedEvent::rq_getrq);
+    CHECK(e->dev == kernel_dev(8, 1));
+    CHECK(e->sector == 2048);
+    CHECK(e->nr_sector == 8);
+    CHECK(e->cpu == 3);
+    CHECK(e->read);
+    CHECK(e->readahead);
 }
 
 TEST_CASE("tracefs: instance names carry the PID namespace; only blkpolicy's own names parse") {

@@ -260,7 +260,8 @@ TEST_CASE("metrics: what the daemon measured (daemon.measure): counters since it
         measure::DeviceTally t;
         t.wbt.step_down = steps_down;
         t.wbt.windows[1] = 5;
-        t.rq.matched = 10;
+        t.rq.matched = 12;
+        t.rq.submitted = 10;  // the exported pair: submitting CPU known, and of those on it
         t.rq.same_cpu = 4;
         measure::Tracing tr;
         tr.on = true;

@@ -51,7 +51,7 @@ void Measured::add(double ended, std::vector<measure::DeviceFigures> figures, co
         for (std::size_t i = 0; i < n.windows.size(); ++i) n.windows[i] += w.windows[i];
         n.read_sectors += f.readahead.read_sectors;
         n.readahead_sectors += f.readahead.readahead_sectors;
-        n.completions_matched += f.completion.counts.matched;
+        n.completions_matched += f.completion.counts.submitted;
         n.completions_same_cpu += f.completion.counts.same_cpu;
     }
     totals = std::move(next);
@@ -220,9 +220,10 @@ std::string measured_metrics(const Measured& m) {
     Family readahead("blkpolicy_readahead_sectors_issued_total", "counter",
                      "Of those, sectors of readahead requests (rwbs A).");
     Family matched("blkpolicy_completions_matched_total", "counter",
-                   "Requests whose issue and completion were both traced (block_rq_issue, block_rq_complete).");
+                   "Requests whose submitting CPU, issue and completion were all traced (block_getrq, "
+                   "block_rq_issue, block_rq_complete).");
     Family same_cpu("blkpolicy_completions_same_cpu_total", "counter",
-                    "Of those, requests completed on the CPU that issued them.");
+                    "Of those, requests completed on the CPU that submitted them (where rq_affinity steers them).");
     Family cache("blkpolicy_device_cache_info", "gauge",
                  "The queue's write_cache beside the device's own cache mode and where that was read.");
     Family finding(

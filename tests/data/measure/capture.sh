@@ -23,7 +23,7 @@ trap cleanup EXIT
 mkdir "$I"
 echo 0 > "$I/tracing_on"; echo 64 > "$I/buffer_size_kb"; echo mono > "$I/trace_clock"
 dev=$(( (7 << 20) | idx ))
-for e in block_rq_issue block_rq_complete; do
+for e in block_rq_issue block_rq_complete block_getrq; do
     echo "dev == $dev" > "$I/events/block/$e/filter"; echo 1 > "$I/events/block/$e/enable"
 done
 echo 3 > /proc/sys/vm/drop_caches
@@ -37,7 +37,7 @@ for c in "$I"/per_cpu/cpu*; do
     dd if="$c/trace_pipe_raw" of="$out/cpu$n.raw" bs=4096 iflag=nonblock status=none 2>/dev/null || true
 done
 cp "$T/events/header_page" "$out/header_page"
-for e in block_rq_issue block_rq_complete; do cp "$T/events/block/$e/format" "$out/$e.format"; done
+for e in block_rq_issue block_rq_complete block_getrq; do cp "$T/events/block/$e/format" "$out/$e.format"; done
 for e in wbt_lat wbt_step wbt_timer; do cp "$T/events/wbt/$e/format" "$out/$e.format"; done
 grep -E '"scale (up|down)"' "$T/printk_formats" > "$out/printk_formats"
 uname -r > "$out/kernel"
