@@ -212,6 +212,17 @@ TEST_CASE("figures: the sentences carry each figure and its proof counter") {
     CHECK(lossy.undercounted);
     CHECK(wbt_sentence(lossy).find("at least: events were lost") != std::string::npos);
     CHECK(completion_sentence(lossy).find("at least: events were lost") != std::string::npos);
+    // Matched requests none of whose submitting CPU was traced (a kernel
+    // without block_getrq): no share against the issuing CPU in its place.
+    auto unknown = t;
+    unknown.rq.submitted = 0;
+    unknown.rq.same_cpu = 0;
+    unknown.rq.submitted_on.clear();
+    const auto u = device_figures(virtio("write back", DeviceCache::Mode::write_back), 45, &d, "", traced(), &unknown);
+    CHECK_FALSE(u.completion.same_cpu_share());
+    CHECK(completion_sentence(u).rfind("the submitting CPU of no completed request was traced (block_getrq); "
+                                       "completed on CPU0 1000; 25.0% of 1000 on the CPU that issued them",
+                                       0) == 0);
 }
 
 TEST_CASE("figures: the device's own cache, from cache_type, a loop's backing file, or the first-sight record") {
