@@ -191,8 +191,12 @@ util::Status StateDir::save(const policy::DeviceFacts& live, const std::string& 
     text += kRecordEnd;
     const auto path = facts_path(live.name);
     auto st = util::write_atomically(path, text);
-    if (!st.ok() && !std::filesystem::is_directory(dir_ / "facts")) {
-        // First record: make the directory, once, not on every write.
+    if (!st.ok()) {
+        // First record (no facts/ yet): make the directory and try once more.
+        // Not on every write, and not only when the directory is still
+        // missing now: in the initramfs one blkpolicy per disk records at
+        // the same moment, and another may have made it since this write
+        // failed (create_directories is content with one that exists).
         std::error_code ec;
         fs::create_directories(dir_ / "facts", ec);
         if (ec) return util::Status::failure("cannot create " + (dir_ / "facts").string() + ": " + ec.message());

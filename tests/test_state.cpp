@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include <doctest/doctest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -196,4 +198,43 @@ TEST_CASE("the record keeps write_cache as the device first had it, for measure'
     // A value that needs escaping goes through the parser's path, intact.
     REQUIRE(state.save(f, "write \"back\"").ok());
     CHECK(state.first_write_cache(f) == "write \"back\"");
+}
+
+TEST_CASE("disks recorded at once into a state directory nobody made yet: every record is written") {
+    // The initramfs's udev rule runs one blkpolicy per disk at the same
+    // moment, each the first to record facts. One that found no facts/
+    // directory while another was making it gave up: its disk was written
+    // unrecorded, and its rotational = true rules stopped matching after.
+    int failed = 0, trials = 0;
+    for (; trials < 200 && failed == 0; ++trials) {
+        TempDir dir;
+        const auto root = dir.path() / "state";
+        int gate[2];
+        REQUIRE(::pipe(gate) == 0);
+        std::vector<pid_t> children;
+        for (int i = 0; i < 4; ++i) {
+            const pid_t pid = ::fork();
+            REQUIRE(pid >= 0);
+            if (pid == 0) {
+                ::close(gate[1]);
+                char c;
+                (void)!::read(gate[0], &c, 1);  // all start when the gate closes
+                auto f = device(true);
+                f.name = "vd" + std::string(1, static_cast<char>('a' + i));
+                f.devnum = "254:" + std::to_string(i * 16);
+                ::_exit(agent::StateDir(root).save(f, "write back").ok() ? 0 : 1);
+            }
+            children.push_back(pid);
+        }
+        ::close(gate[0]);
+        ::close(gate[1]);
+        for (const pid_t pid : children) {
+            int status = 0;
+            REQUIRE(::waitpid(pid, &status, 0) == pid);
+            failed += WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
+        }
+        for (const char* name : {"vda", "vdb", "vdc", "vdd"})
+            failed += std::filesystem::exists(root / "facts" / (std::string(name) + ".json")) ? 0 : 1;
+    }
+    CHECK_MESSAGE(failed == 0, "records missing after " << trials << " rounds");
 }
