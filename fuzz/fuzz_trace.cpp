@@ -28,10 +28,15 @@ std::string data_file(const std::string& name) {
 const Decoder& decoder() {
     static const Decoder d = [] {
         Decoder x;
-        const std::pair<TracedEvent, const char*> formats[] = {
-            {TracedEvent::rq_issue, "block_rq_issue"}, {TracedEvent::rq_complete, "block_rq_complete"},
-            {TracedEvent::wbt_lat, "wbt_lat"},         {TracedEvent::wbt_step, "wbt_step"},
-            {TracedEvent::wbt_timer, "wbt_timer"},     {TracedEvent::rq_getrq, "block_getrq"}};
+        const std::pair<TracedEvent, const char*> formats[] = {{TracedEvent::rq_issue, "block_rq_issue"},
+                                                               {TracedEvent::rq_complete, "block_rq_complete"},
+                                                               {TracedEvent::wbt_lat, "wbt_lat"},
+                                                               {TracedEvent::wbt_step, "wbt_step"},
+                                                               {TracedEvent::wbt_timer, "wbt_timer"},
+                                                               {TracedEvent::rq_getrq, "block_getrq"},
+                                                               {TracedEvent::fm_fault, "mm_filemap_fault"},
+                                                               {TracedEvent::fm_get_pages, "mm_filemap_get_pages"},
+                                                               {TracedEvent::fm_map_pages, "mm_filemap_map_pages"}};
         for (const auto& [kind, name] : formats)
             if (auto f = parse_event_format(data_file(std::string(name) + ".format"))) x.add_format(kind, *f);
         x.set_printk_formats(parse_printk_formats(data_file("printk_formats")));

@@ -7,7 +7,7 @@
 namespace blkpolicy::measure {
 
 namespace {
-constexpr std::array<TracedEventSpec, 6> kEvents = {{
+constexpr std::array<TracedEventSpec, 9> kEvents = {{
     {TracedEvent::rq_issue, "block", "block_rq_issue", "requests issued to the driver, with their CPU"},
     {TracedEvent::rq_complete, "block", "block_rq_complete", "requests completed, with their CPU"},
     {TracedEvent::wbt_lat, "wbt", "wbt_lat", "a window's latency above the target"},
@@ -15,6 +15,10 @@ constexpr std::array<TracedEventSpec, 6> kEvents = {{
     {TracedEvent::wbt_timer, "wbt", "wbt_timer", "a window ended, with its status"},
     {TracedEvent::rq_getrq, "block", "block_getrq",
      "requests allocated, on the submitting CPU (the one rq_affinity completes on)"},
+    {TracedEvent::fm_fault, "filemap", "mm_filemap_fault", "page faults on file pages: the pages mmap readers asked"},
+    {TracedEvent::fm_get_pages, "filemap", "mm_filemap_get_pages", "page-cache reads: the pages read() asked"},
+    {TracedEvent::fm_map_pages, "filemap", "mm_filemap_map_pages",
+     "page faults on file mappings (fault-around): one page an mmap reader asked"},
 }};
 constexpr bool in_enum_order() {
     for (std::size_t i = 0; i < kEvents.size(); ++i)
@@ -43,7 +47,7 @@ Rwbs parse_rwbs(std::string_view s) {
 }
 }  // namespace
 
-const std::array<TracedEventSpec, 6>& traced_events() { return kEvents; }
+const std::array<TracedEventSpec, 9>& traced_events() { return kEvents; }
 const TracedEventSpec& spec(TracedEvent e) { return kEvents[static_cast<std::size_t>(e)]; }
 
 std::uint32_t kernel_dev(unsigned major, unsigned minor) { return (major << 20) | (minor & 0xfffffu); }
@@ -92,6 +96,10 @@ void Decoder::add_format(TracedEvent kind, EventFormat format) {
         k.msg = f.field("msg");
         k.step = f.field("step");
         k.status = f.field("status");
+        k.s_dev = f.field("s_dev");
+        k.ino = f.field("i_ino");
+        k.index = f.field("index");
+        k.last_index = f.field("last_index");
     }
     common_type_ = known_.front().format.field("common_type");
 }
@@ -130,6 +138,24 @@ std::optional<Event> Decoder::decode(const RawRecord& r, int cpu) const {
             e.write = flags.write;
             e.readahead = flags.readahead;
             e.flush = flags.flush;
+            return e;
+        }
+        case TracedEvent::fm_fault:
+        case TracedEvent::fm_get_pages:
+        case TracedEvent::fm_map_pages: {
+            if (!k->s_dev || !k->ino || !k->index) return std::nullopt;
+            const auto dev = read_unsigned(r.data, *k->s_dev);
+            const auto ino = read_unsigned(r.data, *k->ino);
+            const auto index = read_unsigned(r.data, *k->index);
+            if (!dev || !ino || !index) return std::nullopt;
+            e.dev = static_cast<std::uint32_t>(*dev);
+            e.ino = *ino;
+            e.index = e.last_index = *index;
+            if (k->kind != TracedEvent::fm_fault) {
+                const auto last = k->last_index ? read_unsigned(r.data, *k->last_index) : std::nullopt;
+                if (!last || *last < *index) return std::nullopt;
+                e.last_index = *last;
+            }
             return e;
         }
         case TracedEvent::wbt_lat:
@@ -202,7 +228,37 @@ void Tally::matched(DeviceTally& d, int issued_cpu, int submitted_cpu, int compl
     count(d.rq.submitted_on, submitted_cpu);
 }
 
+void Tally::asked(const Event& e) {
+    const auto disk = disk_of_.empty() ? e.dev : disk_of(e.dev);
+    auto& d = device(disk);
+    if (e.kind == TracedEvent::fm_map_pages || e.kind == TracedEvent::fm_fault) {
+        const auto cpu = static_cast<std::size_t>(std::max(e.cpu, 0));
+        if (around_.size() <= cpu) around_.resize(cpu + 1);
+        auto& last = around_[cpu];
+        if (e.kind == TracedEvent::fm_fault && last.used && last.dev == disk && last.ino == e.ino &&
+            e.index >= last.index && e.index <= last.last) {
+            last.used = false;  // the fault whose fault-around did not map its page
+            return;
+        }
+        ++d.rq.faults;
+        ++d.rq.asked_pages;
+        if (e.kind == TracedEvent::fm_map_pages) last = {e.ino, e.index, e.last_index, disk, true};
+        return;
+    }
+    const std::uint64_t h =
+        (e.ino * 0x9e3779b97f4a7c15ULL) ^ (static_cast<std::uint64_t>(disk) * 0xc2b2ae3d27d4eb4fULL);
+    auto& r = reading_[static_cast<std::size_t>(h >> (64 - 10))];
+    // filemap_read asks [index, last] and, as it copies, [index', last] for
+    // the rest of the same read (index' later, last the same).
+    const bool goes_on =
+        r.used && r.dev == disk && r.ino == e.ino && r.last == e.last_index && e.index > r.index && e.index <= r.last;
+    if (!goes_on) d.rq.asked_pages += e.last_index - e.index + 1;
+    r = {e.ino, e.index, e.last_index, disk, true};
+}
+
 void Tally::add(const Event& e) {
+    if (e.kind == TracedEvent::fm_fault || e.kind == TracedEvent::fm_get_pages || e.kind == TracedEvent::fm_map_pages)
+        return asked(e);
     if (e.kind == TracedEvent::rq_getrq) {
         // Counted at its issue, whose device and sector it has (a
         // partition's bio is remapped to its disk's before a request is
@@ -243,6 +299,9 @@ void Tally::add(const Event& e) {
             break;
         }
         case TracedEvent::rq_getrq:
+        case TracedEvent::fm_fault:
+        case TracedEvent::fm_get_pages:
+        case TracedEvent::fm_map_pages:
             break;  // above
         case TracedEvent::rq_complete: {
             if (e.nr_sector == 0) break;
@@ -295,6 +354,8 @@ void Tally::settle(std::uint64_t now_ts, std::uint64_t horizon_ns) {
 void Tally::forget_in_flight() {
     for (auto* table : {&inflight_, &early_, &allocated_})
         for (auto& s : *table) s.cpu = -1;
+    for (auto& r : reading_) r.used = false;
+    around_.clear();
 }
 
 void Tally::finish() { forget_in_flight(); }

@@ -18,7 +18,17 @@
 
 namespace blkpolicy::measure {
 
-enum class TracedEvent { rq_issue, rq_complete, wbt_lat, wbt_step, wbt_timer, rq_getrq };
+enum class TracedEvent {
+    rq_issue,
+    rq_complete,
+    wbt_lat,
+    wbt_step,
+    wbt_timer,
+    rq_getrq,
+    fm_fault,
+    fm_get_pages,
+    fm_map_pages
+};
 
 struct TracedEventSpec {
     TracedEvent kind;
@@ -27,7 +37,7 @@ struct TracedEventSpec {
     const char* proves;  // what its count shows, for reports
 };
 // Every traced event, in enum order.
-const std::array<TracedEventSpec, 6>& traced_events();
+const std::array<TracedEventSpec, 9>& traced_events();
 const TracedEventSpec& spec(TracedEvent e);
 
 // A kernel dev_t as the block tracepoints carry it: major << 20 | minor.
@@ -56,6 +66,11 @@ struct Event {
     int step = 0;
     int direction = 0;
     WbtWindow window = WbtWindow::other;
+    // mm_filemap_fault, mm_filemap_get_pages, mm_filemap_map_pages: the
+    // file (its filesystem's device is `dev`) and the pages, index to last_index
+    std::uint64_t ino = 0;
+    std::uint64_t index = 0;
+    std::uint64_t last_index = 0;
 };
 
 // Turns raw records into Events with the layouts of the events found.
@@ -82,6 +97,10 @@ private:
         const FieldFormat* msg = nullptr;
         const FieldFormat* step = nullptr;
         const FieldFormat* status = nullptr;
+        const FieldFormat* s_dev = nullptr;
+        const FieldFormat* ino = nullptr;
+        const FieldFormat* index = nullptr;
+        const FieldFormat* last_index = nullptr;
     };
     std::vector<Known> known_;
     std::map<std::uint64_t, std::string> printk_;
@@ -115,6 +134,16 @@ struct RequestTally {
     std::vector<std::uint64_t> completed_on;  // by CPU: matched completions there
     std::vector<std::uint64_t> issued_on;     // by CPU: matched completions issued there
     std::vector<std::uint64_t> submitted_on;  // by CPU: submitted completions submitted there
+    // Pages applications asked of files on this device through the page
+    // cache: each read()'s range once (mm_filemap_get_pages fires again
+    // for the rest of a range as it goes), and one page a page fault. A
+    // fault first maps the cached pages around it (mm_filemap_map_pages,
+    // which fires for every fault on a file mapping) and calls the file's
+    // fault handler (mm_filemap_fault) only when its page was not among
+    // them: the two on one CPU for one page are one fault. What readahead
+    // is measured against.
+    std::uint64_t asked_pages = 0;
+    std::uint64_t faults = 0;  // of those, asked by page faults
 };
 
 struct DeviceTally {
@@ -150,10 +179,21 @@ public:
         last_ = nullptr;
     }
     const std::map<std::uint32_t, DeviceTally>& devices() const { return devices_; }
+    // The filemap events name a file's filesystem by its superblock's
+    // device: a partition's counts go to its disk (partition -> disk, each
+    // kernel_dev). Kept across reset_counts().
+    void set_partitions(std::map<std::uint32_t, std::uint32_t> partition_to_disk) {
+        disk_of_ = std::move(partition_to_disk);
+    }
 
 private:
     DeviceTally& device(std::uint32_t dev);
     void matched(DeviceTally& d, int issued_on, int submitted_on, int completed_on);
+    void asked(const Event& e);
+    std::uint32_t disk_of(std::uint32_t dev) const {
+        const auto it = disk_of_.find(dev);
+        return it == disk_of_.end() ? dev : it->second;
+    }
 
     // Requests in flight, and completions read before their issue, each
     // direct-mapped by device and sector: no allocation and no scan per
@@ -176,6 +216,21 @@ private:
     std::vector<Slot> inflight_ = std::vector<Slot>(std::size_t{1} << kSlotBits);
     std::vector<Slot> early_ = std::vector<Slot>(std::size_t{1} << kSlotBits);      // completions before their issue
     std::vector<Slot> allocated_ = std::vector<Slot>(std::size_t{1} << kSlotBits);  // block_getrq, not yet issued
+    std::map<std::uint32_t, std::uint32_t> disk_of_;
+    // The read() under way per file, direct-mapped by device and inode: a
+    // get_pages with the same last page and a later first page goes on
+    // with it and asks nothing new.
+    struct Reading {
+        std::uint64_t ino = 0;
+        std::uint64_t index = 0;
+        std::uint64_t last = 0;
+        std::uint32_t dev = 0;
+        bool used = false;
+    };
+    std::vector<Reading> reading_ = std::vector<Reading>(std::size_t{1} << 10);
+    // Per CPU, the last fault-around: a fault handler call for a page in
+    // its range on that CPU is the same fault.
+    std::vector<Reading> around_;
     std::uint64_t last_sweep_ = 0;
     std::uint64_t gap_ts_ = 0;  // the latest gap: no pair spans it
     bool same_side(std::uint64_t issue_ts, std::uint64_t complete_ts) const {

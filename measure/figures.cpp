@@ -147,6 +147,12 @@ std::optional<double> ReadaheadFigure::readahead_share() const {
     return static_cast<double>(readahead_sectors) / static_cast<double>(read_sectors);
 }
 
+std::optional<double> ReadaheadFigure::amplification() const {
+    if (!asked_traced || asked_pages == 0 || asked_share <= 0.0) return std::nullopt;
+    const double asked_sectors = static_cast<double>(asked_pages) * static_cast<double>(page_size) / 512.0;
+    return static_cast<double>(sectors_read) / (asked_sectors / asked_share);
+}
+
 std::optional<double> CompletionFigure::same_cpu_share() const {
     if (!traced || counts.submitted == 0) return std::nullopt;
     return static_cast<double>(counts.same_cpu) / static_cast<double>(counts.submitted);
@@ -309,6 +315,29 @@ DeviceFigures device_figures(const DeviceSettings& s, double seconds, const IoSt
         ra.note = not_traced;
     else if (!requests_traced)
         ra.note = "the request tracepoints were off all window (sample 0%)";
+    // What was asked: the filemap events name a filesystem's device, which
+    // a bio-based device (dm, md) can be, so they count there too.
+    const auto lacks = [&](const char* event) {
+        return std::find(tracing.missing.begin(), tracing.missing.end(), event) != tracing.missing.end();
+    };
+    ra.page_size = tracing.page_size;
+    ra.asked_share = tracing.requests_traced;
+    if (!tracing.on)
+        ra.asked_note = "not traced: " + tracing.why_not;
+    else if (lacks("mm_filemap_fault") || lacks("mm_filemap_get_pages") || lacks("mm_filemap_map_pages"))
+        ra.asked_note =
+            "what applications asked is not known: this kernel has no mm_filemap_fault, mm_filemap_get_pages and "
+            "mm_filemap_map_pages tracepoints (6.11 and later have them)";
+    else if (tracing.requests_traced <= 0.0)
+        ra.asked_note = "the tracepoints were off all window (sample 0%)";
+    else
+        ra.asked_traced = true;
+    ra.asked_pages = t.rq.asked_pages;
+    ra.faults = t.rq.faults;
+    if (ra.asked_traced && ra.asked_pages == 0 && delta && ra.reads > 0)
+        ra.asked_note =
+            "no read through the page cache asked of a filesystem on it (direct I/O, the raw device, or a "
+            "filesystem that names another device, as btrfs does)";
 
     // Completions.
     auto& c = f.completion;
@@ -383,8 +412,18 @@ std::string readahead_sentence(const DeviceFigures& f) {
                       duration_text(f.seconds) + " (stat 1/3)";
     if (auto per = ra.sectors_per_read()) out += ", " + fixed(*per / 2.0, 1) + " KiB a read request";
     if (!ra.read_ahead_kb.empty()) out += "; read_ahead_kb " + ra.read_ahead_kb;
+    if (auto amp = ra.amplification()) {
+        out += "; read " + fixed(*amp, 1) + "x what applications asked through the page cache (" +
+               count(ra.asked_pages, "page", "pages") + " asked: " + std::to_string(ra.faults) +
+               " by page faults, mm_filemap_map_pages/fault; " + std::to_string(ra.asked_pages - ra.faults) +
+               " by read calls, mm_filemap_get_pages)";
+    } else if (!ra.asked_note.empty() && ra.reads > 0) {
+        out += "; " + ra.asked_note;
+    }
     if (auto share = ra.readahead_share()) {
-        out += "; " + percent(*share) + " of the read sectors issued were readahead (" +
+        // Every buffered read goes through the readahead path, the page
+        // asked included: the share says how reads came, not what was wasted.
+        out += "; " + percent(*share) + " of the read sectors issued came by the readahead path (" +
                std::to_string(ra.readahead_requests) + " of " + std::to_string(ra.read_requests) +
                " read requests carried A, block_rq_issue)";
     }

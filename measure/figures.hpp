@@ -80,6 +80,7 @@ struct Tracing {
     std::uint64_t lost_events = 0;  // dropped + overrun, every CPU
     std::uint64_t missed_pages = 0;
     std::uint64_t bad_pages = 0;
+    std::uint64_t page_size = 4096;  // the pages the filemap events count
     bool lossy() const { return lost_events + missed_pages + bad_pages > 0; }
 };
 
@@ -113,8 +114,21 @@ struct ReadaheadFigure {
     std::uint64_t readahead_requests = 0;
     std::uint64_t readahead_sectors = 0;
     std::string note;
+    // What applications asked through the page cache (mm_filemap_fault,
+    // mm_filemap_get_pages, on the filesystems whose device this is), the
+    // traced share of the window, and why it is not known where it is not.
+    bool asked_traced = false;
+    std::uint64_t asked_pages = 0;
+    std::uint64_t faults = 0;
+    std::uint64_t page_size = 4096;
+    double asked_share = 1.0;
+    std::string asked_note;
     std::optional<double> sectors_per_read() const;
     std::optional<double> readahead_share() const;  // of read sectors issued
+    // Sectors read (stat) over sectors asked (the traced asks scaled to the
+    // window): 1 when readahead read what was then used, above when it read
+    // pages nobody asked for.
+    std::optional<double> amplification() const;
 };
 
 struct CompletionFigure {

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "measure/session.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 
 #include "policy/values.hpp"
@@ -10,6 +12,29 @@
 namespace blkpolicy::measure {
 
 Session::Session(const udev::Sysfs& sysfs, SessionOptions options) : sysfs_(sysfs), options_(std::move(options)) {}
+
+namespace {
+std::optional<std::uint32_t> dev_of(const udev::Sysfs& sysfs, const std::string& rel) {
+    const auto r = sysfs.read(rel + "/dev");
+    return r.ok() ? kernel_dev_from_text(policy::trim(r.value)) : std::nullopt;
+}
+}  // namespace
+
+std::map<std::uint32_t, std::uint32_t> partitions_of(const udev::Sysfs& sysfs, const std::vector<std::string>& disks) {
+    std::map<std::uint32_t, std::uint32_t> out;
+    for (const auto& disk : disks) {
+        const auto whole = dev_of(sysfs, "block/" + disk);
+        if (!whole) continue;
+        // block/DISK/DISKpN/partition: a disk's partitions are the
+        // directories below it that have one.
+        for (const auto& entry : sysfs.list("block/" + disk)) {
+            const auto rel = "block/" + disk + "/" + entry;
+            if (!sysfs.exists(rel + "/partition")) continue;
+            if (const auto part = dev_of(sysfs, rel)) out[*part] = *whole;
+        }
+    }
+    return out;
+}
 
 std::vector<std::string> Session::names() const {
     if (!options_.devices.empty()) return options_.devices;
@@ -32,6 +57,7 @@ void Session::baseline_all() {
 
 void Session::start() {
     tracing_ = Tracing{};
+    if (const long page = ::sysconf(_SC_PAGESIZE); page > 0) tracing_.page_size = static_cast<std::uint64_t>(page);
     if (options_.trace) {
         std::string why;
         const auto dir = find_tracefs(sysfs_.root().string(), &why);
@@ -41,11 +67,13 @@ void Session::start() {
             TraceOptions t;
             t.buffer_kb = options_.buffer_kb;
             t.online_cpus_file = (sysfs_.root() / "devices/system/cpu/online").string();
-            for (const auto& name : options_.devices) {
-                const auto dev = sysfs_.read("block/" + name + "/dev");
-                if (auto k = dev.ok() ? kernel_dev_from_text(policy::trim(dev.value)) : std::nullopt)
-                    t.devices.push_back(*k);
-            }
+            for (const auto& name : options_.devices)
+                if (auto k = dev_of(sysfs_, "block/" + name)) t.devices.push_back(*k);
+            auto partitions = partitions_of(sysfs_, names());
+            for (const auto& [part, disk] : partitions)
+                if (std::find(t.devices.begin(), t.devices.end(), disk) != t.devices.end())
+                    t.partitions.push_back(part);
+            tally_.set_partitions(std::move(partitions));
             auto opened = TraceInstance::open(dir, t);
             if (opened.ok()) {
                 instance_ = std::move(*opened);
@@ -195,10 +223,14 @@ std::vector<DeviceFigures> Session::take(bool again) {
         out.push_back(device_figures(settings, secs, delta ? &*delta : nullptr, note, tracing_,
                                      traced != tally_.devices().end() ? &traced->second : nullptr));
     }
-    if (again)
+    if (again) {
         tally_.reset_counts();
-    else
+        // The partitions as they are now (the daemon's windows go on while
+        // disks come and go, and traces every device when none was named).
+        if (options_.devices.empty()) tally_.set_partitions(partitions_of(sysfs_, names()));
+    } else {
         tally_ = Tally{};
+    }
     if (again) {
         base_ = std::move(next);
         started_ = now;

@@ -31,6 +31,9 @@ struct SessionOptions {
     std::function<std::string(const policy::DeviceFacts&)> first_write_cache;
 };
 
+// Each partition of DISKS (names under block/) -> its disk, as kernel_dev.
+std::map<std::uint32_t, std::uint32_t> partitions_of(const udev::Sysfs& sysfs, const std::vector<std::string>& disks);
+
 class Session {
 public:
     Session(const udev::Sysfs& sysfs, SessionOptions options);

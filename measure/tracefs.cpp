@@ -257,12 +257,23 @@ util::Status TraceInstance::configure(const TraceOptions& o) {
 
     // The filters: the devices asked for (a filter is at most a page; past
     // that every device is traced and the others are not reported).
-    std::string dev_filter, name_filter;
+    std::string dev_filter, name_filter, fs_filter;
+    const auto either = [](std::string& filter, const std::string& term) {
+        filter += (filter.empty() ? "" : " || ") + term;
+    };
     for (auto dev : o.devices) {
-        dev_filter += (dev_filter.empty() ? "" : " || ") + std::string("dev == ") + std::to_string(dev);
-        name_filter += (name_filter.empty() ? "" : " || ") + std::string("name == \"") + devnum_text(dev) + "\"";
+        either(dev_filter, "dev == " + std::to_string(dev));
+        either(name_filter, "name == \"" + devnum_text(dev) + "\"");
+        either(fs_filter, "s_dev == " + std::to_string(dev));
     }
-    if (dev_filter.size() > 3000 || name_filter.size() > 3000) dev_filter.clear(), name_filter.clear();
+    if (!fs_filter.empty())
+        for (auto dev : o.partitions) either(fs_filter, "s_dev == " + std::to_string(dev));
+    if (dev_filter.size() > 3000 || name_filter.size() > 3000 || fs_filter.size() > 3000)
+        dev_filter.clear(), name_filter.clear(), fs_filter.clear();
+    // Every device: still only file systems on a block device (major 0 is
+    // the anonymous devices' of tmpfs, proc, overlay, btrfs's subvolumes),
+    // so that each exec's page faults on those are never traced.
+    if (fs_filter.empty()) fs_filter = "s_dev >= " + std::to_string(kernel_dev(1, 0));
 
     for (const auto& ev : traced_events()) {
         const std::string dir = path_ + "/events/" + ev.system + "/" + ev.name;
@@ -273,7 +284,8 @@ util::Status TraceInstance::configure(const TraceOptions& o) {
             continue;
         }
         decoder_.add_format(ev.kind, std::move(*parsed));
-        const auto& filter = std::string_view(ev.system) == "block" ? dev_filter : name_filter;
+        const std::string_view system = ev.system;
+        const auto& filter = system == "block" ? dev_filter : system == "filemap" ? fs_filter : name_filter;
         if (!filter.empty()) {
             if (int e = write_text(dir + "/filter", filter)) return fail(std::string("filter ") + ev.name, e);
         }
@@ -346,8 +358,9 @@ void TraceInstance::poll_failed(int fd) {
 void TraceInstance::stop() { (void)write_text(path_ + "/tracing_on", "0"); }
 
 void TraceInstance::set_requests(bool on) {
+    // The per-request and per-read events: block's and filemap's (wbt's are few).
     for (const auto& ev : traced_events()) {
-        if (std::string_view(ev.system) != "block") continue;
+        if (std::string_view(ev.system) == "wbt") continue;
         if (std::find(missing_.begin(), missing_.end(), ev.kind) != missing_.end()) continue;
         (void)write_text(path_ + "/events/" + ev.system + "/" + ev.name + "/enable", on ? "1" : "0");
     }

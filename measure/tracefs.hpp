@@ -28,8 +28,11 @@ std::string find_tracefs(const std::string& sysfs_root, std::string* why_not);
 
 struct TraceOptions {
     std::vector<std::uint32_t> devices;  // kernel_dev of the devices to trace; empty: every device
-    unsigned buffer_kb = 256;            // per CPU
-    unsigned watermark_percent = 50;     // a CPU's buffer wakes its reader when this full
+    // Their partitions (kernel_dev): the filemap events name a file's
+    // filesystem by its device, which may be one of these.
+    std::vector<std::uint32_t> partitions;
+    unsigned buffer_kb = 256;         // per CPU
+    unsigned watermark_percent = 50;  // a CPU's buffer wakes its reader when this full
     // The kernel's list of online CPUs: tracefs has a buffer directory for
     // every possible CPU, and the buffer of one that is not online answers
     // poll with an error at once, forever.

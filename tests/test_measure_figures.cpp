@@ -183,6 +183,8 @@ TEST_CASE("figures: the sentences carry each figure and its proof counter") {
     t.rq.read_sectors = 48000;
     t.rq.readahead_requests = 150;
     t.rq.readahead_sectors = 47000;
+    t.rq.asked_pages = 200;  // fio's 200 mmap reads of 4 KiB: 1,600 sectors asked
+    t.rq.faults = 200;
     t.rq.completed = 1000;
     t.rq.matched = 1000;
     t.rq.submitted = 990;
@@ -197,8 +199,36 @@ TEST_CASE("figures: the sentences carry each figure and its proof counter") {
           "wbt stepped down 34 times and up 31 in 45 s (wbt_step), 23 latency violations (worst 290.1 ms) (wbt_lat); "
           "103 windows (wbt_timer: 100 ok, 3 exceeded, 0 unknown); beside 12345 writes completed (stat)");
     CHECK(readahead_sentence(f) ==
-          "200 reads of 48720 sectors in 45 s (stat 1/3), 121.8 KiB a read request; read_ahead_kb 8192; 97.9% of the "
-          "read sectors issued were readahead (150 of 200 read requests carried A, block_rq_issue)");
+          "200 reads of 48720 sectors in 45 s (stat 1/3), 121.8 KiB a read request; read_ahead_kb 8192; read 30.4x "
+          "what applications asked through the page cache (200 pages asked: 200 by page faults, "
+          "mm_filemap_map_pages/fault; 0 by read calls, mm_filemap_get_pages); 97.9% of the read sectors issued came "
+          "by the readahead path (150 of "
+          "200 read requests carried A, block_rq_issue)");
+    REQUIRE(f.readahead.amplification());
+    CHECK(*f.readahead.amplification() == doctest::Approx(48720.0 / 1600.0));
+    {
+        // Traced a quarter of the window: the asks stand for four times as many.
+        auto sampled = traced();
+        sampled.requests_traced = 0.25;
+        const auto q = device_figures(virtio("write back", DeviceCache::Mode::write_back), 45, &d, "", sampled, &t);
+        CHECK(*q.readahead.amplification() == doctest::Approx(48720.0 / 6400.0));
+        // A kernel without the filemap tracepoints (6.1): not known, and it says why.
+        auto old_kernel = traced();
+        old_kernel.missing = {"mm_filemap_fault", "mm_filemap_get_pages", "mm_filemap_map_pages"};
+        const auto o = device_figures(virtio("write back", DeviceCache::Mode::write_back), 45, &d, "", old_kernel, &t);
+        CHECK_FALSE(o.readahead.amplification());
+        CHECK(readahead_sentence(o).find("; what applications asked is not known: this kernel has no "
+                                         "mm_filemap_fault, mm_filemap_get_pages and mm_filemap_map_pages tracepoints "
+                                         "(6.11 and later have them);") != std::string::npos);
+        // Reads, none asked through a filesystem on it (O_DIRECT, the raw device).
+        auto direct = t;
+        direct.rq.asked_pages = direct.rq.faults = 0;
+        const auto r =
+            device_figures(virtio("write back", DeviceCache::Mode::write_back), 45, &d, "", traced(), &direct);
+        CHECK_FALSE(r.readahead.amplification());
+        CHECK(readahead_sentence(r).find("; no read through the page cache asked of a filesystem on it") !=
+              std::string::npos);
+    }
     CHECK(completion_sentence(f) ==
           "0.0% of 990 requests completed on the CPU that submitted them (block_getrq/block_rq_complete); submitted "
           "on CPU1 990; completed on CPU0 1000; 25.0% of 1000 on the CPU that issued them (block_rq_issue); beside "

@@ -451,6 +451,88 @@ TEST_CASE("decode: block_getrq as this kernel lays it out (no bytes field: rwbs 
     CHECK(e->readahead);
 }
 
+TEST_CASE("decode and tally: what applications asked through the page cache, per file system's disk") {
+    Decoder d = real_decoder();
+    d.add_format(TracedEvent::fm_fault, format_of("mm_filemap_fault"));
+    d.add_format(TracedEvent::fm_get_pages, format_of("mm_filemap_get_pages"));
+    d.add_format(TracedEvent::fm_map_pages, format_of("mm_filemap_map_pages"));
+    const auto disk = kernel_dev(259, 0), part = kernel_dev(259, 1), other = kernel_dev(0, 45);
+    const auto fault = [&](std::uint32_t dev, std::uint64_t ino, std::uint64_t index, int cpu = 0) {
+        const auto e = d.decode(
+            {1, make_record(format_of("mm_filemap_fault"), {{"s_dev", dev}, {"i_ino", ino}, {"index", index}})}, cpu);
+        REQUIRE(e);
+        return *e;
+    };
+    const auto get_pages = [&](std::uint32_t dev, std::uint64_t ino, std::uint64_t index, std::uint64_t last) {
+        const auto e =
+            d.decode({1, make_record(format_of("mm_filemap_get_pages"),
+                                     {{"s_dev", dev}, {"i_ino", ino}, {"index", index}, {"last_index", last}})},
+                     0);
+        REQUIRE(e);
+        return *e;
+    };
+    const auto map_pages = [&](int cpu, std::uint32_t dev, std::uint64_t ino, std::uint64_t index, std::uint64_t last) {
+        auto e = d.decode({1, make_record(format_of("mm_filemap_map_pages"),
+                                          {{"s_dev", dev}, {"i_ino", ino}, {"index", index}, {"last_index", last}})},
+                          cpu);
+        REQUIRE(e);
+        return *e;
+    };
+    const auto f = fault(part, 12, 777);
+    CHECK(f.kind == TracedEvent::fm_fault);
+    CHECK(f.dev == part);
+    CHECK(f.ino == 12);
+    CHECK(f.index == 777);
+    const auto g = get_pages(disk, 13, 0, 255);
+    CHECK(g.kind == TracedEvent::fm_get_pages);
+    CHECK(g.last_index == 255);
+    // A range that ends before it starts is not one.
+    CHECK_FALSE(d.decode({1, make_record(format_of("mm_filemap_get_pages"),
+                                         {{"s_dev", disk}, {"i_ino", 1}, {"index", 9}, {"last_index", 8}})},
+                         0));
+
+    Tally t;
+    t.set_partitions({{part, disk}});
+    // mmap: one page per fault, on the partition's file system: the disk's.
+    // Each fault maps the cached pages around it first; where its own page
+    // was not cached, the file's fault handler follows on the same CPU.
+    for (std::uint64_t i = 0; i < 100; ++i) {
+        t.add(map_pages(0, part, 12, i * 97, i * 97 + 15));  // fault-around mapped the page: one ask
+        t.add(map_pages(1, part, 12, i * 89, i * 89 + 15));
+        t.add(fault(part, 12, i * 89 + 3, 1));  // not cached: the same fault, on CPU 1
+    }
+    // One read() of 1 MiB (256 pages): filemap_read asks [0, 255], then the
+    // rest as it copies ([16, 255], [48, 255], ...): 256 pages, once.
+    t.add(get_pages(disk, 13, 0, 255));
+    t.add(get_pages(disk, 13, 16, 255));
+    t.add(get_pages(disk, 13, 48, 255));
+    t.add(get_pages(disk, 13, 255, 255));
+    // The next read of the same file, and one of another file in between.
+    t.add(get_pages(disk, 14, 0, 3));
+    t.add(get_pages(disk, 13, 256, 511));
+    // Reading the same range again is asking again.
+    t.add(get_pages(disk, 13, 256, 511));
+    // A fault with no fault-around before it (fault_around_bytes 4096, a
+    // private write fault) is one ask; so is one for a page outside the
+    // last fault-around's range, or another file's.
+    t.add(fault(disk, 13, 9000));
+    t.add(map_pages(0, disk, 13, 100, 115));
+    t.add(fault(disk, 13, 116));
+    t.add(map_pages(0, disk, 13, 200, 215));
+    t.add(fault(disk, 14, 200));
+    // Another file system's (an anonymous device: btrfs, tmpfs) is not the disk's.
+    t.add(fault(other, 5, 0));
+    const auto& rq = t.devices().at(disk).rq;
+    CHECK(rq.faults == 200 + 5);
+    CHECK(rq.asked_pages == 200 + 5 + 256 + 4 + 256 + 256);
+    CHECK(t.devices().at(other).rq.asked_pages == 1);
+    CHECK_FALSE(t.devices().count(part));
+    // A new window: the counts start again; the partitions stay known.
+    t.reset_counts();
+    t.add(fault(part, 12, 1));
+    CHECK(t.devices().at(disk).rq.asked_pages == 1);
+}
+
 TEST_CASE("tracefs: instance names carry the PID namespace; only blkpolicy's own names parse") {
     const InstanceOwner me{4026531836, 1234};
     const auto name = instance_name(me, 7);

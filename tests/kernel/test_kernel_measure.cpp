@@ -11,6 +11,8 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
@@ -257,6 +259,98 @@ TEST_CASE("kernel measure: reads of a partition count for its disk, each with th
     CHECK(c["submitted"].get<long>() >= 1000);
     CHECK(c["submitted_on"][std::to_string(cpu)].get<long>() >= 1000);
     for (const auto& d : doc["devices"]) CHECK(d["device"] != part);  // asked for the disk only
+}
+
+// ext4 on LOOP, mounted on a directory of its own for the object's life.
+class Ext4On {
+public:
+    explicit Ext4On(const LoopDevice& loop) {
+        REQUIRE_MESSAGE(std::system(("mkfs.ext4 -q -F /dev/" + loop.name() + " >/dev/null 2>&1").c_str()) == 0,
+                        "mkfs.ext4 (e2fsprogs, which scripts/install-deps.sh installs)");
+        REQUIRE(::mount(("/dev/" + loop.name()).c_str(), dir_.path().c_str(), "ext4", 0, nullptr) == 0);
+        mounted_ = true;
+    }
+    ~Ext4On() {
+        if (mounted_) ::umount2(dir_.path().c_str(), MNT_DETACH);
+    }
+    Ext4On(const Ext4On&) = delete;
+    Ext4On& operator=(const Ext4On&) = delete;
+    std::filesystem::path path(const std::string& name) const { return dir_.path() / name; }
+
+private:
+    TempDir dir_;
+    bool mounted_ = false;
+};
+
+// A file of `mib` MiB of bytes that do not compress, on disk and out of the
+// page cache (fsync, then POSIX_FADV_DONTNEED), so that reading it reads the disk.
+std::string cold_file(const Ext4On& fs, int mib) {
+    const auto path = fs.path("data").string();
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    REQUIRE(fd >= 0);
+    std::string chunk(1 << 20, '\0');
+    std::uint32_t x = 12345;
+    for (int i = 0; i < mib; ++i) {
+        for (auto& c : chunk) c = static_cast<char>((x = x * 1103515245u + 12345u) >> 24);
+        REQUIRE(::write(fd, chunk.data(), chunk.size()) == static_cast<ssize_t>(chunk.size()));
+    }
+    REQUIRE(::fsync(fd) == 0);
+    REQUIRE(::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0);
+    ::close(fd);
+    return path;
+}
+
+TEST_CASE(
+    "kernel measure: readahead is judged by what applications asked: a sequential read about 1x, "
+    "random mmap reads many times") {
+    // The old figure, the share of read sectors carrying A, is near 100% for
+    // both: every buffered read comes by the readahead path.
+    Tracefs tracefs;
+    LoopDevice loop;
+    Ext4On fs(loop);
+    const auto file = cold_file(fs, 16);
+    loop.write_queue("read_ahead_kb", "2048");
+    {
+        Measuring m({"--for", "2s", loop.name()});
+        const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+        REQUIRE(fd >= 0);
+        std::string buf(1 << 20, '\0');
+        long total = 0;
+        for (ssize_t n; (n = ::read(fd, buf.data(), buf.size())) > 0;) total += n;
+        ::close(fd);
+        CHECK(total == 16L << 20);
+        const auto d = device_in(m.result(), loop.name());
+        const auto& ra = d["readahead"];
+        INFO(ra["sentence"].get<std::string>());
+        REQUIRE(ra["asked_traced"] == true);
+        CHECK(ra["asked_pages"].get<long>() >= 4096);  // 16 MiB of 4 KiB pages
+        REQUIRE(ra["amplification"].is_number());
+        CHECK(ra["amplification"].get<double>() >= 0.9);
+        CHECK(ra["amplification"].get<double>() <= 1.3);
+    }
+    {
+        const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+        REQUIRE(fd >= 0);
+        REQUIRE(::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0);
+        Measuring m({"--for", "2s", loop.name()});
+        // 100 random pages touched through a mapping, no access hint: each
+        // fault reads around it, read_ahead_kb's worth.
+        const std::size_t len = 16u << 20;
+        void* map = ::mmap(nullptr, len, PROT_READ, MAP_SHARED, fd, 0);
+        REQUIRE(map != MAP_FAILED);
+        const volatile unsigned char* bytes = static_cast<const unsigned char*>(map);
+        unsigned sum = 0;
+        for (std::size_t i = 0; i < 100; ++i) sum += bytes[((i * 2654435761u) % 4096) * 4096];
+        ::munmap(map, len);
+        ::close(fd);
+        INFO("sum " << sum);
+        const auto d = device_in(m.result(), loop.name());
+        const auto& ra = d["readahead"];
+        INFO(ra["sentence"].get<std::string>());
+        CHECK(ra["faults"].get<long>() >= 50);
+        REQUIRE(ra["amplification"].is_number());
+        CHECK(ra["amplification"].get<double>() >= 4.0);
+    }
 }
 
 TEST_CASE("kernel measure: --sample traces requests part of the time and says so; 0 never") {

@@ -39,6 +39,7 @@ done
 cp "$T/events/header_page" "$out/header_page"
 for e in block_rq_issue block_rq_complete block_getrq; do cp "$T/events/block/$e/format" "$out/$e.format"; done
 for e in wbt_lat wbt_step wbt_timer; do cp "$T/events/wbt/$e/format" "$out/$e.format"; done
+for e in mm_filemap_fault mm_filemap_get_pages mm_filemap_map_pages; do cp "$T/events/filemap/$e/format" "$out/$e.format"; done
 grep -E '"scale (up|down)"' "$T/printk_formats" > "$out/printk_formats"
 uname -r > "$out/kernel"
 echo "loop$idx $dev" > "$out/device"
