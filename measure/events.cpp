@@ -232,17 +232,34 @@ void Tally::asked(const Event& e) {
     const auto disk = disk_of_.empty() ? e.dev : disk_of(e.dev);
     auto& d = device(disk);
     if (e.kind == TracedEvent::fm_map_pages || e.kind == TracedEvent::fm_fault) {
+        // One page a fault, whatever its events: fault-around first
+        // (map_pages, for every read fault on a file mapping), the file's
+        // fault handler where that did not map the page (fault, on the same
+        // CPU), and, when the handler had to wait for the disk, the whole
+        // fault again once the page is in (VM_FAULT_RETRY: map_pages, or
+        // fault without fault-around, for the page the handler was called for).
         const auto cpu = static_cast<std::size_t>(std::max(e.cpu, 0));
         if (around_.size() <= cpu) around_.resize(cpu + 1);
         auto& last = around_[cpu];
-        if (e.kind == TracedEvent::fm_fault && last.used && last.dev == disk && last.ino == e.ino &&
-            e.index >= last.index && e.index <= last.last) {
-            last.used = false;  // the fault whose fault-around did not map its page
-            return;
+        const std::uint64_t key = (e.ino * 0x9e3779b97f4a7c15ULL) ^ (std::uint64_t{disk} * 0xc2b2ae3d27d4eb4fULL);
+        auto& retry = retrying_[static_cast<std::size_t>(key >> (64 - 10))];
+        const bool retries = retry.used && retry.dev == disk && retry.ino == e.ino && retry.index >= e.index &&
+                             retry.index <= e.last_index;
+        if (e.kind == TracedEvent::fm_map_pages) {
+            last = {e.ino, e.index, e.last_index, disk, true};
+            if (retries) {
+                retry.used = false;
+                return;
+            }
+        } else {
+            const bool after_around =
+                last.used && last.dev == disk && last.ino == e.ino && e.index >= last.index && e.index <= last.last;
+            last.used = false;
+            retry = {e.ino, e.index, e.index, disk, true};
+            if (after_around || retries) return;
         }
         ++d.rq.faults;
         ++d.rq.asked_pages;
-        if (e.kind == TracedEvent::fm_map_pages) last = {e.ino, e.index, e.last_index, disk, true};
         return;
     }
     const std::uint64_t h =
@@ -355,6 +372,7 @@ void Tally::forget_in_flight() {
     for (auto* table : {&inflight_, &early_, &allocated_})
         for (auto& s : *table) s.cpu = -1;
     for (auto& r : reading_) r.used = false;
+    for (auto& r : retrying_) r.used = false;
     around_.clear();
 }
 

@@ -231,6 +231,9 @@ private:
     // Per CPU, the last fault-around: a fault handler call for a page in
     // its range on that CPU is the same fault.
     std::vector<Reading> around_;
+    // Per file (direct-mapped), the page of the last fault handler call: the
+    // fault, retried once its page is read, asks nothing new.
+    std::vector<Reading> retrying_ = std::vector<Reading>(std::size_t{1} << 10);
     std::uint64_t last_sweep_ = 0;
     std::uint64_t gap_ts_ = 0;  // the latest gap: no pair spans it
     bool same_side(std::uint64_t issue_ts, std::uint64_t complete_ts) const {

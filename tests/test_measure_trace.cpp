@@ -497,9 +497,12 @@ TEST_CASE("decode and tally: what applications asked through the page cache, per
     // Each fault maps the cached pages around it first; where its own page
     // was not cached, the file's fault handler follows on the same CPU.
     for (std::uint64_t i = 0; i < 100; ++i) {
-        t.add(map_pages(0, part, 12, i * 97, i * 97 + 15));  // fault-around mapped the page: one ask
+        t.add(map_pages(0, part, 12, i * 97 + 20000, i * 97 + 20015));  // fault-around mapped the page: one ask
         t.add(map_pages(1, part, 12, i * 89, i * 89 + 15));
-        t.add(fault(part, 12, i * 89 + 3, 1));  // not cached: the same fault, on CPU 1
+        t.add(fault(part, 12, i * 89 + 3, 1));  // not cached: the same fault, on CPU 1; it reads the page
+        // and is retried once the page is in: fault-around maps it, on
+        // whichever CPU the task runs then.
+        t.add(map_pages(static_cast<int>(i % 2), part, 12, i * 89, i * 89 + 15));
     }
     // One read() of 1 MiB (256 pages): filemap_read asks [0, 255], then the
     // rest as it copies ([16, 255], [48, 255], ...): 256 pages, once.
@@ -516,6 +519,7 @@ TEST_CASE("decode and tally: what applications asked through the page cache, per
     // private write fault) is one ask; so is one for a page outside the
     // last fault-around's range, or another file's.
     t.add(fault(disk, 13, 9000));
+    t.add(fault(disk, 13, 9000));  // its retry, without fault-around
     t.add(map_pages(0, disk, 13, 100, 115));
     t.add(fault(disk, 13, 116));
     t.add(map_pages(0, disk, 13, 200, 215));
