@@ -230,7 +230,9 @@ def readahead(ctx, names):
                      f"{r['asked_pages']} pages asked ({r['faults']} by faults); readahead share "
                      f"{share if share is None else round(share, 3)} "
                      f"({d['readahead']['readahead_requests']} of {d['readahead']['read_requests']} read requests)")
-            expect(ios <= r["asked_pages"] <= ios * 1.2 and r["faults"] == r["asked_pages"],
+            # A touch of a page fault-around already mapped into fio makes no
+            # fault and is not seen (5 of 200 on 7.3.4 at 128).
+            expect(ios * 0.9 <= r["asked_pages"] <= ios * 1.2 and r["faults"] == r["asked_pages"],
                    f"read_ahead_kb {ra}: {r['asked_pages']} pages asked ({r['faults']} by faults) for {ios}: "
                    f"{r['sentence']}")
             expect(r["amplification"] is not None and abs(r["amplification"] - amp) <= 0.25 * amp,
