@@ -41,6 +41,7 @@
 #include "kernel/daemon_process.hpp"
 #include "kernel/loop_device.hpp"
 #include "kernel/udevd.hpp"
+#include "measure/tracefs.hpp"
 #include "policy/loader.hpp"
 #include "support/fake_sysfs.hpp"
 #include "support/temp_dir.hpp"
@@ -641,8 +642,10 @@ struct MeasureRun {
     // Its tracing instance's directory, once it records.
     std::string instance(const std::string& tracefs) const {
         for (int i = 0; i < 300; ++i) {
+            // blkpolicy-NS-PID-N: the owner as measure names it.
             for (const auto& e : fs::directory_iterator(tracefs + "/instances"))
-                if (e.path().filename().string().rfind("blkpolicy-" + std::to_string(pid) + "-", 0) == 0)
+                if (const auto owner = blkpolicy::measure::instance_owner(e.path().filename().string());
+                    owner && owner->pid == pid)
                     return e.path().string();
             std::this_thread::sleep_for(std::chrono::milliseconds(10));
         }

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "support/run_binary.hpp"
 
-#include <doctest/doctest.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -134,12 +133,6 @@ bool matches_golden(const std::string& name, const std::string& actual, std::str
         ++line;
     }
     return false;
-}
-
-void check_golden(const std::string& name, const std::string& actual) {
-    std::string hint;
-    const bool same = matches_golden(name, actual, hint);
-    CHECK_MESSAGE(same, hint);
 }
 
 }  // namespace blkpolicy::test
