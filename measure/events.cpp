@@ -206,9 +206,8 @@ DeviceTally& Tally::device(std::uint32_t dev) {
     return *last_;
 }
 
-std::size_t Tally::slot_of(std::uint32_t dev, std::uint64_t sector) {
-    const std::uint64_t h =
-        (sector * 0x9e3779b97f4a7c15ULL) ^ (static_cast<std::uint64_t>(dev) * 0xc2b2ae3d27d4eb4fULL);
+std::size_t Tally::slot_of(std::uint32_t dev, std::uint64_t key) {
+    const std::uint64_t h = (key * 0x9e3779b97f4a7c15ULL) ^ (static_cast<std::uint64_t>(dev) * 0xc2b2ae3d27d4eb4fULL);
     return static_cast<std::size_t>(h >> (64 - kSlotBits));
 }
 
@@ -231,6 +230,7 @@ void Tally::matched(DeviceTally& d, int issued_cpu, int submitted_cpu, int compl
 void Tally::asked(const Event& e) {
     const auto disk = disk_of_.empty() ? e.dev : disk_of(e.dev);
     auto& d = device(disk);
+    const auto slot = slot_of(disk, e.ino);  // the file's, in reading_ and retrying_
     if (e.kind == TracedEvent::fm_map_pages || e.kind == TracedEvent::fm_fault) {
         // One page a fault, whatever its events: fault-around first
         // (map_pages, for every read fault on a file mapping), the file's
@@ -241,10 +241,8 @@ void Tally::asked(const Event& e) {
         const auto cpu = static_cast<std::size_t>(std::max(e.cpu, 0));
         if (around_.size() <= cpu) around_.resize(cpu + 1);
         auto& last = around_[cpu];
-        const std::uint64_t key = (e.ino * 0x9e3779b97f4a7c15ULL) ^ (std::uint64_t{disk} * 0xc2b2ae3d27d4eb4fULL);
-        auto& retry = retrying_[static_cast<std::size_t>(key >> (64 - 10))];
-        const bool retries = retry.used && retry.dev == disk && retry.ino == e.ino && retry.index >= e.index &&
-                             retry.index <= e.last_index;
+        auto& retry = retrying_[slot];
+        const bool retries = retry.of(disk, e.ino) && retry.index >= e.index && retry.index <= e.last_index;
         if (e.kind == TracedEvent::fm_map_pages) {
             last = {e.ino, e.index, e.last_index, disk, true};
             if (retries) {
@@ -252,8 +250,7 @@ void Tally::asked(const Event& e) {
                 return;
             }
         } else {
-            const bool after_around =
-                last.used && last.dev == disk && last.ino == e.ino && e.index >= last.index && e.index <= last.last;
+            const bool after_around = last.of(disk, e.ino) && e.index >= last.index && e.index <= last.last;
             last.used = false;
             retry = {e.ino, e.index, e.index, disk, true};
             if (after_around || retries) return;
@@ -262,13 +259,10 @@ void Tally::asked(const Event& e) {
         ++d.rq.asked_pages;
         return;
     }
-    const std::uint64_t h =
-        (e.ino * 0x9e3779b97f4a7c15ULL) ^ (static_cast<std::uint64_t>(disk) * 0xc2b2ae3d27d4eb4fULL);
-    auto& r = reading_[static_cast<std::size_t>(h >> (64 - 10))];
+    auto& r = reading_[slot];
     // filemap_read asks [index, last] and, as it copies, [index', last] for
     // the rest of the same read (index' later, last the same).
-    const bool goes_on =
-        r.used && r.dev == disk && r.ino == e.ino && r.last == e.last_index && e.index > r.index && e.index <= r.last;
+    const bool goes_on = r.of(disk, e.ino) && r.last == e.last_index && e.index > r.index && e.index <= r.last;
     if (!goes_on) d.rq.asked_pages += e.last_index - e.index + 1;
     r = {e.ino, e.index, e.last_index, disk, true};
 }

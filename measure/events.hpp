@@ -209,7 +209,9 @@ private:
         bool holds(std::uint32_t d, std::uint64_t s) const { return cpu >= 0 && dev == d && sector == s; }
     };
     static constexpr unsigned kSlotBits = 11;  // 48 KiB each: far more slots than requests in flight
-    static std::size_t slot_of(std::uint32_t dev, std::uint64_t sector);
+    // A slot of the direct-mapped tables: by device and sector (requests),
+    // or by device and inode (files).
+    static std::size_t slot_of(std::uint32_t dev, std::uint64_t key);
     std::map<std::uint32_t, DeviceTally> devices_;
     std::uint32_t last_dev_ = 0;
     DeviceTally* last_ = nullptr;  // the device of the last event (map nodes stay put)
@@ -226,14 +228,15 @@ private:
         std::uint64_t last = 0;
         std::uint32_t dev = 0;
         bool used = false;
+        bool of(std::uint32_t d, std::uint64_t i) const { return used && dev == d && ino == i; }
     };
-    std::vector<Reading> reading_ = std::vector<Reading>(std::size_t{1} << 10);
+    std::vector<Reading> reading_ = std::vector<Reading>(std::size_t{1} << kSlotBits);
     // Per CPU, the last fault-around: a fault handler call for a page in
     // its range on that CPU is the same fault.
     std::vector<Reading> around_;
     // Per file (direct-mapped), the page of the last fault handler call: the
     // fault, retried once its page is read, asks nothing new.
-    std::vector<Reading> retrying_ = std::vector<Reading>(std::size_t{1} << 10);
+    std::vector<Reading> retrying_ = std::vector<Reading>(std::size_t{1} << kSlotBits);
     std::uint64_t last_sweep_ = 0;
     std::uint64_t gap_ts_ = 0;  // the latest gap: no pair spans it
     bool same_side(std::uint64_t issue_ts, std::uint64_t complete_ts) const {

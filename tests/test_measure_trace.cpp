@@ -122,6 +122,20 @@ std::vector<std::uint8_t> make_record(const EventFormat& f, const std::map<std::
     return r;
 }
 
+// A 4 KiB read's request event, as the tally takes it.
+Event read_request(TracedEvent kind, std::uint64_t ts, int cpu, std::uint64_t sector,
+                   std::uint32_t dev = kernel_dev(7, 250)) {
+    Event e;
+    e.kind = kind;
+    e.ts = ts;
+    e.cpu = cpu;
+    e.dev = dev;
+    e.sector = sector;
+    e.nr_sector = 8;
+    e.read = true;
+    return e;
+}
+
 }  // namespace
 
 TEST_CASE("trace format: fields by name, offset and size, as the kernel describes them") {
@@ -343,16 +357,8 @@ TEST_CASE("events: wbt records by device name, step direction from printk_format
 }
 
 TEST_CASE("tally: a completion read before its issue waits for it; one whose issue never comes is unmatched") {
-    auto ev = [](TracedEvent k, std::uint64_t ts, int cpu, std::uint64_t sector) {
-        Event e;
-        e.kind = k;
-        e.ts = ts;
-        e.cpu = cpu;
-        e.dev = kernel_dev(7, 250);
-        e.sector = sector;
-        e.nr_sector = 8;
-        e.read = true;
-        return e;
+    const auto ev = [](TracedEvent k, std::uint64_t ts, int cpu, std::uint64_t sector) {
+        return read_request(k, ts, cpu, sector);
     };
     Tally t;
     // CPU1's page read first: the completion of a request CPU0 issued.
@@ -385,16 +391,8 @@ TEST_CASE("tally: a completion read before its issue waits for it; one whose iss
 
 TEST_CASE("tally: the submitting CPU is block_getrq's, not the issuing one") {
     const auto disk = kernel_dev(254, 16);
-    auto ev = [&](TracedEvent k, std::uint64_t ts, int cpu, std::uint64_t sector) {
-        Event e;
-        e.kind = k;
-        e.ts = ts;
-        e.cpu = cpu;
-        e.dev = disk;
-        e.sector = sector;
-        e.nr_sector = 8;
-        e.read = true;
-        return e;
+    const auto ev = [&](TracedEvent k, std::uint64_t ts, int cpu, std::uint64_t sector) {
+        return read_request(k, ts, cpu, sector, disk);
     };
     Tally t;
     // With a scheduler: submitted on CPU1, dispatched by a kblockd worker on
@@ -566,16 +564,8 @@ TEST_CASE("tracefs: a sysfs CPU list, as devices/system/cpu/online gives it") {
 }
 
 TEST_CASE("tally: an issue whose completion was never traced is not paired with a later request's") {
-    auto ev = [](TracedEvent k, std::uint64_t ts, std::uint64_t sector) {
-        Event e;
-        e.kind = k;
-        e.ts = ts;
-        e.cpu = 0;
-        e.dev = kernel_dev(7, 250);
-        e.sector = sector;
-        e.nr_sector = 8;
-        e.read = true;
-        return e;
+    const auto ev = [](TracedEvent k, std::uint64_t ts, std::uint64_t sector) {
+        return read_request(k, ts, 0, sector);
     };
     constexpr std::uint64_t s = 1'000'000'000ULL;
     const auto rq = [](const Tally& t) { return t.devices().at(kernel_dev(7, 250)).rq; };
