@@ -7,6 +7,7 @@
 #include "policy/attributes.hpp"
 #include "policy/match.hpp"
 #include "udev/discovery.hpp"
+#include "udev/host.hpp"
 #include "udev/probes.hpp"
 
 namespace blkpolicy::agent {
@@ -29,6 +30,10 @@ policy::PlanContext host_plan_context(const std::string& sysfs_root, const std::
         }
     }
     return ctx;
+}
+
+void bind_host_facts(policy::Policy& policy, const udev::Sysfs& sysfs, const std::string& kernel_release) {
+    policy::bind_host(policy, udev::read_host_facts(sysfs, sysfs.root() == "/sys", kernel_release));
 }
 
 std::string running_kernel_release() {

@@ -47,6 +47,10 @@ std::vector<DeviceView> look(const udev::Sysfs& sysfs, const StateDir& state, co
 // directory can be read: the daemon's unit hides it, and then a name is
 // simply tried).
 policy::PlanContext host_plan_context(const std::string& sysfs_root = "/sys", const std::string& kernel_release = {});
+// Reads the host's facts (udev/host: the running system's where the sysfs
+// root is /sys, the tree's otherwise; `kernel_release` for the kernel's when
+// given) and decides the policy's host.* clauses on them.
+void bind_host_facts(policy::Policy& policy, const udev::Sysfs& sysfs, const std::string& kernel_release = {});
 // The running kernel's release as major.minor (0.0 when uname says otherwise).
 kernel::KernelVersion running_kernel_version();
 std::string running_kernel_release();  // uname -r

@@ -82,6 +82,18 @@ struct DeviceFacts {
     FactNeeds read = kAllFacts;
 };
 
+// What is known about the host itself, read once when the policy is loaded
+// (at start and at each reload) and compared by the host.NAME match keys.
+// An empty field is not known, and then matches only an empty pattern.
+struct HostFacts {
+    std::string kernel;          // release, as uname -r ("6.12.74+deb13-amd64")
+    std::string virtualization;  // as systemd-detect-virt --vm names it ("kvm", "amazon", "none")
+    std::string sys_vendor;      // DMI (class/dmi/id): the maker, "Amazon EC2", "QEMU"
+    std::string product_name;    // DMI: the machine type, on most clouds the instance type ("i3.xlarge")
+    std::string hostname;
+    std::string source;  // where they were read: "this host", or the fake tree's root
+};
+
 // Current attribute values of one device, keyed by policy attribute key
 // ("read_ahead_kb", "iosched.fifo_batch", "device.timeout"), as read back and
 // normalised. A key that is absent means the device has no such attribute.

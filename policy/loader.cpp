@@ -411,6 +411,18 @@ private:
             }
             auto list = pattern_list(v, family + "." + name);
             if (!list) continue;
+            if (mk == MatchKey::host) {
+                bool bad = false;
+                for (const auto& p : *list)
+                    if (auto why = invalid_host_pattern(name, p); !why.empty()) {
+                        error(pos(v), family + "." + name + ": " + why);
+                        bad = true;
+                    }
+                if (bad) continue;
+                // Decided by bind_host, once the host's facts are read.
+                rule.host_ok = false;
+                rule.host_why = "the host's facts were not read";
+            }
             MatchClause c;
             c.key = mk;
             c.name = name;

@@ -4,6 +4,7 @@
 #include <fnmatch.h>
 
 #include <algorithm>
+#include <compare>
 #include <string_view>
 
 #include "policy/attributes.hpp"
@@ -53,12 +54,156 @@ constexpr MatchKeyRow kMatchKeys[] = {
     {MatchKey::env, "env", Compare::named, kFactProperties, [](const DeviceFacts&) { return Values{}; }},
     {MatchKey::attr, "attr", Compare::named, kFactAttributes, [](const DeviceFacts&) { return Values{}; }},
     {MatchKey::attrs, "attrs", Compare::named, kFactAttributes, [](const DeviceFacts&) { return Values{}; }},
+    {MatchKey::host, "host", Compare::named, 0, [](const DeviceFacts&) { return Values{}; }},
 };
 static_assert(util::in_enum_order(kMatchKeys));
 
 const MatchKeyRow& row_of(MatchKey k) { return kMatchKeys[static_cast<std::size_t>(k)]; }
 
+// The host facts host.NAME compares, in the order reports list them.
+struct HostFactRow {
+    const char* name;
+    std::string HostFacts::*field;
+};
+constexpr HostFactRow kHostFacts[] = {
+    {"kernel", &HostFacts::kernel},         {"virtualization", &HostFacts::virtualization},
+    {"sys_vendor", &HostFacts::sys_vendor}, {"product_name", &HostFacts::product_name},
+    {"hostname", &HostFacts::hostname},
+};
+
+std::string join_names(const std::vector<std::string>& names) {
+    std::string out;
+    for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+    return out;
+}
+
+// A host.kernel comparison's operator, and the release's numbers.
+enum class Op { lt, le, gt, ge, eq, ne };
+struct Comparison {
+    Op op = Op::eq;
+    std::vector<unsigned> version;  // two or three numbers: major.minor[.patch]
+};
+
+// "6.12.74+deb13-amd64" -> {6, 12, 74}; "7.0" -> {7, 0}: the leading
+// numbers, up to three; nullopt without at least major.minor.
+std::optional<std::vector<unsigned>> release_numbers(std::string_view text, bool whole) {
+    std::vector<unsigned> out;
+    std::size_t i = 0;
+    while (out.size() < 3) {
+        std::size_t start = i;
+        unsigned long n = 0;
+        while (i < text.size() && text[i] >= '0' && text[i] <= '9' && i - start < 6) n = n * 10 + (text[i++] - '0');
+        if (i == start) break;
+        out.push_back(static_cast<unsigned>(n));
+        if (i < text.size() && text[i] == '.' && out.size() < 3) {
+            ++i;
+            continue;
+        }
+        break;
+    }
+    if (out.size() < 2) return std::nullopt;
+    if (whole && i != text.size()) return std::nullopt;  // a pattern's version is numbers only
+    return out;
+}
+
+std::string_view trim(std::string_view s) {
+    while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
+    while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
+    return s;
+}
+
+bool is_comparison(std::string_view pattern) {
+    pattern = trim(pattern);
+    return !pattern.empty() && std::string_view("<>=!").find(pattern.front()) != std::string_view::npos;
+}
+
+// ">= 6.12, < 7.0" -> two comparisons; nullopt (and why) when it is not one.
+std::optional<std::vector<Comparison>> parse_comparisons(std::string_view pattern, std::string* why) {
+    std::vector<Comparison> out;
+    for (std::size_t start = 0; start <= pattern.size();) {
+        const auto comma = std::min(pattern.find(',', start), pattern.size());
+        auto part = trim(pattern.substr(start, comma - start));
+        start = comma + 1;
+        static constexpr std::pair<std::string_view, Op> kOps[] = {{"<=", Op::le}, {">=", Op::ge}, {"==", Op::eq},
+                                                                   {"!=", Op::ne}, {"<", Op::lt},  {">", Op::gt}};
+        Comparison c;
+        bool found = false;
+        for (const auto& [text, op] : kOps)
+            if (part.starts_with(text)) {
+                c.op = op;
+                part = trim(part.substr(text.size()));
+                found = true;
+                break;
+            }
+        auto numbers = found ? release_numbers(part, true) : std::nullopt;
+        if (!numbers) {
+            if (why)
+                *why = "\"" + std::string(trim(pattern)) +
+                       "\" is not a kernel comparison such as \">= 6.17\" or \">= 6.12.58, < 7.0\" (operators <, <=, "
+                       ">, >=, ==, !=; a version of two or three numbers)";
+            return std::nullopt;
+        }
+        c.version = std::move(*numbers);
+        out.push_back(std::move(c));
+    }
+    return out;
+}
+
+// Compares as many parts as the comparison gives: "> 6.12" is 6.13 and
+// later, "== 6.12" every 6.12.x.
+bool compare(const Comparison& c, const std::vector<unsigned>& release) {
+    std::vector<unsigned> have(release.begin(), release.end());
+    have.resize(c.version.size(), 0);  // "7.0" has no patch: 7.0.0
+    const auto cmp = have <=> c.version;
+    switch (c.op) {
+        case Op::lt:
+            return cmp < 0;
+        case Op::le:
+            return cmp <= 0;
+        case Op::gt:
+            return cmp > 0;
+        case Op::ge:
+            return cmp >= 0;
+        case Op::eq:
+            return cmp == 0;
+        case Op::ne:
+            return cmp != 0;
+    }
+    return false;
+}
+
 }  // namespace
+
+std::vector<std::string> host_fact_names() {
+    std::vector<std::string> out;
+    for (const auto& row : kHostFacts) out.emplace_back(row.name);
+    return out;
+}
+
+std::string host_fact(const HostFacts& host, const std::string& name) {
+    for (const auto& row : kHostFacts)
+        if (name == row.name) return host.*row.field;
+    return {};
+}
+
+std::string invalid_host_pattern(const std::string& name, const std::string& pattern) {
+    if (name != "kernel" || !is_comparison(pattern)) return {};
+    std::string why;
+    parse_comparisons(pattern, &why);
+    return why;
+}
+
+bool host_pattern_matches(const std::string& name, const std::string& pattern, const std::string& value) {
+    if (name == "kernel" && is_comparison(pattern)) {
+        const auto release = release_numbers(value, false);
+        const auto comparisons = parse_comparisons(pattern, nullptr);
+        if (!release || !comparisons) return false;  // a kernel not known matches no comparison
+        return std::all_of(comparisons->begin(), comparisons->end(),
+                           [&](const Comparison& c) { return compare(c, *release); });
+    }
+    if (value.empty()) return pattern.empty();
+    return ::fnmatch(pattern.c_str(), value.c_str(), 0) == 0;
+}
 
 const char* to_string(MatchKey k) { return util::name_of(kMatchKeys, k); }
 std::optional<MatchKey> match_key_from_string(std::string_view s) { return util::value_named(kMatchKeys, s); }
@@ -68,6 +213,8 @@ bool match_key_is_named(MatchKey k) { return row_of(k).compare == Compare::named
 
 std::string named_match_example(MatchKey k) {
     if (k == MatchKey::env) return "udev properties, e.g. env.ID_BUS = \"ata\"";
+    if (k == MatchKey::host)
+        return "host facts (" + join_names(host_fact_names()) + "), e.g. host.kernel = \">= 6.17\"";
     if (k == MatchKey::attr) return "sysfs attributes of the device, e.g. attr.\"queue/zoned\" = \"host-managed\"";
     return "sysfs attributes of the device or a parent, e.g. attrs.nsid = \"?*\"";
 }
@@ -77,6 +224,12 @@ std::string invalid_match_name(MatchKey k, const std::string& name) {
         return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
                std::string_view(extra).find(c) != std::string_view::npos;
     };
+    if (k == MatchKey::host) {
+        const auto names = host_fact_names();
+        if (std::find(names.begin(), names.end(), name) == names.end())
+            return "not a host fact (known: " + join_names(names) + ")";
+        return {};
+    }
     if (k == MatchKey::env) {
         if (name.empty() || !std::all_of(name.begin(), name.end(), [&](char c) { return is(c, ""); }))
             return "a udev property name has only letters, digits and _";
@@ -112,6 +265,7 @@ std::string known_match_keys_text() {
     for (const auto& row : kMatchKeys)
         out += (out.empty() ? "" : ", ") + std::string(row.name) +
                (row.value == MatchKey::env      ? ".<udev property>"
+                : row.value == MatchKey::host   ? ".<host fact>"
                 : row.compare == Compare::named ? ".<sysfs attribute>"
                                                 : "");
     return out;
@@ -164,9 +318,37 @@ bool clause_matches(const MatchClause& clause, const DeviceFacts& facts) {
 
 }  // namespace
 
+bool host_clause_matches(const MatchClause& clause, const HostFacts& host) {
+    const auto value = host_fact(host, clause.name);
+    return std::any_of(clause.patterns.begin(), clause.patterns.end(),
+                       [&](const std::string& p) { return host_pattern_matches(clause.name, p, value); });
+}
+
+void bind_host(Policy& policy, HostFacts host) {
+    for (auto& rule : policy.rules) {
+        rule.host_ok = true;
+        rule.host_why.clear();
+        for (const auto& c : rule.match) {
+            if (c.key != MatchKey::host || host_clause_matches(c, host) != c.negated) continue;
+            const auto value = host_fact(host, c.name);
+            const std::string shown = value.empty() ? "not known" : "\"" + value + "\"";
+            std::string patterns;
+            for (const auto& p : c.patterns) patterns += (patterns.empty() ? "\"" : ", \"") + p + "\"";
+            rule.host_why = (c.negated ? "unless." : "match.") + std::string("host.") + c.name + " " + patterns +
+                            (c.negated ? " holds" : " does not hold") + " here: host." + c.name + " is " + shown +
+                            " (" + c.pos.file_line() + ")";
+            rule.host_ok = false;
+            break;
+        }
+    }
+    policy.host = std::move(host);
+    policy.host_bound = true;
+}
+
 bool rule_matches(const Rule& rule, const DeviceFacts& facts) {
+    if (!rule.host_ok) return false;
     for (const auto& c : rule.match)
-        if (clause_matches(c, facts) == c.negated) return false;
+        if (c.key != MatchKey::host && clause_matches(c, facts) == c.negated) return false;  // host: decided
     return true;
 }
 

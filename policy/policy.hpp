@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "policy/facts.hpp"
 #include "policy/keys.hpp"
 
 namespace blkpolicy::policy {
@@ -45,6 +46,7 @@ enum class MatchKey {
     env,    // a udev property (env.NAME), from udev's database when udevd runs
     attr,   // a sysfs attribute of the device (attr.NAME), as udev's ATTR{NAME}==
     attrs,  // a sysfs attribute of the device or a parent (attrs.NAME), as udev's ATTRS{NAME}==
+    host,   // a fact of the host (host.kernel, host.virtualization, ...): see HostFacts
 };
 // Names, how each key matches and what it reads: one table, policy/match.cpp.
 const char* to_string(MatchKey k);
@@ -77,6 +79,16 @@ struct Rule {
     std::vector<MatchClause> match;  // [rule.match] and [rule.unless] (negated) alike
     std::vector<Setting> set;
     std::set<std::string> acknowledge;
+    // Whether the rule's host.* clauses hold on this host (bind_host), and
+    // the first that does not, for reports. A rule with host clauses never
+    // matches before the host's facts are bound.
+    bool host_ok = true;
+    std::string host_why;
+    bool has_host_clauses() const {
+        for (const auto& c : match)
+            if (c.key == MatchKey::host) return true;
+        return false;
+    }
 };
 
 enum class Mode { enforce, observe };
@@ -109,6 +121,9 @@ struct Policy {
     // What was loaded, as 16 hex digits (FNV-1a over each file's name and
     // text): two hosts with the same digest run the same policy.
     std::string digest;
+    // The host the rules' host.* clauses were decided on (bind_host).
+    HostFacts host;
+    bool host_bound = false;
 };
 
 // A reference to the rule that decided something, for reports.

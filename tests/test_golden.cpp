@@ -86,7 +86,12 @@ TEST_CASE("golden: plan --json") {
     Scenario s;
     auto r = s.run("plan", {"--json"});
     CHECK(r.exit_code == 0);
-    check_golden("fleet-plan.json", r.out);
+    // The host facts name the tree they were read from: a new one each run.
+    auto out = r.out;
+    const auto root = s.tree.root().string();
+    for (auto at = out.find(root); at != std::string::npos; at = out.find(root))
+        out.replace(at, root.size(), "SYSFS_ROOT");
+    check_golden("fleet-plan.json", out);
     auto doc = nlohmann::json::parse(r.out);
     CHECK(doc["format"] == 1);
 }

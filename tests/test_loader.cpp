@@ -149,11 +149,11 @@ TEST_CASE("validation messages - exactly") {
         {"[[rule]]\nname = \"x\"\n[rule.match]\nmodel_name = \"x\"\n[rule.set]\nnomerges = 1\n",
          "p.toml:4:1: unknown match key \"model_name\" (known: kernel, driver, model, vendor, serial, wwid, "
          "stack, dm_name, dm_uuid, md_level, rotational, removable, env.<udev property>, attr.<sysfs attribute>, "
-         "attrs.<sysfs attribute>)"},
+         "attrs.<sysfs attribute>, host.<host fact>)"},
         {"[[rule]]\nname = \"x\"\n[rule.unless]\nmodel_name = \"x\"\n[rule.set]\nnomerges = 1\n",
          "p.toml:4:1: unknown unless key \"model_name\" (known: kernel, driver, model, vendor, serial, wwid, "
          "stack, dm_name, dm_uuid, md_level, rotational, removable, env.<udev property>, attr.<sysfs attribute>, "
-         "attrs.<sysfs attribute>)"},
+         "attrs.<sysfs attribute>, host.<host fact>)"},
         {"[[rule]]\nname = \"x\"\n[rule.unless]\n[rule.set]\nnomerges = 1\n",
          "p.toml:3:7: [rule.unless] is empty: leave it out"},
         {"[[rule]]\nname = \"x\"\n[rule.unless]\nrotational = \"yes\"\n[rule.set]\nnomerges = 1\n",

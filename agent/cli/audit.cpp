@@ -18,7 +18,7 @@ namespace blkpolicy::agent {
 
 int run_audit(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::ostream& err) {
     int rc = kExitOk;
-    auto pol = optional_policy(o, err, rc);
+    auto pol = optional_policy(o, sysfs, err, rc);
     if (rc != kExitOk) return rc;
     if (int rc2 = check_sysfs_and_devices(o, sysfs, err)) return rc2;
     std::vector<std::string> rule_warnings;

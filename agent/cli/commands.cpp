@@ -129,6 +129,7 @@ int with_devices(Kind kind, const Options& o, udev::Sysfs& sysfs, std::ostream& 
         }
         return kExitPolicy;
     }
+    bind_host_facts(loaded.policy, sysfs, o.kernel_release);
     if (boot) {
         boot->record.policy_digest = loaded.policy.digest;
         boot->record.policy_files = loaded.policy.files;
@@ -154,6 +155,7 @@ int with_devices(Kind kind, const Options& o, udev::Sysfs& sysfs, std::ostream& 
             break;
     }
     how.shown = report->facts_shown();
+    report->set_policy(&loaded.policy);
     // One device at a time: look, plan, (apply), report. Nothing but
     // counters is kept across devices.
     int gone = kExitOk;

@@ -22,7 +22,7 @@ namespace blkpolicy::agent {
 
 using nlohmann::json;
 
-std::optional<policy::Policy> optional_policy(const Options& o, std::ostream& err, int& rc) {
+std::optional<policy::Policy> optional_policy(const Options& o, const udev::Sysfs& sysfs, std::ostream& err, int& rc) {
     if (o.no_policy) return std::nullopt;
     auto files = find_policy_files(o.policies);
     if (o.policies.empty() && files.files.empty()) return std::nullopt;
@@ -32,6 +32,7 @@ std::optional<policy::Policy> optional_policy(const Options& o, std::ostream& er
         rc = kExitPolicy;
         return std::nullopt;
     }
+    bind_host_facts(loaded.policy, sysfs, o.kernel_release);
     return loaded.policy;
 }
 
@@ -93,7 +94,7 @@ int run_explain(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::os
         return kExitUsage;
     }
     int rc = kExitOk;
-    auto pol = optional_policy(o, err, rc);
+    auto pol = optional_policy(o, sysfs, err, rc);
     if (rc != kExitOk) return rc;
     if (int rc2 = check_sysfs_and_devices(o, sysfs, err)) return rc2;
     StateDir state(o.state_dir);
@@ -143,7 +144,12 @@ int run_explain(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::os
             print_explanation(out, x, v.plan, pol.has_value(), daemon);
         }
     }
-    if (o.json) out << json{{"format", kJsonFormatVersion}, {"devices", docs}}.dump(2) << '\n';
+    if (o.json)
+        out << json{{"format", kJsonFormatVersion}, {"host", pol ? host_json(*pol) : json(nullptr)}, {"devices", docs}}
+                   .dump(2)
+            << '\n';
+    else if (pol)
+        print_host(out, *pol);
     return kExitOk;
 }
 

@@ -19,6 +19,6 @@ int run_audit(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::ostr
 // The policy, when there is one: explicit --policy must load; the default
 // locations may be empty (then these views work without a policy). On an
 // invalid policy the errors are printed and `rc` is set to kExitPolicy.
-std::optional<policy::Policy> optional_policy(const Options& o, std::ostream& err, int& rc);
+std::optional<policy::Policy> optional_policy(const Options& o, const udev::Sysfs& sysfs, std::ostream& err, int& rc);
 
 }  // namespace blkpolicy::agent

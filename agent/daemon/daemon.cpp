@@ -69,6 +69,7 @@ public:
                       loaded.missing ? "there is no policy; not starting" : "the policy is invalid; not starting");
             return kExitPolicy;
         }
+        bind_host_facts(loaded.policy, sysfs_);
         apply_policy(std::move(loaded.policy));
         load_writers();
         reconciler_.set_udev_db(opts_.udev_db());
@@ -304,6 +305,7 @@ private:
         } else {
             const auto old_interval = interval_;
             reconciler_.forget_refused_schedulers();
+            bind_host_facts(loaded.policy, sysfs_);
             apply_policy(std::move(loaded.policy));
             load_writers();
             log_->log(LOG_INFO, "policy reloaded: " + std::to_string(reconciler_.policy().rules.size()) + " rule(s), " +

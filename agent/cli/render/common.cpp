@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "policy/match.hpp"
 #include "util/names.hpp"
 
 namespace blkpolicy::agent {
@@ -60,6 +61,34 @@ json rules_json(const std::vector<policy::RuleRef>& rules) {
     json out = json::array();
     for (const auto& r : rules) out.push_back(rule_json(r));
     return out;
+}
+
+json host_json(const policy::Policy& policy) {
+    json out = json::object();
+    for (const auto& name : policy::host_fact_names()) {
+        const auto value = policy::host_fact(policy.host, name);
+        out[name] = value.empty() ? json(nullptr) : json(value);
+    }
+    out["source"] = policy.host.source;
+    json left_out = json::array();
+    for (const auto& r : policy.rules)
+        if (!r.host_ok) left_out.push_back({{"name", r.name}, {"at", r.pos.file_line()}, {"why", r.host_why}});
+    out["rules_not_for_this_host"] = left_out;
+    return out;
+}
+
+void print_host(std::ostream& out, const policy::Policy& policy) {
+    if (std::none_of(policy.rules.begin(), policy.rules.end(), [](const auto& r) { return r.has_host_clauses(); }))
+        return;
+    out << "host:";
+    for (const auto& name : policy::host_fact_names()) {
+        const auto value = policy::host_fact(policy.host, name);
+        out << ' ' << name << '=' << (value.empty() ? "-" : "\"" + value + "\"");
+    }
+    out << '\n';
+    for (const auto& r : policy.rules)
+        if (!r.host_ok)
+            out << "  not for this host: " << r.name << " (" << r.pos.file_line() << "): " << r.host_why << '\n';
 }
 
 json device_head_json(const DeviceView& v) {

@@ -18,6 +18,12 @@ inline constexpr int kJsonFormatVersion = 1;
 nlohmann::json facts_json(const policy::DeviceFacts& f);
 nlohmann::json rule_json(const policy::RuleRef& r);
 nlohmann::json rules_json(const std::vector<policy::RuleRef>& rules);  // an array of rule_json
+// The host's facts the host.* clauses were decided on, and each rule they
+// leave out on this host with why: {"kernel": ..., "not_here": [...]}.
+nlohmann::json host_json(const policy::Policy& policy);
+// The same as text ("host: kernel 6.12.74 ..." and a line per rule left
+// out); nothing when no rule names a host fact.
+void print_host(std::ostream& out, const policy::Policy& policy);
 // {"device", "facts", "matched", "not_tuned"}: how a device starts in plan,
 // apply and status JSON.
 nlohmann::json device_head_json(const DeviceView& v);

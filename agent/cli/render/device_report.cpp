@@ -61,11 +61,13 @@ void DeviceReport::device(const DeviceView& v, const DeviceResult* result) {
 void DeviceReport::finish() {
     if (json_) {
         json doc = {{"format", kJsonFormatVersion}, {"devices", std::move(devices_)}};
+        if (policy_) doc["host"] = host_json(*policy_);
         add_json_summary(doc);
         out_ << doc.dump(2) << '\n';
         return;
     }
     if (!unmatched_.empty()) out_ << "no rule matches: " << policy::join(unmatched_, " ") << '\n';
+    if (policy_) print_host(out_, *policy_);
     print_footer();
 }
 

@@ -33,6 +33,8 @@ public:
     virtual bool found_something() const = 0;
     // The fact groups it shows: all of them in JSON, the identity line in text.
     policy::FactNeeds facts_shown() const;
+    // The policy the devices were planned under: its host facts are shown.
+    void set_policy(const policy::Policy* policy) { policy_ = policy; }
 
 protected:
     // The report's own part of a device: its JSON entries, its counters,
@@ -48,6 +50,7 @@ protected:
     std::ostream& out_;
 
 private:
+    const policy::Policy* policy_ = nullptr;
     nlohmann::json devices_ = nlohmann::json::array();
     std::vector<std::string> unmatched_;
 };

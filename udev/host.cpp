@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: MIT
+#include "udev/host.hpp"
+
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstring>
+#include <string_view>
+#include <utility>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
+namespace blkpolicy::udev {
+
+namespace {
+
+// DMI strings that name a hypervisor, by how they begin (systemd's table).
+constexpr std::pair<std::string_view, std::string_view> kDmiVendors[] = {
+    {"KVM", "kvm"},
+    {"OpenStack", "kvm"},
+    {"KubeVirt", "kvm"},
+    {"Amazon EC2", "amazon"},
+    {"QEMU", "qemu"},
+    {"VMware", "vmware"},
+    {"VMW", "vmware"},
+    {"innotek GmbH", "oracle"},
+    {"VirtualBox", "oracle"},
+    {"Oracle Corporation", "oracle"},
+    {"Xen", "xen"},
+    {"Bochs", "bochs"},
+    {"Parallels", "parallels"},
+    {"BHYVE", "bhyve"},
+    {"Hyper-V", "microsoft"},
+    {"Apple Virtualization", "apple"},
+    {"Google Compute Engine", "google"},
+};
+
+// CPUID hypervisor signatures.
+constexpr std::pair<std::string_view, std::string_view> kCpuidVendors[] = {
+    {"XenVMMXenVMM", "xen"},    {"KVMKVMKVM", "kvm"},          {"Linux KVM Hv", "kvm"},   {"TCGTCGTCGTCG", "qemu"},
+    {"VMwareVMware", "vmware"}, {"Microsoft Hv", "microsoft"}, {"bhyve bhyve ", "bhyve"}, {"QNXQVMBSQG", "qnx"},
+    {"ACRNACRNACRN", "acrn"},   {"SRESRESRESRE", "sre"},       {"Apple VZ", "apple"},
+};
+
+std::string dmi_virtualization(const VirtualizationSigns& s) {
+    for (const std::string* field :
+         {&s.product_name, &s.sys_vendor, &s.board_vendor, &s.bios_vendor, &s.product_version})
+        for (const auto& [prefix, name] : kDmiVendors)
+            if (std::string_view(*field).starts_with(prefix)) return std::string(name);
+    return {};
+}
+
+std::string trimmed(std::string s) {
+    while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\t')) s.pop_back();
+    return s;
+}
+
+void read_cpuid(VirtualizationSigns& s) {
+#if defined(__x86_64__) || defined(__i386__)
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return;
+    s.cpuid_hypervisor = (c >> 31) & 1;
+    if (!s.cpuid_hypervisor) return;
+    __cpuid(0x40000000, a, b, c, d);
+    std::array<char, 12> sig{};
+    std::memcpy(sig.data(), &b, 4);
+    std::memcpy(sig.data() + 4, &c, 4);
+    std::memcpy(sig.data() + 8, &d, 4);
+    s.cpuid_signature.assign(sig.data(), sig.size());
+    while (!s.cpuid_signature.empty() && s.cpuid_signature.back() == '\0') s.cpuid_signature.pop_back();
+#else
+    (void)s;
+#endif
+}
+
+}  // namespace
+
+std::string virtualization_from(const VirtualizationSigns& s) {
+    const std::string dmi = dmi_virtualization(s);
+    if (dmi == "amazon" || dmi == "google" || dmi == "oracle" || dmi == "parallels" || dmi == "xen") return dmi;
+    bool other = false;
+    if (s.cpuid_hypervisor) {
+        for (const auto& [sig, name] : kCpuidVendors)
+            if (s.cpuid_signature == sig) return std::string(name);
+        other = true;
+    }
+    if (!dmi.empty()) return dmi;
+    if (!s.hypervisor_type.empty()) return s.hypervisor_type == "xen" ? "xen" : "vm-other";
+    return other ? "vm-other" : "none";
+}
+
+policy::HostFacts read_host_facts(const Sysfs& sysfs, bool this_host, const std::string& kernel_release) {
+    policy::HostFacts host;
+    auto dmi = [&](const char* name) {
+        const auto r = sysfs.read(std::string("class/dmi/id/") + name);
+        return r.ok() ? trimmed(r.value) : std::string();
+    };
+    VirtualizationSigns signs;
+    signs.product_name = dmi("product_name");
+    signs.sys_vendor = dmi("sys_vendor");
+    signs.board_vendor = dmi("board_vendor");
+    signs.bios_vendor = dmi("bios_vendor");
+    signs.product_version = dmi("product_version");
+    if (const auto r = sysfs.read("hypervisor/type"); r.ok()) signs.hypervisor_type = trimmed(r.value);
+    if (this_host) read_cpuid(signs);
+    host.virtualization = virtualization_from(signs);
+    host.sys_vendor = signs.sys_vendor;
+    host.product_name = signs.product_name;
+    host.kernel = kernel_release;
+    if (this_host) {
+        utsname u{};
+        if (::uname(&u) == 0) {
+            if (host.kernel.empty()) host.kernel = u.release;
+            host.hostname = u.nodename;
+        }
+        host.source = "this host";
+    } else {
+        host.source = sysfs.root().string();
+    }
+    return host;
+}
+
+}  // namespace blkpolicy::udev
