@@ -3,6 +3,7 @@
 // can produce.
 #include <doctest/doctest.h>
 #include <sys/mount.h>
+#include <sys/utsname.h>
 
 #include <fstream>
 #include <map>
@@ -160,4 +161,34 @@ TEST_CASE("kernel: the kernel rules for this kernel hold here (an unbound loop d
     const auto rotational = unbound.queue("rotational");
     INFO("unbound " << unbound.name() << " reads rotational " << rotational);
     CHECK(holds.at("loop-created-rotational:" + rotational));
+}
+
+TEST_CASE("kernel: host facts of this machine are what uname and systemd-detect-virt --vm say") {
+    // systemd-detect-virt is systemd's own, installed with it (scripts/install-deps.sh).
+    auto virt = Running({"systemd-detect-virt", "--vm"}).wait();  // exits 1 and prints "none" on bare metal
+    auto virt_name = virt.out.substr(0, virt.out.find('\n'));
+    REQUIRE_FALSE(virt_name.empty());
+    utsname u{};
+    REQUIRE(::uname(&u) == 0);
+    LoopDevice loop;
+    TempDir tmp;
+    std::ofstream(tmp.path() / "policy.toml")
+        << "[[rule]]\nname = \"this host\"\n[rule.match]\nkernel = \"" << loop.name() << "\"\nhost.virtualization = \""
+        << virt_name << "\"\nhost.kernel = \">= 4.0\"\n"
+        << "[rule.set]\nread_ahead_kb = 128\n"
+        << "[[rule]]\nname = \"another host\"\n[rule.match]\nkernel = \"" << loop.name()
+        << "\"\n[rule.unless]\nhost.hostname = \"" << u.nodename << "\"\n[rule.set]\nnomerges = 1\n";
+    auto r = run_blkpolicy({"plan", "--json", "--policy", (tmp.path() / "policy.toml").string(), loop.name()});
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    const auto doc = json::parse(r.out);
+    CHECK(doc["host"]["virtualization"] == virt_name);
+    CHECK(doc["host"]["kernel"] == u.release);
+    CHECK(doc["host"]["hostname"] == u.nodename);
+    CHECK(doc["host"]["source"] == "this host");
+    const auto& matched = doc["devices"][0]["matched"];
+    REQUIRE(matched.size() == 1);
+    CHECK(matched[0]["name"] == "this host");
+    REQUIRE(doc["host"]["rules_not_for_this_host"].size() == 1);
+    CHECK(doc["host"]["rules_not_for_this_host"][0]["name"] == "another host");
 }

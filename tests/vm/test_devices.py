@@ -1130,6 +1130,86 @@ def udev_equivalence(ctx):
         g.sh(f"systemctl disable --now {UNIT} 2>/dev/null")
 
 
+def _host_policy(version, virt):
+    """A rule for this guest's kernel and hypervisor, and two for other hosts."""
+    return f"""
+[[rule]]
+name = "this kernel, this hypervisor"
+[rule.match]
+host.kernel = "== {version}"
+host.virtualization = "{virt}"
+driver = "virtio_blk"
+[rule.set]
+read_ahead_kb = 128
+
+[[rule]]
+name = "kernels before 5.0"
+[rule.match]
+host.kernel = "< 5.0"
+[rule.set]
+nomerges = 1
+
+[[rule]]
+name = "bare metal"
+[rule.match]
+host.virtualization = "none"
+[rule.set]
+nomerges = 2
+"""
+
+
+def host_facts(ctx):
+    """host.* match keys on a real guest: the facts are what uname and
+    systemd-detect-virt --vm say, the rules keyed on them match here, and
+    the installed fleet example takes its kernel rule only from 6.17."""
+    g, s, R = ctx.guest, ctx.suite, ctx.results
+    release = g.sh("uname -r").strip()
+    numbers = re.match(r"(\d+)\.(\d+)", release)
+    expect(numbers is not None, f"uname -r says {release!r}")
+    version = (int(numbers.group(1)), int(numbers.group(2)))
+    _, virt_out, _ = g.run("systemd-detect-virt --vm", check=False)
+    virt = virt_out.strip()
+    with R.step(s, "host facts: the kernel and hypervisor as uname and systemd-detect-virt --vm say; a rule keyed on "
+                   "them matches here, rules for another kernel or for bare metal do not"):
+        policy = _host_policy(f"{version[0]}.{version[1]}", virt)
+        g.sh(f"mkdir -p /tmp/bp-host && cat > /tmp/bp-host/policy.toml <<'EOF'\n{policy}EOF")
+        doc = json.loads(g.sh("blkpolicy plan --json --policy /tmp/bp-host/policy.toml"))
+        host = doc["host"]
+        R.figure(s, "host facts", f"kernel {host['kernel']}, virtualization {host['virtualization']}, "
+                                  f"sys_vendor {host['sys_vendor']!r}, product_name {host['product_name']!r}")
+        expect_eq(host["kernel"], release, "host.kernel")
+        expect_eq(host["virtualization"], virt, "host.virtualization against systemd-detect-virt --vm")
+        expect(virt in ("kvm", "qemu"), f"a qemu guest, yet systemd-detect-virt --vm says {virt!r}")
+        expect_eq(host["hostname"], g.sh("uname -n").strip(), "host.hostname")
+        expect_eq(host["sys_vendor"], g.sh("cat /sys/class/dmi/id/sys_vendor").strip(), "host.sys_vendor")
+        left_out = sorted(r["name"] for r in host["rules_not_for_this_host"])
+        expect_eq(left_out, ["bare metal", "kernels before 5.0"], "rules not for this host")
+        virtio = {d["device"] for d in doc["devices"] if "virtio_blk" in (d["facts"].get("drivers") or [])}
+        expect(virtio, "no virtio disk in the plan")
+        wrong = {}
+        for d in doc["devices"]:
+            names = [r["name"] for r in d["matched"]]
+            if names != (["this kernel, this hypervisor"] if d["device"] in virtio else []):
+                wrong[d["device"]] = names
+        expect(not wrong, f"devices whose rules are not as the host facts say: {wrong}")
+
+    with R.step(s, "the installed examples/fleet.toml: its rule for 6.17 and later applies only from 6.17"):
+        g.sh("cd /usr/share/doc/blkpolicy/examples && if [ -e fleet.toml.gz ]; then zcat fleet.toml.gz; "
+             "else cat fleet.toml; fi > /tmp/bp-host/fleet.toml")
+        doc = json.loads(g.sh("blkpolicy plan --json --policy /tmp/bp-host/fleet.toml"))
+        rule = "6.17 and later: readahead back to 128 KiB on virtual disks"
+        takes = sorted(d["device"] for d in doc["devices"] if rule in [r["name"] for r in d["matched"]])
+        left_out = [r["name"] for r in doc["host"]["rules_not_for_this_host"]]
+        R.figure(s, "fleet example: devices taking the 6.17 rule", ", ".join(takes) or "none")
+        if version >= (6, 17):
+            expect(takes, f"kernel {release}: no disk takes the 6.17 rule")
+            expect(rule not in left_out, f"kernel {release}: the 6.17 rule is left out")
+        else:
+            expect(not takes, f"kernel {release}: {takes} take the 6.17 rule")
+            expect(rule in left_out, f"kernel {release}: the 6.17 rule is not said to be left out")
+        expect("bare-metal hard disks: bfq" in left_out, "the bare-metal rule applies in a guest")
+
+
 # The checks of this group; run.py says which each guest runs (CHECKS).
 ALL_CHECKS = ("burst", "udev-equivalence")
 
@@ -1137,6 +1217,7 @@ ALL_CHECKS = ("burst", "udev-equivalence")
 def run(ctx):
     setup(ctx)
     explain_defaults(ctx)
+    host_facts(ctx)
     field_case(ctx)
     facts_against_udev(ctx)
     traps(ctx)
