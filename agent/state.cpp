@@ -4,9 +4,11 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 
 #include "policy/values.hpp"
@@ -208,6 +210,67 @@ util::Status StateDir::save(const policy::DeviceFacts& live, const std::string& 
 void StateDir::forget(const std::string& device) const {
     std::error_code ec;
     fs::remove(facts_path(device), ec);
+    fs::remove(written_path(device), ec);
+}
+
+std::string StateDir::written_path(const std::string& device) const {
+    return (dir_ / "written" / (device + ".json")).string();
+}
+
+WrittenValues StateDir::load_written(const policy::DeviceFacts& live, std::string* problem) const {
+    const auto path = written_path(live.name);
+    std::ifstream in(path);
+    if (!in) return {};
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const json j = json::parse(text, nullptr, false);
+    const auto corrupt = [&] {
+        if (problem) *problem = "ignoring corrupt state file " + path + ": the values it names will not be put back";
+        return WrittenValues{};
+    };
+    if (j.is_discarded() || !j.is_object() || !j.contains("identity") || !j["identity"].is_string() ||
+        !j.contains("values") || !j["values"].is_object())
+        return corrupt();
+    if (j["identity"].get<std::string>() != identity_of(live)) return {};
+    WrittenValues out;
+    for (const auto& [key, v] : j["values"].items()) {
+        if (!v.is_object() || !v.contains("original") || !v["original"].is_string() || !v.contains("written") ||
+            !v["written"].is_string())
+            return corrupt();
+        out[key] = {v["original"].get<std::string>(), v["written"].get<std::string>()};
+    }
+    return out;
+}
+
+util::Status StateDir::save_written(const policy::DeviceFacts& live, const WrittenValues& values) const {
+    const auto path = written_path(live.name);
+    if (values.empty()) {
+        std::error_code ec;
+        fs::remove(path, ec);
+        if (ec) return util::Status::failure("cannot remove " + path + ": " + ec.message());
+        return {};
+    }
+    json j = {{"device", live.name}, {"identity", identity_of(live)}, {"values", json::object()}};
+    for (const auto& [key, v] : values) j["values"][key] = {{"original", v.original}, {"written", v.written}};
+    const auto text = j.dump(2) + "\n";
+    auto st = util::write_atomically(path, text);
+    if (!st.ok()) {  // the first record: as for the facts, make the directory and try once more
+        std::error_code ec;
+        fs::create_directories(dir_ / "written", ec);
+        if (ec) return util::Status::failure("cannot create " + (dir_ / "written").string() + ": " + ec.message());
+        st = util::write_atomically(path, text);
+    }
+    return st;
+}
+
+std::vector<std::string> StateDir::devices_written() const {
+    std::vector<std::string> out;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(dir_ / "written", ec)) {
+        const auto name = e.path().filename().string();
+        if (name.size() > 5 && name.ends_with(".json")) out.push_back(name.substr(0, name.size() - 5));
+    }
+    std::sort(out.begin(), out.end());
+    return out;
 }
 
 policy::DeviceFacts freeze_facts(const StateDir& state, policy::DeviceFacts live, bool record, std::string* warning,

@@ -5,8 +5,10 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "policy/facts.hpp"
 #include "udev/sysfs.hpp"
@@ -19,6 +21,17 @@ namespace blkpolicy::agent {
 // The device number and diskseq (with the boot id) where the kernel has
 // diskseq; otherwise driver, model, serial, wwid, dm uuid and backing file.
 std::string identity_of(const policy::DeviceFacts& facts);
+
+// A value blkpolicy changed on a device instance: what the device had
+// before blkpolicy first wrote it, and what blkpolicy last wrote (read
+// back). What `restore` and a policy that stops declaring the value put
+// back, unless someone else moved it since.
+struct WrittenValue {
+    std::string original;
+    std::string written;
+    bool operator==(const WrittenValue&) const = default;
+};
+using WrittenValues = std::map<std::string, WrittenValue>;  // by policy attribute key
 
 class StateDir {
 public:
@@ -41,10 +54,22 @@ public:
     util::Status save(const policy::DeviceFacts& live, const std::string& write_cache = {}) const;
     // The recorded write_cache of this device instance; empty when none is.
     std::string first_write_cache(const policy::DeviceFacts& live) const;
+    // The device's facts and its written values are forgotten (it went away).
     void forget(const std::string& device) const;
+
+    // Values blkpolicy changed on this device instance (written/DEV.json);
+    // empty when none are recorded, or for another instance (a value of a
+    // disk that is gone is not put back into its successor). A corrupt
+    // record is treated as empty and explained in `problem`.
+    WrittenValues load_written(const policy::DeviceFacts& live, std::string* problem = nullptr) const;
+    // Replaces the record; an empty map removes it.
+    util::Status save_written(const policy::DeviceFacts& live, const WrittenValues& values) const;
+    // Devices with a record of written values, whatever their instance.
+    std::vector<std::string> devices_written() const;
 
 private:
     std::string facts_path(const std::string& device) const;
+    std::string written_path(const std::string& device) const;
     std::filesystem::path dir_;
 };
 

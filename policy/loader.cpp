@@ -154,7 +154,8 @@ private:
                                                        {"verify_interval", &FileLoader::daemon_verify_interval},
                                                        {"measure", &FileLoader::daemon_measure},
                                                        {"measure_window", &FileLoader::daemon_measure_window},
-                                                       {"measure_sample", &FileLoader::daemon_measure_sample}};
+                                                       {"measure_sample", &FileLoader::daemon_measure_sample},
+                                                       {"on_removal", &FileLoader::daemon_on_removal}};
         for (auto&& [k, v] : *tbl) {
             if (const auto* row = find_key(kDaemonKeys, k.str()))
                 (this->*row->read)(v);
@@ -162,6 +163,16 @@ private:
                 error(pos(k), "unknown key " + in_quotes(k.str()) + " in [daemon] (expected " +
                                   expected_keys(kDaemonKeys) + ")");
         }
+    }
+
+    void daemon_on_removal(const toml::node& v) {
+        const auto* s = v.as_string();
+        if (s && (s->get() == "restore" || s->get() == "keep"))
+            policy_.daemon.restore_on_removal = s->get() == "restore";
+        else
+            error(pos(v),
+                  "daemon.on_removal must be \"restore\" (a value the policy stops declaring goes back to "
+                  "what the device had) or \"keep\" (it stays until the next boot)");
     }
 
     void daemon_mode(const toml::node& v) {

@@ -105,6 +105,12 @@ struct DaemonConfig {
     // The share of each 10 s the request tracepoints are on, in percent:
     // what tracing every I/O costs a busy disk, bounded (bench/README.md).
     unsigned measure_sample = 10;
+    // A value the policy stops declaring for a device (a rule removed or
+    // changed at a reload, a device whose facts no longer match) goes back
+    // to what the device had before blkpolicy first wrote it: the policy is
+    // the whole truth, as switching a TuneD profile rolls the old one back.
+    // false: it stays as it is until the next boot.
+    bool restore_on_removal = true;
 };
 
 // The sysfs attributes the match keys attr.NAME and attrs.NAME read.

@@ -26,6 +26,7 @@ constexpr KindRow kKinds[] = {
     {AlertKind::conflict, "conflict", "7c0ba1f3a4d94f0e9b6c2d8e51a0f305", LOG_WARNING},
     {AlertKind::resolved, "resolved", "7c0ba1f3a4d94f0e9b6c2d8e51a0f306", LOG_NOTICE},
     {AlertKind::at_risk, "at-risk", "7c0ba1f3a4d94f0e9b6c2d8e51a0f307", LOG_CRIT},
+    {AlertKind::restored, "restored", "7c0ba1f3a4d94f0e9b6c2d8e51a0f308", LOG_NOTICE},
 };
 static_assert(util::in_enum_order(kKinds));
 

@@ -13,12 +13,12 @@
 
 namespace blkpolicy::systemd {
 
-enum class AlertKind { applied, drift, reverted, failed, conflict, resolved, at_risk };
+enum class AlertKind { applied, drift, reverted, failed, conflict, resolved, at_risk, restored };
 const char* to_string(AlertKind k);
 // One fixed MESSAGE_ID per kind; explained in systemd/blkpolicy.catalog.
 const char* message_id(AlertKind k);
 // syslog priority: at_risk 2 (crit), failed 3 (err), drift/reverted/conflict
-// 4 (warning), resolved 5 (notice), applied 6 (info).
+// 4 (warning), resolved and restored 5 (notice), applied 6 (info).
 int priority(AlertKind k);
 
 struct Alert {

@@ -50,7 +50,7 @@ TEST_CASE("commands: each name once, each found by name, each in --help") {
     }
     CHECK(find_command("frobnicate") == nullptr);
     CHECK(parse_command_line({"frobnicate"}).error ==
-          "unknown command frobnicate (commands: check, plan, apply, status, explain, audit, measure, import, "
+          "unknown command frobnicate (commands: check, plan, apply, status, explain, restore, audit, measure, import, "
           "import-udev, run, reload)");
 }
 

@@ -221,7 +221,10 @@ TEST_CASE("validation messages - exactly") {
         {"[daemon]\nverify_interval = \"10ms\"\n", "p.toml:2:19: daemon.verify_interval must be between 100ms and 24h"},
         {"[daemon]\nverbose = true\n",
          "p.toml:2:1: unknown key \"verbose\" in [daemon] (expected \"mode\", \"verify_interval\", \"measure\", "
-         "\"measure_window\" or \"measure_sample\")"},
+         "\"measure_window\", \"measure_sample\" or \"on_removal\")"},
+        {"[daemon]\non_removal = \"undo\"\n",
+         "p.toml:2:14: daemon.on_removal must be \"restore\" (a value the policy stops declaring goes back to what "
+         "the device had) or \"keep\" (it stays until the next boot)"},
         {"[daemon]\nmeasure_sample = 101\n", "p.toml:2:18: daemon.measure_sample must be a percentage from 0 to 100"},
         {"[daemon]\nmeasure_sample = \"10%\"\n",
          "p.toml:2:18: daemon.measure_sample must be a percentage from 0 to 100"},

@@ -14,10 +14,12 @@
 #include "agent/cli/measure.hpp"
 #include "agent/cli/render/common.hpp"
 #include "agent/cli/render/device_report.hpp"
+#include "agent/cli/restore.hpp"
 #include "agent/daemon/daemon.hpp"
 #include "agent/daemon/outputs.hpp"
 #include "agent/executor.hpp"
 #include "agent/policy_files.hpp"
+#include "agent/restore.hpp"
 #include "agent/snapshot.hpp"
 #include "policy/loader.hpp"
 #include "udev/discovery.hpp"
@@ -174,6 +176,13 @@ int with_devices(Kind kind, const Options& o, udev::Sysfs& sysfs, std::ostream& 
         }
         if (kind == Kind::apply) {
             auto result = execute(sysfs, v->plan);
+            // What it changed, and what was there before: `restore` and the
+            // daemon put it back when the policy drops it.
+            auto written = state.load_written(v->facts);
+            if (note_writes(written, v->plan, result)) {
+                const auto saved = state.save_written(v->facts, written);
+                if (!saved.ok()) err << "blkpolicy: warning: " << saved.message() << '\n';
+            }
             if (boot) {
                 ++boot->record.devices;
                 for (const auto& r : result.results) ++boot->record.outcomes[to_string(r.outcome)];
@@ -219,6 +228,10 @@ constexpr Command kCommands[] = {
      "for each attribute of DEVICE: the value now, the policy's value\nand rule, the kernel's own default and how it "
      "derived it",
      Operands::devices, run_explain},
+    {"restore", "",
+     "put back every value blkpolicy changed to what the device had\nbefore (unless someone else set it since); the "
+     "daemon does this\nitself when its policy stops setting a value",
+     Operands::devices, run_restore},
     {"audit", "",
      "read-only findings: devices lying about rotation, readahead\namplification, write cache vs the device's cache, "
      "udev rules\nthat fight the policy, ... (with or without a policy)",

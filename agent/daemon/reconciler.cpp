@@ -205,6 +205,36 @@ void Reconciler::say(Say what_to_say, const AttrPass& p, const std::string& devi
     }
 }
 
+bool Reconciler::put_back(const std::string& device, const policy::DeviceFacts& facts, DeviceRecord& rec,
+                          const std::set<std::string>& declared) {
+    const auto items = restore_values(sysfs_, device, rec.written, declared, retry_);
+    if (items.empty()) return false;
+    bool wrote = false;
+    for (const auto& r : items) {
+        using Result = Restored::Result;
+        if (r.result == Result::dropped || r.result == Result::busy) {
+            log_.log(LOG_INFO, restored_sentence(device, r));
+            continue;
+        }
+        wrote = wrote || r.result == Result::restored || r.result == Result::failed;
+        systemd::Alert al;
+        al.kind = systemd::AlertKind::restored;
+        al.device = device;
+        al.attribute = r.attribute;
+        al.expected = r.original;
+        al.actual = r.after;
+        al.message =
+            restored_sentence(device, r) + (r.result == Result::restored ? ": the policy no longer sets it" : "");
+        al.fields = {{"RESTORE", to_string(r.result)}, {"WRITTEN", r.written}};
+        log_.alert(al);
+        rec.attrs.erase(r.attribute);
+    }
+    say_save_once(log_, state_.save_written(facts, rec.written), rec.written_error,
+                  "; the values blkpolicy changed on " + device + " cannot be put back when the policy drops them",
+                  "recorded the values blkpolicy changed on " + device + " (they could not be: ");
+    return wrote;
+}
+
 bool Reconciler::reconcile(const std::string& device, Trigger trigger) {
     // The path to the first write reads only what the policy's rules match
     // on; recording frozen facts and the alerts come after the writes.
@@ -217,7 +247,7 @@ bool Reconciler::reconcile(const std::string& device, Trigger trigger) {
     if (label_now) how.shown = policy::kFactDrivers | policy::kFactModel | policy::kFactSerial | policy::kFactStack;
     how.udev_db = udev_db_;
     how.context = context_;
-    const auto view = look_one(sysfs_, state_, policy_, device, how, warnings);
+    auto view = look_one(sysfs_, state_, policy_, device, how, warnings);
     for (const auto& w : warnings) log_.log(LOG_WARNING, w);
     if (!view) {
         forget(device);
@@ -249,6 +279,23 @@ bool Reconciler::reconcile(const std::string& device, Trigger trigger) {
     // reset that came just after the first pass is seen at the second.
     const bool settling = rec.verifies_since_add < kSettlePasses;
     if (trigger == Trigger::verify && settling) ++rec.verifies_since_add;
+    if (!rec.written_loaded) {
+        std::string problem;
+        rec.written = state_.load_written(facts, &problem);
+        if (!problem.empty()) log_.log(LOG_WARNING, problem);
+        rec.written_loaded = true;
+    }
+    if (mode_ == policy::Mode::enforce && policy_.daemon.restore_on_removal && !rec.written.empty() &&
+        put_back(device, facts, rec, declared_attributes(plan))) {
+        // What was put back can move what the policy still sets (a limits
+        // write raises read_ahead_kb): the plan is made again from what the
+        // device reads now. The names above refer to the new look.
+        view = look_one(sysfs_, state_, policy_, device, how, warnings);
+        if (!view) {
+            forget(device);
+            return false;
+        }
+    }
     // Attributes the policy no longer manages on this device.
     for (auto it = rec.attrs.begin(); it != rec.attrs.end();) {
         bool managed = false;
@@ -265,7 +312,13 @@ bool Reconciler::reconcile(const std::string& device, Trigger trigger) {
     // What the driver set, before blkpolicy writes anything: recorded with the facts below.
     const std::string first_write_cache = facts.facts_frozen ? std::string() : read_write_cache(sysfs_, device);
     if (enforce && differs) {
-        for (auto& r : execute(sysfs_, plan, retry_).results) {
+        auto done = execute(sysfs_, plan, retry_);
+        if (note_writes(rec.written, plan, done))
+            say_save_once(
+                log_, state_.save_written(facts, rec.written), rec.written_error,
+                "; the values blkpolicy changed on " + device + " cannot be put back when the policy drops them",
+                "recorded the values blkpolicy changed on " + device + " (they could not be: ");
+        for (auto& r : done.results) {
             context_.refused_schedulers.insert(r.refused.begin(), r.refused.end());
             results[r.attribute] = std::move(r);
         }

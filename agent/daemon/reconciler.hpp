@@ -5,11 +5,13 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "agent/daemon/verdict.hpp"
 #include "agent/executor.hpp"
+#include "agent/restore.hpp"
 #include "agent/state.hpp"
 #include "kernel/rows.hpp"
 #include "policy/plan.hpp"
@@ -61,6 +63,12 @@ struct DeviceRecord {
     // the policy (re-applied, reported as applied), not a warning. A device
     // first seen on a pass (present at start) is settled from the start.
     int verifies_since_add = 0;
+    // What blkpolicy changed on this device instance and what it had
+    // before (the state directory's record, read at first sight): put back
+    // when the policy stops declaring it.
+    WrittenValues written;
+    bool written_loaded = false;
+    std::string written_error;  // why the record could not be saved, said once
 };
 inline constexpr int kSettlePasses = 2;
 
@@ -115,6 +123,10 @@ private:
     void say(Say what_to_say, const AttrPass& p, const std::string& device, const policy::Action& a,
              const AttrRecord& r, const std::string& before, const std::string& after, const AttributeResult* res,
              const writers::FoundWriter& writer);
+    // Puts back the values the policy no longer declares (on_removal =
+    // "restore"), one restored entry each. True when it wrote something.
+    bool put_back(const std::string& device, const policy::DeviceFacts& facts, DeviceRecord& rec,
+                  const std::set<std::string>& declared);
     void alert(systemd::AlertKind kind, const std::string& device, const policy::Action& a, const AttrRecord& r,
                const std::string& actual, const std::string& message, const writers::FoundWriter& writer = {});
 
