@@ -15,6 +15,7 @@
 #include "support/kernel_model.hpp"
 #include "support/policies.hpp"
 #include "support/reconciler_world.hpp"
+#include "udev/discovery.hpp"
 #include "writers/parsers.hpp"
 #include "writers/udev_rules.hpp"
 
@@ -442,5 +443,91 @@ TEST_CASE("daemon scenario: another writer holds the queue (EBUSY): quiet at the
         w.sysfs.busy["queue/nr_requests"] = 0;
         w.rec.reconcile("loop0", Trigger::verify);
         CHECK(w.log.take() == V{"resolved loop0 nr_requests 64 64"});
+    }
+}
+
+TEST_CASE("daemon scenario: a value the policy stops declaring goes back to what the device had") {
+    World w;
+    const auto ra_before = w.q("read_ahead_kb");
+    const auto sched_before = w.q("scheduler");
+    w.rec.set_policy(loops_policy("read_ahead_kb = 4096\nscheduler = \"mq-deadline\"\nnomerges = 1\n"));
+    w.rec.reconcile("loop0", Trigger::verify);
+    REQUIRE(w.q("read_ahead_kb") == "4096");
+    w.log.take();
+    const auto n0 = w.log.full.size();  // the alerts from here on
+    // The record survives the process: what a restarted daemon reads.
+    const auto recorded = w.state.load_written(*udev::read_facts(w.sysfs, "loop0"));
+    REQUIRE(recorded.size() == 3);
+    CHECK(recorded.at("read_ahead_kb") == agent::WrittenValue{ra_before, "4096"});
+    CHECK(recorded.at("nomerges") == agent::WrittenValue{"0", "1"});
+
+    SUBCASE("a rule's values dropped at a reload: each put back, one restored entry each") {
+        w.rec.set_policy(loops_policy("scheduler = \"mq-deadline\"\n"));
+        w.rec.reconcile("loop0", Trigger::verify);
+        CHECK(w.log.take() ==
+              V{"restored loop0 nomerges 0 0", "restored loop0 read_ahead_kb " + ra_before + " " + ra_before});
+        CHECK(w.q("read_ahead_kb") == ra_before);
+        CHECK(w.q("nomerges") == "0");
+        CHECK(w.q("scheduler").find("[mq-deadline]") != std::string::npos);  // still declared: kept
+        CHECK(w.log.full[n0].message ==
+              "put nomerges of loop0 back to 0, what it was before blkpolicy set 1: the policy no longer sets it");
+        const auto fields = w.log.full[n0].fields;
+        CHECK(fields == std::vector<std::pair<std::string, std::string>>{{"RESTORE", "restored"}, {"WRITTEN", "1"}});
+        // Once: the next passes say nothing and write nothing.
+        w.sysfs.writes.clear();
+        w.rec.reconcile("loop0", Trigger::verify);
+        CHECK(w.log.take().empty());
+        CHECK(w.sysfs.writes.empty());
+        CHECK(w.state.load_written(*udev::read_facts(w.sysfs, "loop0")).size() == 1);  // scheduler only
+    }
+    SUBCASE("no rule at all: the scheduler too, and nothing is left recorded") {
+        w.rec.set_policy(blkpolicy::test::one_rule_policy("nomerges = 1\n", "other", "kernel = \"sd*\"\n"));
+        w.rec.reconcile("loop0", Trigger::verify);
+        CHECK(w.log.take().size() == 3);
+        CHECK(w.q("scheduler") == sched_before);
+        CHECK(w.state.load_written(*udev::read_facts(w.sysfs, "loop0")).empty());
+        CHECK_FALSE(std::filesystem::exists(w.tree.root() / "state" / "written" / "loop0.json"));
+    }
+    SUBCASE("someone else set it since: left as it is, and said so") {
+        w.poke("read_ahead_kb", "512");
+        w.rec.set_policy(loops_policy("scheduler = \"mq-deadline\"\nnomerges = 1\n"));
+        w.rec.reconcile("loop0", Trigger::verify);
+        CHECK(w.log.take() == V{"restored loop0 read_ahead_kb " + ra_before + " 512"});
+        CHECK(w.log.full[n0].fields.front() == std::pair<std::string, std::string>{"RESTORE", "left"});
+        CHECK(w.log.full[n0].message ==
+              "left read_ahead_kb of loop0 as it is: it is now 512, not the 4096 blkpolicy "
+              "wrote: someone else set it since");
+        CHECK(w.q("read_ahead_kb") == "512");
+    }
+    SUBCASE("a restart with the same policy puts nothing back") {
+        agent::Reconciler again{w.sysfs, w.state, w.log, kernel::KernelVersion{6, 18}};
+        again.set_policy(loops_policy("read_ahead_kb = 4096\nscheduler = \"mq-deadline\"\nnomerges = 1\n"));
+        w.sysfs.writes.clear();
+        again.reconcile("loop0", Trigger::verify);
+        CHECK(w.log.take().empty());
+        CHECK(w.sysfs.writes.empty());
+        // The restarted daemon knows the originals all the same.
+        again.set_policy(loops_policy("scheduler = \"mq-deadline\"\n"));
+        again.reconcile("loop0", Trigger::verify);
+        CHECK(w.log.take().size() == 2);
+        CHECK(w.q("read_ahead_kb") == ra_before);
+    }
+    SUBCASE("on_removal = keep, and observe mode: nothing goes back") {
+        auto keep = loops_policy("scheduler = \"mq-deadline\"\n");
+        keep.daemon.restore_on_removal = false;
+        w.rec.set_policy(keep);
+        w.rec.reconcile("loop0", Trigger::verify);
+        CHECK(w.log.take().empty());
+        CHECK(w.q("read_ahead_kb") == "4096");
+        auto observe = loops_policy("scheduler = \"mq-deadline\"\n");
+        w.rec.set_policy(observe);
+        w.rec.set_mode(policy::Mode::observe);
+        w.rec.reconcile("loop0", Trigger::verify);
+        CHECK(w.log.take().empty());
+        CHECK(w.q("read_ahead_kb") == "4096");
+    }
+    SUBCASE("the device goes away: its record goes with it") {
+        w.rec.forget("loop0");
+        CHECK_FALSE(std::filesystem::exists(w.tree.root() / "state" / "written" / "loop0.json"));
     }
 }
