@@ -243,6 +243,64 @@ TEST_CASE("daemon: SIGHUP with a broken policy keeps the old one") {
     CHECK(eventually([&] { return loop.queue("read_ahead_kb") == "256"; }, 5s));
 }
 
+TEST_CASE("daemon: a value the policy stops setting goes back at a reload; a restart puts nothing back") {
+    require_journald();
+    Workdir w;
+    LoopDevice loop;
+    const auto ra = loop.queue("read_ahead_kb");
+    const auto nomerges = loop.queue("nomerges");
+    REQUIRE(ra != "128");
+    REQUIRE(nomerges != "1");
+    const auto both = w.policy("read_ahead_kb = 128\nnomerges = 1");
+    {
+        DaemonProcess d(w.args(both));
+        REQUIRE(d.wait_notification("READY=1", 10s));
+        REQUIRE(eventually([&] { return loop.queue("read_ahead_kb") == "128" && loop.queue("nomerges") == "1"; }, 5s));
+        d.signal(SIGTERM);
+        REQUIRE(d.wait_exit(5s) == 0);
+    }
+    // Stopping put nothing back.
+    CHECK(loop.queue("read_ahead_kb") == "128");
+    CHECK(loop.queue("nomerges") == "1");
+
+    DaemonProcess d(w.args(both));
+    REQUIRE(d.wait_notification("READY=1", 10s));
+    std::this_thread::sleep_for(1500ms);  // three verify passes
+    CHECK(loop.queue("read_ahead_kb") == "128");
+    CHECK(loop.queue("nomerges") == "1");
+    for (const auto& e : d.alerts(loop.name())) CHECK(e.at("BLKPOLICY_EVENT") != "restored");
+
+    // The rule stops setting nomerges: it goes back at the reload's pass.
+    w.policy("read_ahead_kb = 128");
+    const auto sent = std::chrono::steady_clock::now();
+    d.signal(SIGHUP);
+    REQUIRE(d.wait_journal(alert_is(loop.name(), "restored", "nomerges"), 5s));
+    const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - sent);
+    MESSAGE("reload to the restored entry: " << took.count() << " ms");
+    auto e = find_alert(d, loop.name(), "restored", "nomerges");
+    CHECK(e["BLKPOLICY_RESTORE"] == "restored");
+    CHECK(e["BLKPOLICY_EXPECTED"] == nomerges);
+    CHECK(e["BLKPOLICY_ACTUAL"] == nomerges);
+    CHECK(e["BLKPOLICY_WRITTEN"] == "1");
+    CHECK(e["MESSAGE_ID"] == "7c0ba1f3a4d94f0e9b6c2d8e51a0f308");
+    CHECK(e["PRIORITY"] == "5");
+    CHECK(loop.queue("nomerges") == nomerges);
+    CHECK(loop.queue("read_ahead_kb") == "128");  // still declared
+    std::this_thread::sleep_for(1500ms);
+    std::size_t restored = 0;
+    for (const auto& x : d.alerts(loop.name())) restored += x.at("BLKPOLICY_EVENT") == "restored";
+    CHECK(restored == 1);  // one entry for the one value, not one a pass
+    d.signal(SIGTERM);
+    REQUIRE(d.wait_exit(5s) == 0);
+
+    // What is left, the command puts back once the daemon is gone.
+    auto r = run_blkpolicy({"restore", "--state-dir", (w.dir / "state").string(), loop.name()});
+    INFO(r.out, r.err);
+    CHECK(r.exit_code == 0);
+    CHECK(loop.queue("read_ahead_kb") == ra);
+    CHECK(r.out.find("1 value(s) put back, 0 left") != std::string::npos);
+}
+
 TEST_CASE("daemon: a udev rule that fights the policy is named in a conflict alert") {
     require_journald();
     StandaloneUdevd udevd("99-blkpolicy-test.rules",

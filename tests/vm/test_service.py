@@ -25,6 +25,8 @@ with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "
 
 # The catalog's first words for each alert kind (systemd/blkpolicy.catalog).
 DRIFT_ID = "7c0ba1f3a4d94f0e9b6c2d8e51a0f302"
+RESTORED_ID = "7c0ba1f3a4d94f0e9b6c2d8e51a0f308"
+REMOVAL_DROPIN = "/etc/blkpolicy/policy.d/90-bp-removed-later.toml"
 
 BROKEN_POLICY = machine.POLICY.replace('read_ahead_kb = 256\n', 'read_ahead_kb = "lots"\n', 1)
 CHANGED_POLICY = machine.POLICY.replace('read_ahead_kb = 256\n', 'read_ahead_kb = 384\n', 1)
@@ -198,11 +200,39 @@ def reload_restart_watchdog(ctx):
         expect_eq(g.sh(f"cat /sys/block/{vdb}/queue/read_ahead_kb").strip(), "384",
                   "read_ahead_kb right after the reload returned")
 
+    with R.step(s, "a rule removed and systemctl reload: its values go back, one restored entry each"):
+        before = {a: g.sh(f"cat /sys/block/{vdb}/queue/{a}").strip() for a in ("nomerges", "rq_affinity")}
+        set_to = {"nomerges": "2" if before["nomerges"] != "2" else "1",
+                  "rq_affinity": "2" if before["rq_affinity"] != "2" else "0"}
+        g.sh("mkdir -p /etc/blkpolicy/policy.d")
+        g.write_file(REMOVAL_DROPIN, "[[rule]]\nname = \"removed later\"\n[rule.match]\nkernel = \"" + vdb +
+                     "\"\n[rule.set]\n" + "".join(f"{a} = {v}\n" for a, v in set_to.items()))
+        g.sh(f"systemctl reload {UNIT}")
+        for a, v in set_to.items():
+            expect_eq(g.sh(f"cat /sys/block/{vdb}/queue/{a}").strip(), v, f"{a} after the rule was added")
+        since = cursor(g)
+        g.sh(f"rm {REMOVAL_DROPIN} && systemctl reload {UNIT}")
+        after = {a: g.sh(f"cat /sys/block/{vdb}/queue/{a}").strip() for a in before}
+        expect_eq(after, before, "the values right after the reload returned")
+        restored = [e for e in machine.blkpolicy_alerts(g, since) if e.get("BLKPOLICY_EVENT") == "restored"]
+        R.figure(s, "restored entries at the reload", len(restored), "; ".join(e.get("MESSAGE", "") for e in restored))
+        expect_eq(sorted((e.get("BLKPOLICY_DEVICE"), e.get("BLKPOLICY_ATTRIBUTE"), e.get("BLKPOLICY_RESTORE"))
+                         for e in restored),
+                  [(vdb, "nomerges", "restored"), (vdb, "rq_affinity", "restored")], "restored entries")
+        expect(all(e.get("MESSAGE_ID") == RESTORED_ID for e in restored), "MESSAGE_ID of the restored entries")
+        out = g.sh(f"journalctl --no-pager -x -q -b MESSAGE_ID={RESTORED_ID}")
+        expect("puts back the value the device had before blkpolicy first wrote it" in " ".join(out.split()),
+               f"no catalog text for the restored entry:\n{out}")
+
     with R.step(s, "systemctl restart"):
         pid = machine.main_pid(g)
+        since = cursor(g)
         g.sh(f"systemctl restart {UNIT}")
         expect(machine.main_pid(g) not in (0, pid), "MainPID unchanged after restart")
         expect_eq(unit_prop(g, UNIT, "StatusText").split(",")[1].strip(), "0 drifted", "StatusText after restart")
+        time.sleep(6)  # a verify pass of the restarted daemon
+        restored = [e for e in machine.blkpolicy_alerts(g, since) if e.get("BLKPOLICY_EVENT") == "restored"]
+        expect(not restored, "a restart put values back:\n" + "\n".join(_short(restored)))
 
     with R.step(s, "kill -9: systemd restarts it, frozen facts intact, no alert storm"):
         pid = machine.main_pid(g)
