@@ -46,7 +46,7 @@ cp "$src_dir/systemd/blkpolicy.catalog" "$work/root/usr/lib/systemd/catalog/"
 journalctl --root="$work/root" --update-catalog
 listed=$(journalctl --root="$work/root" --list-catalog)
 ids=$(grep -o '"[0-9a-f]\{32\}"' "$src_dir/systemd/alerts.cpp" | tr -d '"')
-[[ $(echo "$ids" | wc -l) -eq 7 ]] || { echo "expected 7 MESSAGE_IDs in systemd/alerts.cpp"; exit 1; }
+[[ $(echo "$ids" | wc -l) -eq 8 ]] || { echo "expected 8 MESSAGE_IDs (one per AlertKind) in systemd/alerts.cpp"; exit 1; }
 for id in $ids; do
     grep -q "^$id blkpolicy: " <<<"$listed" || { echo "MESSAGE_ID $id has no catalog entry"; exit 1; }
 done
