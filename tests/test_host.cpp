@@ -239,6 +239,31 @@ TEST_CASE("one fleet policy, two machines: each takes its own rules (examples/fl
     CHECK(matched(qemu, "vda") ==
           std::vector<std::string>{"guests: virtual disks do not spin",
                                    "6.17 and later: readahead back to 128 KiB on virtual disks"});
+    {
+        // explain and the text reports say the same.
+        FakeSysfs tree;
+        build_fleet(tree);
+        tree.file("class/dmi/id/sys_vendor", "QEMU\n");
+        const std::vector<std::string> common = {"--policy",           policy,        "--sysfs-root",
+                                                 tree.root().string(), "--state-dir", (tree.root() / "state").string(),
+                                                 "--kernel-release",   "6.12.74"};
+        auto args = [&](std::vector<std::string> a) {
+            a.insert(a.end(), common.begin(), common.end());
+            return a;
+        };
+        auto x = run_blkpolicy(args({"explain", "--json", "vda"}));
+        REQUIRE(x.exit_code == 0);
+        const auto doc = nlohmann::json::parse(x.out);
+        CHECK(doc["host"]["virtualization"] == "qemu");
+        CHECK(doc["host"]["kernel"] == "6.12.74");
+        auto text = run_blkpolicy(args({"plan"}));
+        CHECK(text.out.find("host: kernel=\"6.12.74\" virtualization=\"qemu\" sys_vendor=\"QEMU\" product_name=- "
+                            "hostname=-\n") != std::string::npos);
+        CHECK(text.out.find("  not for this host: 6.17 and later: readahead back to 128 KiB on virtual disks (") !=
+              std::string::npos);
+        CHECK(text.out.find("match.host.kernel \">= 6.17\" does not hold here: host.kernel is \"6.12.74\"") !=
+              std::string::npos);
+    }
     const auto old_kernel = plan({"QEMU", "Standard PC (Q35 + ICH9, 2009)", "6.12.74+deb13-amd64"});
     CHECK(matched(old_kernel, "vda") == std::vector<std::string>{"guests: virtual disks do not spin"});
 
