@@ -14,12 +14,10 @@
 
 namespace blkpolicy::policy {
 
-// nvme_multipath: an NVMe multipath head (nvmeXnY over the hidden paths
-// nvmeXcZnY, one per controller), bio-based like dm and md.
-enum class Stack { none, dm, md, loop, nvme_multipath };
+enum class Stack { none, dm, md, loop };
 const char* to_string(Stack s);
 std::optional<Stack> stack_from_string(std::string_view s);
-std::vector<std::string> stack_names();  // none, dm, md, loop, nvme-multipath
+std::vector<std::string> stack_names();  // none, dm, md, loop
 
 // Facts beyond the basics, in groups read only when something needs them:
 // matching a rule reads what its match keys use (fact_needs), a report reads

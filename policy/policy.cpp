@@ -24,11 +24,8 @@ namespace {
 constexpr util::Named<Mode> kModes[] = {{Mode::enforce, "enforce"}, {Mode::observe, "observe"}};
 static_assert(util::in_enum_order(kModes));
 
-constexpr util::Named<Stack> kStacks[] = {{Stack::none, "none"},
-                                          {Stack::dm, "dm"},
-                                          {Stack::md, "md"},
-                                          {Stack::loop, "loop"},
-                                          {Stack::nvme_multipath, "nvme-multipath"}};
+constexpr util::Named<Stack> kStacks[] = {
+    {Stack::none, "none"}, {Stack::dm, "dm"}, {Stack::md, "md"}, {Stack::loop, "loop"}};
 static_assert(util::in_enum_order(kStacks));
 }  // namespace
 
