@@ -118,6 +118,18 @@ std::vector<Restored> restore_values(udev::Sysfs& sysfs, const std::string& devi
     return out;
 }
 
+systemd::Alert restored_alert(const std::string& device, const Restored& r, const std::string& why) {
+    systemd::Alert al;
+    al.kind = systemd::AlertKind::restored;
+    al.device = device;
+    al.attribute = r.attribute;
+    al.expected = r.original;
+    al.actual = r.after;
+    al.message = restored_sentence(device, r) + (r.result == R::restored ? why : std::string());
+    al.fields = {{"RESTORE", to_string(r.result)}, {"WRITTEN", r.written}};
+    return al;
+}
+
 std::string restored_sentence(const std::string& device, const Restored& r) {
     const std::string what = r.attribute + " of " + device;
     switch (r.result) {

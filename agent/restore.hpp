@@ -13,6 +13,7 @@
 #include "agent/executor.hpp"
 #include "agent/state.hpp"
 #include "policy/plan.hpp"
+#include "systemd/alerts.hpp"
 #include "udev/sysfs.hpp"
 
 namespace blkpolicy::agent {
@@ -55,5 +56,9 @@ std::vector<Restored> restore_values(udev::Sysfs& sysfs, const std::string& devi
 // of vda back to 8192 (blkpolicy had set 128)", "left ...: it is now 256,
 // not the 128 blkpolicy wrote: someone else set it since".
 std::string restored_sentence(const std::string& device, const Restored& r);
+
+// Its `restored` journal entry (the sentence, then `why` when it was put
+// back); the daemon and `blkpolicy restore` send the same fields.
+systemd::Alert restored_alert(const std::string& device, const Restored& r, const std::string& why);
 
 }  // namespace blkpolicy::agent

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "policy/attributes.hpp"
+#include "policy/values.hpp"
 #include "util/names.hpp"
 
 namespace blkpolicy::policy {
@@ -70,12 +71,6 @@ constexpr HostFactRow kHostFacts[] = {
     {"sys_vendor", &HostFacts::sys_vendor}, {"product_name", &HostFacts::product_name},
     {"hostname", &HostFacts::hostname},
 };
-
-std::string join_names(const std::vector<std::string>& names) {
-    std::string out;
-    for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
-    return out;
-}
 
 // A host.kernel comparison's operator, and the release's numbers.
 enum class Op { lt, le, gt, ge, eq, ne };
@@ -214,7 +209,7 @@ bool match_key_is_named(MatchKey k) { return row_of(k).compare == Compare::named
 std::string named_match_example(MatchKey k) {
     if (k == MatchKey::env) return "udev properties, e.g. env.ID_BUS = \"ata\"";
     if (k == MatchKey::host)
-        return "host facts (" + join_names(host_fact_names()) + "), e.g. host.kernel = \">= 6.17\"";
+        return "host facts (" + join(host_fact_names(), ", ") + "), e.g. host.kernel = \">= 6.17\"";
     if (k == MatchKey::attr) return "sysfs attributes of the device, e.g. attr.\"queue/zoned\" = \"host-managed\"";
     return "sysfs attributes of the device or a parent, e.g. attrs.nsid = \"?*\"";
 }
@@ -227,7 +222,7 @@ std::string invalid_match_name(MatchKey k, const std::string& name) {
     if (k == MatchKey::host) {
         const auto names = host_fact_names();
         if (std::find(names.begin(), names.end(), name) == names.end())
-            return "not a host fact (known: " + join_names(names) + ")";
+            return "not a host fact (known: " + join(names, ", ") + ")";
         return {};
     }
     if (k == MatchKey::env) {

@@ -13,6 +13,8 @@
 #include <cpuid.h>
 #endif
 
+#include "udev/discovery.hpp"
+
 namespace blkpolicy::udev {
 
 namespace {
@@ -53,11 +55,6 @@ std::string dmi_virtualization(const VirtualizationSigns& s) {
     return {};
 }
 
-std::string trimmed(std::string s) {
-    while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\t')) s.pop_back();
-    return s;
-}
-
 void read_cpuid(VirtualizationSigns& s) {
 #if defined(__x86_64__) || defined(__i386__)
     unsigned a = 0, b = 0, c = 0, d = 0;
@@ -94,9 +91,9 @@ std::string virtualization_from(const VirtualizationSigns& s) {
 
 policy::HostFacts read_host_facts(const Sysfs& sysfs, bool this_host, const std::string& kernel_release) {
     policy::HostFacts host;
+    // Trailing blanks removed, as udev's ATTR{} reads them.
     auto dmi = [&](const char* name) {
-        const auto r = sysfs.read(std::string("class/dmi/id/") + name);
-        return r.ok() ? trimmed(r.value) : std::string();
+        return read_attribute(sysfs, std::string("class/dmi/id/") + name).value_or("");
     };
     VirtualizationSigns signs;
     signs.product_name = dmi("product_name");
@@ -104,7 +101,7 @@ policy::HostFacts read_host_facts(const Sysfs& sysfs, bool this_host, const std:
     signs.board_vendor = dmi("board_vendor");
     signs.bios_vendor = dmi("bios_vendor");
     signs.product_version = dmi("product_version");
-    if (const auto r = sysfs.read("hypervisor/type"); r.ok()) signs.hypervisor_type = trimmed(r.value);
+    signs.hypervisor_type = read_attribute(sysfs, "hypervisor/type").value_or("");
     if (this_host) read_cpuid(signs);
     host.virtualization = virtualization_from(signs);
     host.sys_vendor = signs.sys_vendor;

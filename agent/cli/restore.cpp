@@ -56,15 +56,7 @@ int run_restore(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::os
                              {"result", to_string(r.result)},
                              {"detail", r.detail}});
             if (r.result == Result::dropped || r.result == Result::busy) continue;
-            systemd::Alert al;
-            al.kind = systemd::AlertKind::restored;
-            al.device = name;
-            al.attribute = r.attribute;
-            al.expected = r.original;
-            al.actual = r.after;
-            al.message = restored_sentence(name, r) + " (blkpolicy restore)";
-            al.fields = {{"RESTORE", to_string(r.result)}, {"WRITTEN", r.written}};
-            journal->alert(al);
+            journal->alert(restored_alert(name, r, " (blkpolicy restore)"));
         }
         const auto saved = state.save_written(*facts, values);
         if (!saved.ok()) {

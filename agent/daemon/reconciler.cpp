@@ -217,22 +217,17 @@ bool Reconciler::put_back(const std::string& device, const policy::DeviceFacts& 
             continue;
         }
         wrote = wrote || r.result == Result::restored || r.result == Result::failed;
-        systemd::Alert al;
-        al.kind = systemd::AlertKind::restored;
-        al.device = device;
-        al.attribute = r.attribute;
-        al.expected = r.original;
-        al.actual = r.after;
-        al.message =
-            restored_sentence(device, r) + (r.result == Result::restored ? ": the policy no longer sets it" : "");
-        al.fields = {{"RESTORE", to_string(r.result)}, {"WRITTEN", r.written}};
-        log_.alert(al);
+        log_.alert(restored_alert(device, r, ": the policy no longer sets it"));
         rec.attrs.erase(r.attribute);
     }
+    save_written(device, facts, rec);
+    return wrote;
+}
+
+void Reconciler::save_written(const std::string& device, const policy::DeviceFacts& facts, DeviceRecord& rec) {
     say_save_once(log_, state_.save_written(facts, rec.written), rec.written_error,
                   "; the values blkpolicy changed on " + device + " cannot be put back when the policy drops them",
                   "recorded the values blkpolicy changed on " + device + " (they could not be: ");
-    return wrote;
 }
 
 bool Reconciler::reconcile(const std::string& device, Trigger trigger) {
@@ -313,11 +308,7 @@ bool Reconciler::reconcile(const std::string& device, Trigger trigger) {
     const std::string first_write_cache = facts.facts_frozen ? std::string() : read_write_cache(sysfs_, device);
     if (enforce && differs) {
         auto done = execute(sysfs_, plan, retry_);
-        if (note_writes(rec.written, plan, done))
-            say_save_once(
-                log_, state_.save_written(facts, rec.written), rec.written_error,
-                "; the values blkpolicy changed on " + device + " cannot be put back when the policy drops them",
-                "recorded the values blkpolicy changed on " + device + " (they could not be: ");
+        if (note_writes(rec.written, plan, done)) save_written(device, facts, rec);
         for (auto& r : done.results) {
             context_.refused_schedulers.insert(r.refused.begin(), r.refused.end());
             results[r.attribute] = std::move(r);

@@ -127,6 +127,8 @@ private:
     // "restore"), one restored entry each. True when it wrote something.
     bool put_back(const std::string& device, const policy::DeviceFacts& facts, DeviceRecord& rec,
                   const std::set<std::string>& declared);
+    // Saves rec.written in the state directory; a failure is said once.
+    void save_written(const std::string& device, const policy::DeviceFacts& facts, DeviceRecord& rec);
     void alert(systemd::AlertKind kind, const std::string& device, const policy::Action& a, const AttrRecord& r,
                const std::string& actual, const std::string& message, const writers::FoundWriter& writer = {});
 
