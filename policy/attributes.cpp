@@ -98,7 +98,7 @@ struct Row {
     std::optional<Key> input = {};
     DeviceCheckFn device_check = nullptr;
     ReadbackFn readback = nullptr;
-    std::array<std::string_view, 2> choices = {};
+    std::array<std::string_view, 3> choices = {};
     FactNeeds fact_needs = 0;
     std::string_view alias = {};
 };
@@ -221,6 +221,15 @@ constexpr Row kRows[] = {
      .kind = ValueKind::integer,
      .min = 1,
      .max = 65535},
+    // An NVMe multipath head's device/ is its subsystem (nvme-subsysN), shared
+    // by every namespace of it: how the kernel picks a path for each I/O.
+    // queue-depth came with 6.11; an older kernel refuses it (EINVAL).
+    {.value = Key::device_iopolicy,
+     .path = "device/iopolicy",
+     .phase = Phase::late,
+     .kind = ValueKind::choice,
+     .note = "numa (the default), round-robin, or queue-depth (6.11 and later); only NVMe multipath heads have it",
+     .choices = {"numa", "round-robin", "queue-depth"}},
     // Milliseconds; the kernel refuses 0 and keeps whole ticks. SCSI's
     // device/timeout is the same timer in seconds (kernel row
     // io-timeout:one-timer-with-scsi-timeout).

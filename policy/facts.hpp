@@ -14,10 +14,12 @@
 
 namespace blkpolicy::policy {
 
-enum class Stack { none, dm, md, loop };
+// nvme_multipath: an NVMe multipath head (nvmeXnY over the hidden paths
+// nvmeXcZnY, one per controller), bio-based like dm and md.
+enum class Stack { none, dm, md, loop, nvme_multipath };
 const char* to_string(Stack s);
 std::optional<Stack> stack_from_string(std::string_view s);
-std::vector<std::string> stack_names();  // none, dm, md, loop
+std::vector<std::string> stack_names();  // none, dm, md, loop, nvme-multipath
 
 // Facts beyond the basics, in groups read only when something needs them:
 // matching a rule reads what its match keys use (fact_needs), a report reads
@@ -50,6 +52,10 @@ struct DeviceFacts {
     std::string wwid;
     bool rotational = false;  // as matched: frozen at first sight (see agent/state)
     bool removable = false;
+    // A hidden disk (an NVMe multipath path, nvmeXcYnZ): no dev file, no
+    // device node, and after boot no uevents; I/O reaches it through its
+    // head, whose bdi does the readahead.
+    bool hidden = false;
     bool has_queue = false;      // queue/ exists: something to tune at all
     bool request_based = false;  // mq/ exists: scheduler, nr_requests, wbt, rq_affinity
     Stack stack = Stack::none;

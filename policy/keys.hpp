@@ -33,7 +33,8 @@ enum class Key : std::uint8_t {
     rq_affinity,
     device_timeout,
     device_queue_depth,
-    io_timeout,  // after device.timeout: the same request timer on SCSI
+    device_iopolicy,  // an NVMe multipath head's subsystem: how I/O is spread over its paths
+    io_timeout,       // after device.timeout: the same request timer on SCSI
     read_ahead_kb,
     // read only
     max_hw_sectors_kb,
@@ -57,6 +58,7 @@ inline constexpr util::Named<Key> kKeyNames[] = {
     {Key::rq_affinity, "rq_affinity"},
     {Key::device_timeout, "device.timeout"},
     {Key::device_queue_depth, "device.queue_depth"},
+    {Key::device_iopolicy, "device.iopolicy"},
     {Key::io_timeout, "io_timeout"},
     {Key::read_ahead_kb, "read_ahead_kb"},
     {Key::max_hw_sectors_kb, "max_hw_sectors_kb"},

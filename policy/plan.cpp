@@ -185,6 +185,12 @@ DevicePlan plan_device(const Policy& policy, const DeviceFacts& facts, const Val
         if (spec->mq_only && !facts.request_based) {
             a.kind = ActionKind::skip;
             a.note = "bio-based queue: no " + spec->path;
+        } else if (facts.hidden && spec->id == Key::read_ahead_kb) {
+            // The file is there and takes a value, which no read uses.
+            a.kind = ActionKind::skip;
+            a.note = "hidden NVMe multipath path: reads come through its head" +
+                     (facts.holders.empty() ? std::string() : " (" + join(facts.holders, ", ") + ")") +
+                     ", whose read_ahead_kb is the one used";
         } else if (cur == current.end() && spec->id == Key::iosched) {
             // Under another scheduler the tunable may appear after the switch;
             // resolved below once the scheduler action is known.

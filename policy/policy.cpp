@@ -24,8 +24,11 @@ namespace {
 constexpr util::Named<Mode> kModes[] = {{Mode::enforce, "enforce"}, {Mode::observe, "observe"}};
 static_assert(util::in_enum_order(kModes));
 
-constexpr util::Named<Stack> kStacks[] = {
-    {Stack::none, "none"}, {Stack::dm, "dm"}, {Stack::md, "md"}, {Stack::loop, "loop"}};
+constexpr util::Named<Stack> kStacks[] = {{Stack::none, "none"},
+                                          {Stack::dm, "dm"},
+                                          {Stack::md, "md"},
+                                          {Stack::loop, "loop"},
+                                          {Stack::nvme_multipath, "nvme-multipath"}};
 static_assert(util::in_enum_order(kStacks));
 }  // namespace
 

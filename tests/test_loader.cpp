@@ -145,7 +145,8 @@ TEST_CASE("validation messages - exactly") {
         {"[[rule]]\nname = \"x\"\n[rule.set]\nreadahead_kb = 5\n",
          "p.toml:4:1: unknown attribute \"readahead_kb\" in [rule.set] (writable: rotational, max_sectors_kb, "
          "discard_max_bytes, write_cache, add_random, iostats, scheduler, nr_requests, async_depth, wbt_lat_usec, "
-         "nomerges, rq_affinity, device.timeout, device.queue_depth, io_timeout, read_ahead_kb, iosched.<tunable>)"},
+         "nomerges, rq_affinity, device.timeout, device.queue_depth, device.iopolicy, io_timeout, read_ahead_kb, "
+         "iosched.<tunable>)"},
         {"[[rule]]\nname = \"x\"\n[rule.match]\nmodel_name = \"x\"\n[rule.set]\nnomerges = 1\n",
          "p.toml:4:1: unknown match key \"model_name\" (known: kernel, driver, model, vendor, serial, wwid, "
          "stack, dm_name, dm_uuid, md_level, rotational, removable, env.<udev property>, attr.<sysfs attribute>, "
@@ -176,7 +177,7 @@ TEST_CASE("validation messages - exactly") {
         {"[[rule]]\nname = \"x\"\n[rule.match]\nrotational = 1\n[rule.set]\nnomerges = 1\n",
          "p.toml:4:14: match.rotational must be true or false, not an integer"},
         {"[[rule]]\nname = \"x\"\n[rule.match]\nstack = \"lvm\"\n[rule.set]\nnomerges = 1\n",
-         "p.toml:4:9: match.stack \"lvm\" is not one of \"none\", \"dm\", \"md\", \"loop\""},
+         "p.toml:4:9: match.stack \"lvm\" is not one of \"none\", \"dm\", \"md\", \"loop\", \"nvme-multipath\""},
         {"[[rule]]\nname = \"x\"\n[rule.match]\nkernel = []\n[rule.set]\nnomerges = 1\n",
          "p.toml:4:10: match.kernel must not be an empty array (it could never match)"},
         {"[[rule]]\nname = \"x\"\n[rule.set]\nscheduler = \"deadline\"\n",
@@ -195,12 +196,14 @@ TEST_CASE("validation messages - exactly") {
         {"[[rule]]\nname = \"x\"\n[rule.set]\niosched.Fifo-Batch = 1\n",
          "p.toml:4:9: unknown attribute \"iosched.Fifo-Batch\" in [rule.set] (writable: rotational, "
          "max_sectors_kb, discard_max_bytes, write_cache, add_random, iostats, scheduler, nr_requests, "
-         "async_depth, wbt_lat_usec, nomerges, rq_affinity, device.timeout, device.queue_depth, io_timeout, "
+         "async_depth, wbt_lat_usec, nomerges, rq_affinity, device.timeout, device.queue_depth, device.iopolicy, "
+         "io_timeout, "
          "read_ahead_kb, iosched.<tunable>)"},
         {"[[rule]]\nname = \"x\"\n[rule.set]\ndevice.eh_deadline = 1\n",
          "p.toml:4:8: unknown attribute \"device.eh_deadline\" in [rule.set] (writable: rotational, "
          "max_sectors_kb, discard_max_bytes, write_cache, add_random, iostats, scheduler, nr_requests, "
-         "async_depth, wbt_lat_usec, nomerges, rq_affinity, device.timeout, device.queue_depth, io_timeout, "
+         "async_depth, wbt_lat_usec, nomerges, rq_affinity, device.timeout, device.queue_depth, device.iopolicy, "
+         "io_timeout, "
          "read_ahead_kb, iosched.<tunable>)"},
         {"[[rule]]\nname = \"x\"\n", "p.toml:1:1: rule \"x\" has no [rule.set] table: it would do nothing"},
         {"[[rule]]\nname = \"x\"\n[rule.set]\n", "p.toml:3:7: [rule.set] is empty: the rule would do nothing"},

@@ -40,7 +40,7 @@ TEST_CASE("every name the product prints parses back to the same value") {
         REQUIRE(s);
         CHECK(to_string(*s) == n);
     }
-    CHECK(stack_names() == std::vector<std::string>{"none", "dm", "md", "loop"});
+    CHECK(stack_names() == std::vector<std::string>{"none", "dm", "md", "loop", "nvme-multipath"});
     for (const auto& n : match_key_names()) {
         auto k = match_key_from_string(n);
         REQUIRE(k);

@@ -82,7 +82,79 @@ std::vector<std::string> drivers_of(const Sysfs& s, const std::string& syspath) 
     return out;
 }
 
+// nvme<S>n<N> (ctrl empty) or nvme<S>c<C>n<N>, as the kernel names a
+// multipath head and its paths.
+struct NvmeName {
+    std::string subsys, ctrl, ns;
+};
+std::optional<NvmeName> parse_nvme_name(std::string_view name) {
+    if (!name.starts_with("nvme")) return std::nullopt;
+    name.remove_prefix(4);
+    const auto number = [&name]() -> std::string {
+        std::size_t n = 0;
+        while (n < name.size() && std::isdigit(static_cast<unsigned char>(name[n]))) ++n;
+        std::string out(name.substr(0, n));
+        name.remove_prefix(n);
+        return out;
+    };
+    NvmeName out;
+    out.subsys = number();
+    if (out.subsys.empty()) return std::nullopt;
+    if (name.starts_with("c")) {
+        name.remove_prefix(1);
+        out.ctrl = number();
+        if (out.ctrl.empty()) return std::nullopt;
+    }
+    if (!name.starts_with("n")) return std::nullopt;
+    name.remove_prefix(1);
+    out.ns = number();
+    if (out.ns.empty() || !name.empty()) return std::nullopt;
+    return out;
+}
+
+// A head's parent device is its subsystem (class nvme-subsystem); a plain
+// namespace's is its controller (class nvme).
+bool is_nvme_head(const Sysfs& s, const std::string& name) {
+    auto n = parse_nvme_name(name);
+    if (!n || !n->ctrl.empty()) return false;
+    auto bus = s.readlink("block/" + name + "/device/subsystem");
+    return bus && last_component(*bus) == "nvme-subsystem";
+}
+
 }  // namespace
+
+std::vector<std::string> nvme_paths_of(const Sysfs& s, const std::string& head) {
+    std::vector<std::string> out;
+    auto h = parse_nvme_name(head);
+    if (!h || !h->ctrl.empty()) return out;
+    for (auto& other : s.list("block")) {
+        auto p = parse_nvme_name(other);
+        if (p && !p->ctrl.empty() && p->subsys == h->subsys && p->ns == h->ns) out.push_back(std::move(other));
+    }
+    return out;
+}
+
+std::optional<std::string> nvme_head_of(const Sysfs& s, const std::string& path) {
+    auto p = parse_nvme_name(path);
+    if (!p || p->ctrl.empty()) return std::nullopt;
+    std::string head = "nvme" + p->subsys + "n" + p->ns;
+    if (!s.exists("block/" + head)) return std::nullopt;
+    return head;
+}
+
+std::vector<std::string> lower_devices(const Sysfs& s, const std::string& name) {
+    auto out = s.list("block/" + name + "/slaves");
+    for (auto& path : nvme_paths_of(s, name))
+        if (std::find(out.begin(), out.end(), path) == out.end()) out.push_back(std::move(path));
+    return out;
+}
+
+std::vector<std::string> upper_devices(const Sysfs& s, const std::string& name) {
+    auto out = s.list("block/" + name + "/holders");
+    if (auto head = nvme_head_of(s, name); head && std::find(out.begin(), out.end(), *head) == out.end())
+        out.push_back(std::move(*head));
+    return out;
+}
 
 bool valid_device_name(std::string_view name) {
     if (name.empty() || name.size() > 64 || name == "." || name == "..") return false;
@@ -106,10 +178,14 @@ std::optional<DeviceFacts> read_facts(const Sysfs& s, const std::string& name, c
 
     DeviceFacts f;
     f.name = name;
-    // dev is there for as long as the device is: a failed read means it is gone.
-    auto dev = s.read(dir + "/dev");
-    if (!dev.ok()) return std::nullopt;
-    f.devnum = trim(dev.value);
+    // dev is there for as long as the device is: a failed read means it is
+    // gone, unless the disk is hidden (which has no dev at all).
+    if (auto dev = s.read(dir + "/dev"); dev.ok())
+        f.devnum = trim(dev.value);
+    else if (read_trimmed(s, dir + "/hidden") == "1")
+        f.hidden = true;
+    else
+        return std::nullopt;
     f.diskseq = read_trimmed(s, dir + "/diskseq");
     // Without a diskseq (kernels before 5.15, fake trees), identity falls
     // back to what names the hardware or the stacked device.
@@ -147,7 +223,9 @@ std::optional<DeviceFacts> read_facts(const Sysfs& s, const std::string& name, c
         const auto parent_bus = s.readlink(dir + "/device/subsystem");
         const auto bus = parent_bus ? last_component(*parent_bus) : std::string_view();
         if (bus == "scsi") f.vendor = read_trimmed(s, dir + "/device/vendor");
-        if (bus == "scsi" || bus == "nvme") f.model = read_trimmed(s, dir + "/device/model");
+        // An NVMe multipath head's parent is its subsystem, which has the
+        // model and serial its controllers share.
+        if (bus == "scsi" || bus == "nvme" || bus == "nvme-subsystem") f.model = read_trimmed(s, dir + "/device/model");
         // A SATA disk behind libata: the SCSI model is the first 16
         // characters of the ATA one; the whole model (what udev's ID_MODEL,
         // lsblk and smartctl show) is in the ATA Information VPD page.
@@ -192,11 +270,13 @@ std::optional<DeviceFacts> read_facts(const Sysfs& s, const std::string& name, c
         } else if (f.stack == policy::Stack::loop || s.is_dir(dir + "/loop")) {
             f.stack = policy::Stack::loop;  // loop/ exists only while bound
             f.loop_backing_file = read_trimmed(s, dir + "/loop/backing_file");
+        } else if (is_nvme_head(s, name)) {
+            f.stack = policy::Stack::nvme_multipath;
         }
     }
     if (needs & policy::kFactTopology) {
-        f.slaves = s.list(dir + "/slaves");
-        f.holders = s.list(dir + "/holders");
+        f.slaves = lower_devices(s, name);
+        f.holders = upper_devices(s, name);
     }
     if (needs & policy::kFactProperties) {
         // udev's ENV{} sees the kernel's uevent properties (DEVTYPE, DEVNAME,
@@ -207,7 +287,8 @@ std::optional<DeviceFacts> read_facts(const Sysfs& s, const std::string& name, c
             const auto eq = line.find('=');
             if (eq != std::string::npos && eq > 0) f.properties[line.substr(0, eq)] = line.substr(eq + 1);
         }
-        for (auto& [k, v] : read_udev_properties(udev_db, f.devnum)) f.properties[k] = v;
+        if (!f.devnum.empty())
+            for (auto& [k, v] : read_udev_properties(udev_db, f.devnum)) f.properties[k] = v;
     }
     if ((needs & policy::kFactAttributes) && !attributes.empty()) {
         for (const auto& a : attributes.own)
@@ -377,9 +458,10 @@ BackingStore loop_backing_store(const Sysfs& s, const std::string& backing_file)
 std::vector<std::pair<std::string, std::string>> lowers_queue(const Sysfs& s, const std::string& name,
                                                               const std::string& attribute) {
     std::vector<std::pair<std::string, std::string>> out;
-    const std::string dir = "block/" + name + "/slaves";
-    for (const auto& lower : s.list(dir)) {
-        auto path = s.resolve(dir + "/" + lower);
+    for (const auto& lower : lower_devices(s, name)) {
+        // slaves/ names partitions too, which block/ does not list.
+        auto path = s.resolve("block/" + name + "/slaves/" + lower);
+        if (!path) path = s.resolve("block/" + lower);
         if (!path) continue;
         std::filesystem::path p(*path);
         if (s.exists(*path + "/partition")) p = p.parent_path();

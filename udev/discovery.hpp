@@ -72,8 +72,21 @@ struct BackingStore {
     std::string write_cache;         // that disk's queue/write_cache; "" when not read
 };
 BackingStore loop_backing_store(const Sysfs& s, const std::string& backing_file);
-// A queue attribute of each device below NAME (slaves/; a partition counts
-// as its disk), as read now; the devices whose queue cannot be read are left out.
+// NVMe multipath: a head nvme<S>n<N> (bio-based, under
+// devices/virtual/nvme-subsystem) over one hidden path nvme<S>c<C>n<N> per
+// controller. The kernel links them neither in slaves/ nor in holders/ (6.1
+// to 7.3), so they are paired by name, as the kernel names them.
+// The paths of a head, sorted; empty for anything else.
+std::vector<std::string> nvme_paths_of(const Sysfs& s, const std::string& head);
+// The head a path belongs to, when it is there; nullopt for anything else.
+std::optional<std::string> nvme_head_of(const Sysfs& s, const std::string& path);
+// The devices below NAME: its slaves/ and, for a multipath head, its paths.
+std::vector<std::string> lower_devices(const Sysfs& s, const std::string& name);
+// The devices above NAME: its holders/ and, for a multipath path, its head.
+std::vector<std::string> upper_devices(const Sysfs& s, const std::string& name);
+
+// A queue attribute of each device below NAME (lower_devices; a partition
+// counts as its disk), as read now; the devices whose queue cannot be read are left out.
 std::vector<std::pair<std::string, std::string>> lowers_queue(const Sysfs& s, const std::string& name,
                                                               const std::string& attribute);
 // Whether each device below NAME is rotational now.

@@ -33,6 +33,7 @@ Monitor::Monitor(EventSource source, int receive_buffer) : source_(source) {
                                  " uevent socket: " + std::strerror(errno));
     auto* m = monitor_.get();
     int r = udev_monitor_filter_add_match_subsystem_devtype(m, "block", "disk");
+    if (r >= 0) r = udev_monitor_filter_add_match_subsystem_devtype(m, "nvme", nullptr);
     if (r >= 0 && receive_buffer > 0) r = udev_monitor_set_receive_buffer_size(m, receive_buffer);
     if (r >= 0) r = udev_monitor_enable_receiving(m);
     if (r < 0)
@@ -58,7 +59,9 @@ std::vector<Uevent> Monitor::drain(bool& overflow) {
         }
         const char* action = udev_device_get_action(d.get());
         const char* name = udev_device_get_sysname(d.get());
-        if (action && name && valid_device_name(name)) out.push_back({action, name, source_});
+        const char* subsystem = udev_device_get_subsystem(d.get());
+        const bool controller = subsystem && std::strcmp(subsystem, "nvme") == 0;
+        if (action && name && valid_device_name(name)) out.push_back({action, name, source_, controller});
     }
     return out;
 }

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// libudev monitors for block disks: kernel uevents (fastest) and udev events
+// libudev monitors for block disks and NVMe controllers: kernel uevents (fastest) and udev events
 // (sent after udevd ran its rules).
 #pragma once
 
@@ -19,6 +19,10 @@ struct Uevent {
     std::string action;  // add, remove, change, ...
     std::string name;    // kernel name, e.g. loop240
     EventSource source = EventSource::kernel;
+    // An NVMe controller's event (subsystem nvme), not a disk's: the hidden
+    // multipath paths under a controller come and go with it without block
+    // uevents of their own (6.12), so such an event asks for a rescan.
+    bool controller = false;
 };
 
 class Monitor {

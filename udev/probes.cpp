@@ -5,6 +5,7 @@
 #include <set>
 
 #include "policy/values.hpp"
+#include "udev/discovery.hpp"
 
 namespace blkpolicy::udev {
 
@@ -49,9 +50,8 @@ std::optional<bool> single_last_level_cache(const Sysfs& sysfs) {
 }
 
 std::vector<std::string> stacked_neighbours(const Sysfs& sysfs, const std::string& device) {
-    std::vector<std::string> out;
-    for (const char* link : {"/holders", "/slaves"})
-        for (auto& other : sysfs.list("block/" + device + link)) out.push_back(std::move(other));
+    auto out = upper_devices(sysfs, device);
+    for (auto& other : lower_devices(sysfs, device)) out.push_back(std::move(other));
     return out;
 }
 

@@ -144,6 +144,10 @@ std::string convert_literal(const Literal& l, PolicyMatch& m) {
     }
     const auto alts = alternatives_of(t.pattern, t.key == "ATTR" || t.key == "ATTRS");
     if (t.key == "KERNEL") return m.add(!t.equal, "kernel", alts);
+    // A rule on an NVMe subsystem, read as one on its multipath heads
+    // (writers/udev_rules).
+    if (t.key == "SUBSYSTEMS" && t.equal && l.holds && alts == std::vector<std::string>{"nvme-subsystem"})
+        return m.add(false, "stack", {"nvme-multipath"});
     if (t.key == "ENV") {
         if (policy::invalid_match_name(policy::MatchKey::env, t.attr).empty())
             return m.add(!t.equal, policy::toml_dotted("env", t.attr), alts);

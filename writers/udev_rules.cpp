@@ -116,6 +116,28 @@ std::string tokenize(const std::string& line, std::vector<UdevToken>& out) {
     return {};
 }
 
+// A rule udevd runs on an NVMe subsystem (SUBSYSTEM=="nvme-subsystem", as
+// nvme-cli's 71-nvmf-iopolicy-netapp.rules) acts on what each multipath
+// head of that subsystem has as its device/: the head's parent is the
+// subsystem. Read as a rule on the head, it says the same: its ATTR{NAME}
+// tests and writes are ATTR{device/NAME}, and its subsystem test is
+// SUBSYSTEMS=="nvme-subsystem", which holds on heads only (a path's parents
+// are its controller and the PCI function). The line's text stays as written.
+void as_head_rule(UdevRule& r) {
+    const auto on_subsystem = [](const UdevToken& t) {
+        return t.key == "SUBSYSTEM" && t.op == UdevOp::match && t.value == "nvme-subsystem";
+    };
+    if (std::none_of(r.tokens.begin(), r.tokens.end(), on_subsystem)) return;
+    for (const auto& t : r.tokens)
+        if (t.key == "SUBSYSTEM" && !on_subsystem(t)) return;  // tested twice: left as it is
+    for (auto& t : r.tokens) {
+        if (on_subsystem(t))
+            t.key = "SUBSYSTEMS";
+        else if (t.key == "ATTR")
+            t.attr = "device/" + t.attr;
+    }
+}
+
 }  // namespace
 
 std::vector<UdevRule> parse_udev_rules_text(const std::string& file, const std::string& text) {
@@ -140,6 +162,7 @@ std::vector<UdevRule> parse_udev_rules_text(const std::string& file, const std::
         while (!r.text.empty() && (r.text.back() == ' ' || r.text.back() == '\t' || r.text.back() == '\r'))
             r.text.pop_back();
         r.error = tokenize(r.text, r.tokens);
+        if (r.error.empty()) as_head_rule(r);
         rules.push_back(std::move(r));
     }
     return rules;

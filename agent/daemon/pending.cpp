@@ -6,6 +6,11 @@
 namespace blkpolicy::agent {
 
 bool PendingEvents::note(const udev::Uevent& e) {
+    if (e.controller) {
+        // Which paths came or went is read from sysfs, in a full pass.
+        rescan_ = true;
+        return false;
+    }
     if (e.action == "remove") {
         removed_.insert(e.name);
         pending_.erase(e.name);

@@ -283,6 +283,63 @@ void FakeSysfs::add_nvme(const std::string& name) {
     link(devpath + "/device", ctrl);
 }
 
+void FakeSysfs::add_nvme_multipath(int subsys, int ns, const std::vector<int>& controllers, const std::string& model,
+                                   const std::string& serial) {
+    const auto padded = [](std::string s, std::size_t width) {
+        if (s.size() < width) s.resize(width, ' ');
+        return s;
+    };
+    const std::string S = std::to_string(subsys), N = std::to_string(ns);
+    const std::string sub = "devices/virtual/nvme-subsystem/nvme-subsys" + S;
+    const std::string wwid = "nvme.1b36-62706d70-51454d55204e564d65204374726c-0000000" + N;
+    fs::create_directories(root_ / "class/nvme-subsystem");
+    link(sub + "/subsystem", "class/nvme-subsystem");
+    file(sub + "/uevent", "");
+    file(sub + "/model", padded(model, 40));
+    file(sub + "/serial", padded(serial, 20));
+    file(sub + "/firmware_rev", "7.2.22  ");
+    file(sub + "/subsysnqn", "nqn.2019-08.org.qemu:bp-mpath-subsys");
+    file(sub + "/subsystype", "nvm");
+    file(sub + "/iopolicy", "numa");
+    link("class/nvme-subsystem/nvme-subsys" + S, sub);
+
+    const std::string head = sub + "/nvme" + S + "n" + N;
+    add_block(head, "259:" + std::to_string(40 + subsys * 8 + ns), bio_queue(), false);
+    file(head + "/queue/write_cache", "write back");
+    file(head + "/wwid", wwid);
+    file(head + "/nsid", N);
+    file(head + "/hidden", "0");
+    link(head + "/device", sub);
+
+    for (const int c : controllers) {
+        const std::string C = std::to_string(c);
+        const std::string pci =
+            "devices/pci0000:00/0000:00:0" + std::to_string(3 + c) + ".0/0000:0" + std::to_string(1 + c) + ":00.0";
+        const std::string ctrl = pci + "/nvme/nvme" + C;
+        link(pci + "/driver", "bus/pci/drivers/nvme");
+        link(ctrl + "/subsystem", "class/nvme");
+        link(ctrl + "/device", pci);
+        for (const auto& d : {std::string("devices/pci0000:00"), pci, ctrl}) file(d + "/uevent", "");
+        file(ctrl + "/model", padded(model, 40));
+        file(ctrl + "/serial", padded(serial, 20));
+        file(ctrl + "/transport", "pcie");
+        file(ctrl + "/cntlid", C);
+        file(ctrl + "/state", "live");
+        link(sub + "/nvme" + C, ctrl);
+
+        const std::string name = "nvme" + S + "c" + C + "n" + N;
+        const std::string path = ctrl + "/" + name;
+        add_block(path, "0:0", mq_queue(false, "[none] mq-deadline"), true);
+        fs::remove(root_ / path / "dev");  // a hidden disk has no dev_t
+        file(path + "/uevent", "DEVTYPE=disk\nDISKSEQ=" + std::to_string(2 + c));
+        file(path + "/hidden", "1");
+        file(path + "/queue/io_timeout", "30000");
+        file(path + "/wwid", wwid);
+        file(path + "/nsid", N);
+        link(path + "/device", ctrl);
+    }
+}
+
 void FakeSysfs::add_dm(const std::string& name, const std::string& dm_name, const std::string& uuid, int minor) {
     const std::string devpath = "devices/virtual/block/" + name;
     add_block(devpath, "253:" + std::to_string(minor), bio_queue(), false);

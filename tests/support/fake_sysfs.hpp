@@ -56,6 +56,14 @@ public:
     void add_scsi_disk(const std::string& name, const std::string& hctl, const std::string& vendor,
                        const std::string& model, const std::string& cache_type, bool rotational, int minor);
     void add_nvme(const std::string& name);
+    // NVMe multipath as Debian's 6.12 shows one namespace behind two
+    // controllers (QEMU's nvme-subsys, read in a guest): the head
+    // nvme<S>n<N> under devices/virtual/nvme-subsystem/nvme-subsys<S>
+    // (bio-based; device/ is the subsystem, with model, serial and
+    // iopolicy), and per controller C a hidden path nvme<S>c<C>n<N> (blk-mq,
+    // no dev file, hidden 1) under that controller's PCI function.
+    void add_nvme_multipath(int subsys, int ns, const std::vector<int>& controllers, const std::string& model,
+                            const std::string& serial);
     // CPUs cpu0..cpuN-1, each with an L3 shared as `l3_shared_list` says ("0-3").
     void add_cpus(int n, const std::function<std::string(int)>& l3_shared_list);
     // debugfs (mounted under sysfs) rqos/wbt/enabled for a device.
