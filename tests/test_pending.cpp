@@ -34,3 +34,20 @@ TEST_CASE("pending events: bursts coalesce per device, removals win, and the que
     CHECK(p.take().rescan);
     CHECK(p.empty());
 }
+
+TEST_CASE("pending events: an NVMe controller's event asks for a rescan, its name is no disk") {
+    using blkpolicy::udev::EventSource;
+    // A controller re-added brings its hidden multipath paths back without
+    // block uevents (6.12, 7.3): only its own add and change come.
+    agent::PendingEvents p;
+    CHECK_FALSE(p.note({"add", "nvme1", EventSource::kernel, true}));
+    CHECK_FALSE(p.empty());
+    auto b = p.take();
+    CHECK(b.rescan);
+    CHECK(b.reconcile.empty());
+    CHECK(b.removed.empty());
+    p.note({"remove", "nvme1", EventSource::udev, true});
+    b = p.take();
+    CHECK(b.rescan);
+    CHECK(b.removed.empty());  // "nvme1" is not a disk that went
+}

@@ -42,6 +42,7 @@ json facts_json(const policy::DeviceFacts& f) {
             {"wwid", f.wwid},
             {"rotational", f.rotational},
             {"removable", f.removable},
+            {"hidden", f.hidden},
             {"facts_frozen", f.facts_frozen},
             {"request_based", f.request_based},
             {"has_queue", f.has_queue},
@@ -110,6 +111,7 @@ std::string facts_line(const policy::DeviceFacts& f) {
     if (!f.dm_name.empty()) s += "  dm_name=" + f.dm_name;
     if (!f.md_level.empty()) s += "  md_level=" + f.md_level;
     if (!f.request_based && f.has_queue) s += "  bio-based";
+    if (f.hidden) s += "  hidden";
     return s;
 }
 
