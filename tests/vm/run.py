@@ -28,6 +28,7 @@ import test_boot  # noqa: E402
 import test_devices  # noqa: E402
 import test_faults  # noqa: E402
 import test_measure  # noqa: E402
+import test_multipath  # noqa: E402
 import test_peers  # noqa: E402
 import test_rules  # noqa: E402
 import test_service  # noqa: E402
@@ -42,7 +43,7 @@ from harness import Results  # noqa: E402
 # the service group leaves behind.
 GROUPS = {"faults": test_faults.run, "service": test_service.run, "devices": test_devices.run,
           "writers": test_writers.run, "rules": test_rules.run, "measure": test_measure.run,
-          "peers": test_peers.run, "boot": test_boot.run}
+          "peers": test_peers.run, "multipath": test_multipath.run, "boot": test_boot.run}
 # What each guest runs unless --only says otherwise: the package's life
 # cycle under systemd on Debian 12 and 13; the devices and the kernel's own
 # behaviour on all three kernels. The backports guest installs the same
@@ -55,9 +56,9 @@ GROUPS = {"faults": test_faults.run, "service": test_service.run, "devices": tes
 # Debian 13, the rows the kernel or udev decides on the other two.
 # The peers group (blkpolicy beside TuneD, a udev rule and a bare uevent
 # listener) is a benchmark: only with --only peers (bench/peers.sh).
-DEFAULT_GROUPS = {"bookworm": ["faults", "service", "devices", "measure", "boot"],
+DEFAULT_GROUPS = {"bookworm": ["faults", "service", "devices", "measure", "multipath", "boot"],
                   "trixie": ["faults", "service", "devices", "writers", "rules", "boot"],
-                  "trixie-bpo": ["faults", "devices", "measure"]}
+                  "trixie-bpo": ["faults", "devices", "measure", "multipath"]}
 # The newest kernel here: every kernel row that holds on it must name it.
 STRICT_ROWS = {"trixie-bpo"}
 # The devices group's two long checks (about three minutes each), each on
