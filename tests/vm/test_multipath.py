@@ -63,8 +63,15 @@ stack = "nvme-multipath"
 max_sectors_kb = 256
 """
 
-HEAD, PATHS = "nvme0n1", ("nvme0c0n1", "nvme0c1n1")
-IOPOLICY = f"/sys/block/{HEAD}/device/iopolicy"
+# The kernel names the head nvme<S>n<N> and the paths nvme<S>c<C>n<N>,
+# where S is the subsystem's instance: on 6.1 the instance of whichever
+# controller probed first, so the names are read, never assumed.
+_PATHS = "ls /sys/block | grep -E '^nvme[0-9]+c[0-9]+n[0-9]+$' || true"
+_HEADS = "ls /sys/devices/virtual/nvme-subsystem/nvme-subsys*/ | grep -E '^nvme[0-9]+n[0-9]+$' || true"
+
+
+def _paths(g):
+    return sorted(g.sh(_PATHS).split())
 
 
 def _q(g, dev, attr):
@@ -90,46 +97,50 @@ def run(ctx):
                        "tuned by the daemon; status exits 0", fatal=True):
             g.boot()
             machine.quick_triggers(g)
-            g.wait_for(f"test -e /sys/block/{HEAD} && test -e /sys/block/{PATHS[0]} && test -e /sys/block/{PATHS[1]}",
-                       timeout=60, what="the multipath head and both paths")
-            for p in PATHS:
+            g.wait_for(f"test $({_PATHS} | wc -l) = 2 && test $({_HEADS} | wc -l) = 1", timeout=90,
+                       what="the multipath head and both paths")
+            g.sh("udevadm settle")
+            head_name, paths = g.sh(_HEADS).strip(), _paths(g)
+            iopolicy = f"/sys/block/{head_name}/device/iopolicy"
+            R.figure(s, "multipath devices", f"head {head_name}, paths {' '.join(paths)}")
+            for p in paths:
                 expect_eq(g.run(f"test -e /sys/block/{p}/dev", check=False)[0], 1, f"{p} has no dev file")
             machine.install_package(g, timeout=400)
             g.write_file("/etc/blkpolicy/policy.toml", POLICY)  # a guest of its own: the package's policy replaced
             plan = json.loads(g.sh("blkpolicy plan --json"))
             devs = {d["device"]: d for d in plan["devices"]}
-            expect(HEAD in devs and all(p in devs for p in PATHS), f"plan's devices: {sorted(devs)}")
-            head = devs[HEAD]
+            expect(head_name in devs and all(p in devs for p in paths), f"plan's devices: {sorted(devs)}")
+            head = devs[head_name]
             expect_eq(head["facts"]["stack"], "nvme-multipath", "the head's stack")
             expect_eq((head["facts"]["model"], head["facts"]["serial"]), ("QEMU NVMe Ctrl", "bpmp"),
                       "the head's model and serial, from its subsystem")
-            expect_eq(sorted(head["facts"]["slaves"]), list(PATHS), "the head's paths")
+            expect_eq(sorted(head["facts"]["slaves"]), paths, "the head's paths")
             expect_eq([r["name"] for r in head["matched"]], ["QEMU NVMe, head and paths", "multipath heads"],
                       "rules matching the head")
-            for p in PATHS:
-                expect_eq((devs[p]["facts"]["hidden"], devs[p]["facts"]["holders"]), (True, [HEAD]),
+            for p in paths:
+                expect_eq((devs[p]["facts"]["hidden"], devs[p]["facts"]["holders"]), (True, [head_name]),
                           f"{p}: hidden, under the head")
                 ra = [a for a in devs[p]["actions"] if a["attribute"] == "read_ahead_kb"][0]
                 expect_eq(ra["action"], "skip", f"{p}'s read_ahead_kb")
             g.sh(f"systemctl enable --now {UNIT} 2>/dev/null")
             machine.wait_active(g)
             t0 = time.monotonic()
-            g.wait_for(f"grep -qx round-robin {IOPOLICY} && "
-                       f"test $(cat /sys/block/{HEAD}/queue/read_ahead_kb) = 1024 && "
-                       f"test $(cat /sys/block/{HEAD}/queue/max_sectors_kb) = 256 && " +
+            g.wait_for(f"grep -qx round-robin {iopolicy} && "
+                       f"test $(cat /sys/block/{head_name}/queue/read_ahead_kb) = 1024 && "
+                       f"test $(cat /sys/block/{head_name}/queue/max_sectors_kb) = 256 && " +
                        " && ".join(f"grep -q '\\[mq-deadline\\]' /sys/block/{p}/queue/scheduler && "
-                                   f"test $(cat /sys/block/{p}/queue/io_timeout) = 60000" for p in PATHS),
+                                   f"test $(cat /sys/block/{p}/queue/io_timeout) = 60000" for p in paths),
                        timeout=60, what="the head, both paths and iopolicy tuned")
             R.figure(s, "multipath tuned after the daemon started", round(time.monotonic() - t0, 1), "s")
-            for p in PATHS:
+            for p in paths:
                 expect_eq(_q(g, p, "read_ahead_kb"), "128", f"{p}'s read_ahead_kb, left alone")
             rc, out, _ = g.run("blkpolicy status", check=False)
             expect_eq(rc, 0, f"blkpolicy status:\n{out}")
 
         with R.step(s, "multipath: an echo to the subsystem's iopolicy is alerted and put back"):
             c = cursor(g)
-            g.sh(f"echo numa > {IOPOLICY}")
-            g.wait_for(f"grep -qx round-robin {IOPOLICY}", timeout=30, what="iopolicy put back")
+            g.sh(f"echo numa > {iopolicy}")
+            g.wait_for(f"grep -qx round-robin {iopolicy}", timeout=30, what="iopolicy put back")
             time.sleep(1)
             entries = [e for e in since(g, c, SYSLOG_IDENTIFIER="blkpolicy")
                        if e.get("BLKPOLICY_ATTRIBUTE") == "device.iopolicy"]
@@ -138,25 +149,28 @@ def run(ctx):
             # numa is also the value the subsystem had before blkpolicy, so
             # the daemon takes the move for a revert (on 6.1 numa and
             # round-robin are all the kernel offers).
-            expect(any(e.get("BLKPOLICY_EVENT") in ("drift", "reverted") and e.get("BLKPOLICY_DEVICE") == HEAD
+            expect(any(e.get("BLKPOLICY_EVENT") in ("drift", "reverted") and e.get("BLKPOLICY_DEVICE") == head_name
                        for e in entries), f"an alert for the head's device.iopolicy: {shown}")
 
         with R.step(s, "multipath: a controller removed and re-added over QMP: its path is tuned again within a "
                        "verify interval"):
             g.qmp.call("device_del", id="bpc1")
-            g.wait_for(f"! test -e /sys/block/{PATHS[1]}", timeout=60, what=f"{PATHS[1]} gone")
-            expect(_tuned(g, PATHS[0]), f"{PATHS[0]} kept its values")
+            g.wait_for(f"test $({_PATHS} | wc -l) = 1", timeout=60, what="one path gone")
+            (kept,) = _paths(g)
+            expect(_tuned(g, kept), f"{kept} kept its values")
             g.qmp.call("device_add", driver="nvme", id="bpc1", serial="bpmp", subsys=SUBSYS, bus="mprp2")
-            g.wait_for(f"test -e /sys/block/{PATHS[1]}/queue/scheduler", timeout=60, what=f"{PATHS[1]} back")
+            g.wait_for(f"test $({_PATHS} | wc -l) = 2", timeout=60, what="the path back")
+            (back,) = [p for p in _paths(g) if p != kept]
+            g.wait_for(f"test -e /sys/block/{back}/queue/scheduler", timeout=30, what=f"{back}'s queue")
             t0 = time.monotonic()
-            g.wait_for(f"grep -q '\\[mq-deadline\\]' /sys/block/{PATHS[1]}/queue/scheduler && "
-                       f"test $(cat /sys/block/{PATHS[1]}/queue/io_timeout) = 60000",
-                       timeout=VERIFY_SECONDS * 10, what=f"{PATHS[1]} tuned again")
+            g.wait_for(f"grep -q '\\[mq-deadline\\]' /sys/block/{back}/queue/scheduler && "
+                       f"test $(cat /sys/block/{back}/queue/io_timeout) = 60000",
+                       timeout=VERIFY_SECONDS * 10, what=f"{back} tuned again")
             took = time.monotonic() - t0
             R.figure(s, "multipath path tuned again after it came back", round(took, 1),
                      f"s (verify interval {VERIFY_SECONDS} s)")
             expect(took <= VERIFY_SECONDS + 5, f"the path took {took:.1f} s to be tuned again")
-            expect_eq(g.sh(f"cat {IOPOLICY}").strip(), "round-robin", "iopolicy after the controller came back")
+            expect_eq(g.sh(f"cat {iopolicy}").strip(), "round-robin", "iopolicy after the controller came back")
             rc, out, _ = g.run("blkpolicy status", check=False)
             expect_eq(rc, 0, f"blkpolicy status after the controller came back:\n{out}")
     finally:
