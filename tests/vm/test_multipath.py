@@ -66,12 +66,12 @@ max_sectors_kb = 256
 # The kernel names the head nvme<S>n<N> and the paths nvme<S>c<C>n<N>,
 # where S is the subsystem's instance: on 6.1 the instance of whichever
 # controller probed first, so the names are read, never assumed.
-_PATHS = "ls /sys/block | grep -E '^nvme[0-9]+c[0-9]+n[0-9]+$' || true"
-_HEADS = "ls /sys/devices/virtual/nvme-subsystem/nvme-subsys*/ | grep -E '^nvme[0-9]+n[0-9]+$' || true"
+_PATHS = "ls /sys/block | grep -E '^nvme[0-9]+c[0-9]+n[0-9]+$'"
+_HEADS = "ls /sys/devices/virtual/nvme-subsystem/nvme-subsys*/ 2>/dev/null | grep -E '^nvme[0-9]+n[0-9]+$'"
 
 
 def _paths(g):
-    return sorted(g.sh(_PATHS).split())
+    return sorted(g.sh(_PATHS + " || true").split())
 
 
 def _q(g, dev, attr):
@@ -100,7 +100,7 @@ def run(ctx):
             g.wait_for(f"test $({_PATHS} | wc -l) = 2 && test $({_HEADS} | wc -l) = 1", timeout=90,
                        what="the multipath head and both paths")
             g.sh("udevadm settle")
-            head_name, paths = g.sh(_HEADS).strip(), _paths(g)
+            head_name, paths = g.sh(_HEADS + " || true").strip(), _paths(g)
             iopolicy = f"/sys/block/{head_name}/device/iopolicy"
             R.figure(s, "multipath devices", f"head {head_name}, paths {' '.join(paths)}")
             for p in paths:
