@@ -125,8 +125,10 @@ bool is_nvme_head(const Sysfs& s, const std::string& name) {
 
 std::vector<std::string> nvme_paths_of(const Sysfs& s, const std::string& head) {
     std::vector<std::string> out;
-    auto h = parse_nvme_name(head);
-    if (!h || !h->ctrl.empty()) return out;
+    // One readlink tells a head from a plain namespace (named alike), so
+    // only a head's lookups list block/.
+    if (!is_nvme_head(s, head)) return out;
+    const auto h = parse_nvme_name(head);
     for (auto& other : s.list("block")) {
         auto p = parse_nvme_name(other);
         if (p && !p->ctrl.empty() && p->subsys == h->subsys && p->ns == h->ns) out.push_back(std::move(other));
