@@ -70,12 +70,19 @@ STRICT_ROWS = {"trixie-bpo"}
 # the kernel or udev decides (udevd restarted, a disk pulled mid-write).
 FAULTS_EVERY_ROW = {"trixie"}
 DEVICE_CHECKS = {"bookworm": {"udev-equivalence"}, "trixie": set(), "trixie-bpo": {"burst"}}
-# Guests side by side: a guest under TCG waits on its own sleeps and the
-# tests' polling much of its time (tests/vm/README.md has the CPU time of
-# each suite beside its wall time), so two share two CPUs. The suite
-# expected to take longest starts first; the others follow on the free slot.
-DEFAULT_JOBS = 2 if (os.cpu_count() or 1) >= 2 else 1
-EXPECTED_SECONDS = {"trixie": 1100, "trixie-bpo": 720, "bookworm": 660}
+# Groups that boot a guest of their own (a btrfs or LVM root, two NVMe
+# controllers sharing a namespace): each is a job apart from its suite's
+# shared guest, so it runs beside the others instead of after them.
+OWN_GUEST = {"boot", "multipath"}
+# Jobs side by side: a guest under TCG waits on its own sleeps, reboots and
+# the tests' polling for much of its run (qemu's CPU time is 53-58% of its
+# wall time in the runs of tests/vm/README.md), so three share two CPUs.
+# The jobs expected to take longest start first; the others follow on the
+# free slots.
+DEFAULT_JOBS = 3 if (os.cpu_count() or 1) >= 2 else 1
+EXPECTED_SECONDS = {("trixie", "shared"): 1700, ("bookworm", "shared"): 1250, ("trixie-bpo", "shared"): 1100,
+                    ("trixie", "boot"): 600, ("bookworm", "boot"): 520, ("bookworm", "multipath"): 120,
+                    ("trixie-bpo", "multipath"): 120}
 # Where each run keeps its disks and logs; an earlier run's is removed at
 # start (BLKPOLICY_VM_RUNS: another place, for a run beside another).
 RUNS = os.environ.get("BLKPOLICY_VM_RUNS", "/var/tmp/blkpolicy-vm-runs")
@@ -105,39 +112,59 @@ def prepare(suites):
         return {s: (image_jobs[s].result(), pkg_jobs[images.SUITES[s]["package"]].result()) for s in suites}
 
 
-def run_suite(suite, built, args, run_dir, results):
-    """One suite's guest: boots it and runs its groups in GROUPS order."""
+def jobs_of(suite, groups):
+    """[(suite, job name, groups)]: the groups sharing the suite's guest as
+    one job (GROUPS order), each group with a guest of its own as another."""
+    shared = [g for g in GROUPS if g in groups and g not in OWN_GUEST]
+    jobs = [(suite, "shared", shared)] if shared else []
+    return jobs + [(suite, g, [g]) for g in GROUPS if g in groups and g in OWN_GUEST]
+
+
+def run_job(job, built, args, run_dir, results):
+    """One job: the suite's shared guest booted and its groups run in
+    GROUPS order, or a group that boots its own guest."""
+    suite, name, groups = job
     ts = time.monotonic()
-    groups = args.only or DEFAULT_GROUPS[suite]
     image, pkg = built
-    results.figure(suite, "guest kernel", image.kernel_release)
-    results.figure(suite, "package", f"{os.path.basename(pkg.deb)} built in {pkg.build_seconds:.0f} s",
-                   "(cached build: same source)")
-    share = os.path.join(run_dir, suite, "share")
+    if name == "shared":
+        results.figure(suite, "guest kernel", image.kernel_release)
+        results.figure(suite, "package", f"{os.path.basename(pkg.deb)} built in {pkg.build_seconds:.0f} s",
+                       "(cached build: same source)")
+    # Each job its own share: the package's repository, and what a group
+    # copies out of its guest (an initramfs) beside no other job's.
+    share = os.path.join(run_dir, suite, "share" if name == "shared" else f"share-{name}")
     os.makedirs(share)
     shutil.copytree(pkg.repo, os.path.join(share, "repo"))
-    upgrade = package.upgraded_copy(pkg, share)
+    upgrade = package.upgraded_copy(pkg, share) if name == "shared" else pkg.deb
+    ctx = types.SimpleNamespace(guest=None, suite=suite, results=results, pkg=pkg, share=share,
+                                image=image, run_dir=run_dir, upgrade_deb_name=os.path.basename(upgrade),
+                                strict_rows=suite in STRICT_ROWS, groups_before=[],
+                                all_fault_rows=suite in FAULTS_EVERY_ROW,
+                                device_checks=set(test_devices.ALL_CHECKS) if args.all_checks
+                                else DEVICE_CHECKS[suite])
+
+    def run_groups():
+        for group in groups:
+            try:
+                GROUPS[group](ctx)
+            except Exception as e:  # the rest of this group cannot run
+                results.group_stopped(suite, group, e)
+            ctx.groups_before.append(group)
+
+    if name != "shared":
+        run_groups()
+        results.figure(suite, f"{name}: wall time", round(time.monotonic() - ts), "s")
+        return
     try:
         with Guest(image, os.path.join(run_dir, suite, "guest"), disks=machine.DISKS,
                    controllers=machine.CONTROLLERS, share=share, cpus=images.SUITES[suite].get("smp", 2),
                    append=images.SUITES[suite].get("append", "")) as g:
             machine.quick_triggers(g)
-            ctx = types.SimpleNamespace(guest=g, suite=suite, results=results, pkg=pkg, share=share,
-                                        image=image, run_dir=run_dir,
-                                        upgrade_deb_name=os.path.basename(upgrade),
-                                        strict_rows=suite in STRICT_ROWS, groups_before=[],
-                                        all_fault_rows=suite in FAULTS_EVERY_ROW,
-                                        device_checks=set(test_devices.ALL_CHECKS) if args.all_checks
-                                        else DEVICE_CHECKS[suite])
-            for name in [g for g in GROUPS if g in groups]:
-                try:
-                    GROUPS[name](ctx)
-                except Exception as e:  # the rest of this group cannot run
-                    results.group_stopped(suite, name, e)
-                ctx.groups_before.append(name)
+            ctx.guest = g
+            run_groups()
         results.figure(suite, "boots", g.boot_count, f"({g.boot_retries} retried after a kernel death at boot)")
         results.figure(suite, "qemu CPU time", round(g.cpu_seconds), "s")
-    except Exception as e:  # the guest did not boot: every group of the suite is lost
+    except Exception as e:  # the guest did not boot: every group of the job is lost
         results.group_stopped(suite, "boot", e)
     results.figure(suite, "wall time", round(time.monotonic() - ts), "s")
 
@@ -182,11 +209,12 @@ def main():
         # timing the builds could disturb.
         built = prepare(suites)
         results.figure("all", "images, chroots and packages ready", round(time.monotonic() - t0), "s")
-        jobs = max(1, min(args.jobs, len(suites)))
-        results.figure("all", "guests side by side", jobs, f"({os.cpu_count()} CPUs here)")
-        order = sorted(suites, key=lambda s: -EXPECTED_SECONDS.get(s, 0))
-        with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
-            for job in [pool.submit(run_suite, s, built[s], args, run_dir, results) for s in order]:
+        jobs = [j for s in suites for j in jobs_of(s, args.only or DEFAULT_GROUPS[s])]
+        jobs.sort(key=lambda j: -EXPECTED_SECONDS.get(j[:2], 0))
+        slots = max(1, min(args.jobs, len(jobs)))
+        results.figure("all", "guests side by side", slots, f"({os.cpu_count()} CPUs here)")
+        with concurrent.futures.ThreadPoolExecutor(max_workers=slots) as pool:
+            for job in [pool.submit(run_job, j, built[j[0]], args, run_dir, results) for j in jobs]:
                 job.result()
     finally:
         path = results.write()

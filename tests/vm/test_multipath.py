@@ -2,8 +2,8 @@
 """NVMe multipath on the real kernel: QEMU's nvme-subsys with two
 controllers sharing one namespace, which Debian's kernels (nvme_core
 multipath=Y) show as a head nvme0n1 over the hidden paths nvme0c0n1 and
-nvme0c1n1. A guest of its own (the shared guest powered off first, so the
-two never share the CPUs):
+nvme0c1n1. A guest of its own, a job of its own beside the others (run.py's
+OWN_GUEST):
 
 1. plan, apply and status by the daemon: one rule keyed on the model tunes
    the head (read_ahead_kb), both paths (scheduler, io_timeout) and the
@@ -89,7 +89,6 @@ def _tuned(g, dev):
 
 def run(ctx):
     s, R = ctx.suite, ctx.results
-    ctx.guest.poweroff()
     g = Guest(ctx.image, os.path.join(ctx.run_dir, s, "multipath"), share=ctx.share,
               disks=[SharedNamespace("bp-mpns", "256M", "nvme-ns")], controllers=CONTROLLERS)
     try:
