@@ -12,6 +12,7 @@ cached image is never written.
 import base64
 import json
 import os
+import re
 import shlex
 import signal
 import socket
@@ -279,8 +280,12 @@ class Guest:
     # An instance of the harness's own, recording nothing, keeps each
     # event's static key on for the whole boot, so the switches blkpolicy
     # makes register and unregister its probes without patching code.
-    HELD_EVENTS = ("block/block_rq_issue", "block/block_rq_complete", "wbt/wbt_lat", "wbt/wbt_step",
-                   "wbt/wbt_timer")
+    # Every event measure names, read from its table, so that a new one is
+    # held too (a list kept here by hand missed the filemap events: "Oops:
+    # int3" in filemap_get_pages on 6.12 in the readahead step).
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "measure", "events.cpp")) as f:
+        HELD_EVENTS = tuple(f"{grp}/{ev}" for grp, ev in
+                            re.findall(r'TracedEvent::\w+,\s*"(\w+)",\s*"(\w+)"', f.read()))
     HOLD_INSTANCE = "bp-harness-hold"
 
     def hold_tracepoints(self):

@@ -92,7 +92,7 @@ SUITES = {
                  # possible_cpus=4: measured), so only this guest has them.
                  "smp": "2,maxcpus=4"},
     "trixie": {"release": "Debian 13", "kernel_series": "6.12", "package": "trixie", "dist": "trixie",
-               "writers": True, "early_boot": True},
+               "writers": True, "early_boot": True, "measure": True},
     "trixie-bpo": {"release": "Debian 13 with the trixie-backports kernel", "kernel_series": "7.x",
                    "package": "trixie", "dist": "trixie", "backports_kernel": True, "measure": True,
                    "writers": True},

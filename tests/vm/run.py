@@ -48,16 +48,16 @@ GROUPS = {"faults": test_faults.run, "service": test_service.run, "devices": tes
 # cycle under systemd on Debian 12 and 13; the devices and the kernel's own
 # behaviour on all three kernels. The backports guest installs the same
 # trixie package as Debian 13, so its service group would prove nothing new.
-# What a value does (measure) on the newest kernel, the one the field
-# reports' kernels lead to; on Debian 12 only its step with CPUs that can be
-# hot-added (6.1 is the kernel here that counts qemu's absent CPUs as
-# possible: images.SUITES).
+# What a value does (measure) on Debian 13's 6.12 and on the newest kernel,
+# the ones the field reports' kernels lead to; on Debian 12 only its step
+# with CPUs that can be hot-added (6.1 is the kernel here that counts qemu's
+# absent CPUs as possible: images.SUITES).
 # Faults the host throws at the daemon (the fault matrix): every row on
 # Debian 13, the rows the kernel or udev decides on the other two.
 # The peers group (blkpolicy beside TuneD, a udev rule and a bare uevent
 # listener) is a benchmark: only with --only peers (bench/peers.sh).
 DEFAULT_GROUPS = {"bookworm": ["faults", "service", "devices", "measure", "multipath", "boot"],
-                  "trixie": ["faults", "service", "devices", "writers", "rules", "boot"],
+                  "trixie": ["faults", "service", "devices", "writers", "rules", "measure", "boot"],
                   "trixie-bpo": ["faults", "devices", "measure", "multipath"]}
 # The newest kernel here: every kernel row that holds on it must name it.
 STRICT_ROWS = {"trixie-bpo"}
@@ -74,14 +74,19 @@ DEVICE_CHECKS = {"bookworm": {"udev-equivalence"}, "trixie": set(), "trixie-bpo"
 # controllers sharing a namespace): each is a job apart from its suite's
 # shared guest, so it runs beside the others instead of after them.
 OWN_GUEST = {"boot", "multipath"}
+# Groups that need nothing another group left (measure installs the
+# package if it is missing and makes its own dm device): a job of their
+# own too, on a guest like the shared one (the suite's disks and CPUs).
+APART = {"measure"}
 # Jobs side by side: a guest under TCG waits on its own sleeps, reboots and
 # the tests' polling for much of its run (qemu's CPU time is 53-58% of its
 # wall time in the runs of tests/vm/README.md), so three share two CPUs.
 # The jobs expected to take longest start first; the others follow on the
 # free slots.
 DEFAULT_JOBS = 3 if (os.cpu_count() or 1) >= 2 else 1
-EXPECTED_SECONDS = {("trixie", "shared"): 1700, ("bookworm", "shared"): 1250, ("trixie-bpo", "shared"): 1100,
-                    ("trixie", "boot"): 600, ("bookworm", "boot"): 520, ("bookworm", "multipath"): 120,
+EXPECTED_SECONDS = {("trixie", "shared"): 1650, ("bookworm", "shared"): 1100, ("trixie-bpo", "shared"): 950,
+                    ("trixie", "boot"): 600, ("bookworm", "boot"): 520, ("trixie", "measure"): 250,
+                    ("trixie-bpo", "measure"): 250, ("bookworm", "measure"): 200, ("bookworm", "multipath"): 120,
                     ("trixie-bpo", "multipath"): 120}
 # Where each run keeps its disks and logs; an earlier run's is removed at
 # start (BLKPOLICY_VM_RUNS: another place, for a run beside another).
@@ -115,9 +120,9 @@ def prepare(suites):
 def jobs_of(suite, groups):
     """[(suite, job name, groups)]: the groups sharing the suite's guest as
     one job (GROUPS order), each group with a guest of its own as another."""
-    shared = [g for g in GROUPS if g in groups and g not in OWN_GUEST]
+    shared = [g for g in GROUPS if g in groups and g not in OWN_GUEST | APART]
     jobs = [(suite, "shared", shared)] if shared else []
-    return jobs + [(suite, g, [g]) for g in GROUPS if g in groups and g in OWN_GUEST]
+    return jobs + [(suite, g, [g]) for g in GROUPS if g in groups and g in OWN_GUEST | APART]
 
 
 def run_job(job, built, args, run_dir, results):
@@ -151,22 +156,24 @@ def run_job(job, built, args, run_dir, results):
                 results.group_stopped(suite, group, e)
             ctx.groups_before.append(group)
 
-    if name != "shared":
+    label = "" if name == "shared" else f"{name}: "
+    if name in OWN_GUEST:
         run_groups()
-        results.figure(suite, f"{name}: wall time", round(time.monotonic() - ts), "s")
+        results.figure(suite, f"{label}wall time", round(time.monotonic() - ts), "s")
         return
     try:
-        with Guest(image, os.path.join(run_dir, suite, "guest"), disks=machine.DISKS,
-                   controllers=machine.CONTROLLERS, share=share, cpus=images.SUITES[suite].get("smp", 2),
-                   append=images.SUITES[suite].get("append", "")) as g:
+        with Guest(image, os.path.join(run_dir, suite, "guest" if name == "shared" else f"guest-{name}"),
+                   disks=machine.DISKS, controllers=machine.CONTROLLERS, share=share,
+                   cpus=images.SUITES[suite].get("smp", 2), append=images.SUITES[suite].get("append", "")) as g:
             machine.quick_triggers(g)
             ctx.guest = g
             run_groups()
-        results.figure(suite, "boots", g.boot_count, f"({g.boot_retries} retried after a kernel death at boot)")
-        results.figure(suite, "qemu CPU time", round(g.cpu_seconds), "s")
+        results.figure(suite, f"{label}boots", g.boot_count,
+                       f"({g.boot_retries} retried after a kernel death at boot)")
+        results.figure(suite, f"{label}qemu CPU time", round(g.cpu_seconds), "s")
     except Exception as e:  # the guest did not boot: every group of the job is lost
         results.group_stopped(suite, "boot", e)
-    results.figure(suite, "wall time", round(time.monotonic() - ts), "s")
+    results.figure(suite, f"{label}wall time", round(time.monotonic() - ts), "s")
 
 
 def main():

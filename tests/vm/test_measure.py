@@ -28,12 +28,12 @@ daemon's measuring) with the counter that proves it.
    counts qemu's absent CPUs as possible: -smp 2,maxcpus=4, as cloud VMs
    that allow CPU hot-add run): tracefs has a buffer for each of the four
    possible CPUs, and the two not online answer poll with an error at once.
-   Only this step runs there; 1-5 run on the newest kernel. A 5 s window costs well under a second of
+   Only this step runs there; 1-5 run on 6.12 and the newest kernel. A 5 s window costs well under a second of
    CPU, for the command and for the daemon; a CPU hot-added and brought
    online during a window is followed (its reads are traced, it counts).
 
-Runs after the devices group, on the disks it leaves; writes only the disks
-of the guest. Figures go to results.json (tests/vm/README.md keeps a run).
+A job of its own (run.py's APART), on a guest with the suite's disks and
+CPUs; writes only the disks of the guest. Figures go to results.json (tests/vm/README.md keeps a run).
 """
 
 import json
