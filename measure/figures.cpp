@@ -98,7 +98,8 @@ kernel::Finding cannot_tell(const DeviceSettings& s, const FlushFigure& fl, doub
 }
 }  // namespace
 
-DeviceCache device_cache(const policy::DeviceFacts& f, const LoopBacking& loop, const std::string& first) {
+DeviceCache device_cache(const policy::DeviceFacts& f, const LoopBacking& loop, const std::string& first,
+                         const DriveCache& drive) {
     DeviceCache c;
     const auto mode_of = [](const std::string& t) {
         if (starts_with(t, "write back")) return DeviceCache::Mode::write_back;
@@ -106,9 +107,18 @@ DeviceCache device_cache(const policy::DeviceFacts& f, const LoopBacking& loop, 
         if (t == "none") return DeviceCache::Mode::none;
         return DeviceCache::Mode::unknown;
     };
-    if (!f.cache_type.empty()) {
+    if (!f.cache_type.empty() && drive.read) {
+        c.mode = drive.wce ? DeviceCache::Mode::write_back : DeviceCache::Mode::write_through;
+        c.source = std::string("the drive's caching mode page: WCE=") + (drive.wce ? "1" : "0") + ", cache_type \"" +
+                   f.cache_type + "\"";
+        if (drive.wce != starts_with(f.cache_type, "write back"))
+            c.source += ": the kernel's view differs from the drive's (a \"temporary\" mode written to cache_type "
+                        "changes the kernel's view alone)";
+    } else if (!f.cache_type.empty()) {
         c.mode = mode_of(f.cache_type);
         c.source = "cache_type \"" + f.cache_type + "\"";
+        if (drive.asked && !drive.error.empty())
+            c.source += " (the kernel's view; the drive's own page was not read: " + drive.error + ")";
     } else if (f.stack == policy::Stack::loop && !f.loop_backing_file.empty() && loop.dio != "1") {
         c.mode = DeviceCache::Mode::write_back;
         c.source = "the backing file's page cache: the loop device does not use direct I/O";

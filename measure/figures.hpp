@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "kernel/audit.hpp"
+#include "measure/drive_cache.hpp"
 #include "measure/events.hpp"
 #include "measure/stat.hpp"
 #include "policy/facts.hpp"
@@ -43,8 +44,11 @@ struct LoopBacking {
     std::string what;         // what the file lives on when there is no disk ("tmpfs")
     std::string write_cache;  // that disk's queue/write_cache
 };
+// A SCSI or SATA disk's cache is the drive's own when its caching page was
+// read (`drive`): cache_type is the kernel's view, which "temporary write
+// through" turns to write through with the drive's cache still on.
 DeviceCache device_cache(const policy::DeviceFacts& facts, const LoopBacking& backing,
-                         const std::string& first_write_cache);
+                         const std::string& first_write_cache, const DriveCache& drive = {});
 
 // The device's settings as they were when the window ended.
 struct DeviceSettings {

@@ -29,6 +29,9 @@ struct SessionOptions {
     // queue/write_cache as the device had it when it first appeared, where
     // recorded (agent/state); empty when not known.
     std::function<std::string(const policy::DeviceFacts&)> first_write_cache;
+    // The drive's own cache of a SCSI or SATA disk (ask_drive_cache on its
+    // node); unset with a fake sysfs tree, whose names are no host's disks.
+    std::function<DriveCache(const std::string& name)> drive_cache;
 };
 
 // Each partition of DISKS (names under block/) -> its disk, as kernel_dev.

@@ -290,3 +290,62 @@ TEST_CASE("figures: the device's own cache, from cache_type, a loop's backing fi
     CHECK(doubtful.source.find("which a udev rule, TuneD or a unit may have written before") != std::string::npos);
     CHECK(device_cache(nvme, none, "").mode == DeviceCache::Mode::unknown);
 }
+
+TEST_CASE("figures: a SCSI disk's cache is the drive's own page where read: temporary write through is at risk") {
+    const LoopBacking none;
+    policy::DeviceFacts scsi;
+    // "temporary write through" written to cache_type: the kernel's view.
+    scsi.cache_type = "write through";
+    DriveCache drive;
+    drive.asked = drive.read = drive.wce = true;
+    const auto temporary = device_cache(scsi, none, "", drive);
+    CHECK(temporary.mode == DeviceCache::Mode::write_back);
+    CHECK(temporary.source ==
+          "the drive's caching mode page: WCE=1, cache_type \"write through\": the kernel's view differs from the "
+          "drive's (a \"temporary\" mode written to cache_type changes the kernel's view alone)");
+    // The flushes dropped over that cache are the critical finding.
+    CHECK(temporary.volatile_cache());
+    // The drive's cache really off: write through, and no note.
+    drive.wce = false;
+    const auto off = device_cache(scsi, none, "", drive);
+    CHECK(off.mode == DeviceCache::Mode::write_through);
+    CHECK(off.source == "the drive's caching mode page: WCE=0, cache_type \"write through\"");
+    // Not read: the kernel's view, and why the drive's was not had.
+    DriveCache closed;
+    closed.asked = true;
+    closed.error = "cannot open /dev/sdb: Operation not permitted";
+    const auto kernel_view = device_cache(scsi, none, "", closed);
+    CHECK(kernel_view.mode == DeviceCache::Mode::write_through);
+    CHECK(kernel_view.source == "cache_type \"write through\" (the kernel's view; the drive's own page was not read: "
+                                "cannot open /dev/sdb: Operation not permitted)");
+}
+
+TEST_CASE("drive cache: WCE from a MODE SENSE(10) reply, with or without block descriptors") {
+    // Header: mode data length 0x1a (26 bytes follow it), no block descriptors;
+    // the caching page 08h, length 0x12, byte 2 = 0x04 (WCE).
+    std::vector<unsigned char> reply = {0x00, 0x1a, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+                                        0x08, 0x12, 0x04, 0x00, 0xff, 0xff, 0x00, 0x00, 0xff, 0xff,
+                                        0xff, 0xff, 0x80, 0x14, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00};
+    CHECK(caching_page_wce(reply) == std::optional<bool>(true));
+    reply[10] = 0x01;  // RCD alone: no write cache
+    CHECK(caching_page_wce(reply) == std::optional<bool>(false));
+    reply[8] = 0x88;  // the PS bit set: still page 08h
+    reply[10] = 0x05;
+    CHECK(caching_page_wce(reply) == std::optional<bool>(true));
+    // One block descriptor of 8 bytes before the page (a drive that ignores DBD).
+    std::vector<unsigned char> with_bd(reply.begin(), reply.begin() + 8);
+    with_bd[1] = 0x22;
+    with_bd[7] = 0x08;
+    with_bd.insert(with_bd.end(), 8, 0x00);
+    with_bd.insert(with_bd.end(), reply.begin() + 8, reply.end());
+    CHECK(caching_page_wce(with_bd) == std::optional<bool>(true));
+    // Another page, a short reply, a reply cut by its own length field: no answer, never a guess.
+    auto other = reply;
+    other[8] = 0x0a;
+    CHECK_FALSE(caching_page_wce(other));
+    CHECK_FALSE(caching_page_wce(std::span<const unsigned char>(reply.data(), 10)));
+    auto cut = reply;
+    cut[1] = 0x08;  // 10 bytes in all: the page's flags byte is past its end
+    CHECK_FALSE(caching_page_wce(cut));
+    CHECK_FALSE(caching_page_wce({}));
+}

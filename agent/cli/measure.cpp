@@ -65,6 +65,7 @@ int run_measure(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::os
     so.sample_percent = o.sample_percent;
     const StateDir state(o.state_dir);
     so.first_write_cache = [&state](const policy::DeviceFacts& f) { return state.first_write_cache(f); };
+    if (sysfs.root() == "/sys") so.drive_cache = measure::drive_cache_of_node;
     measure::Session session(sysfs, so);
 
     StopSignals stop;

@@ -471,6 +471,7 @@ private:
         measured_.window_seconds = static_cast<double>(measure_window_.count()) / 1000.0;
         measure::SessionOptions so;
         so.first_write_cache = [this](const policy::DeviceFacts& f) { return state_.first_write_cache(f); };
+        if (sysfs_.root() == "/sys") so.drive_cache = measure::drive_cache_of_node;
         so.sample_percent = measure_sample_ = d.measure_sample;
         measuring_ = std::make_unique<measure::Session>(sysfs_, so);
         measuring_->start();

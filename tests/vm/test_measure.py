@@ -125,6 +125,27 @@ def flushes(ctx, names):
         R.figure(s, "200 O_DSYNC writes on the SCSI disk",
                  f"write back: {before['flushes']} flushes beside {before['writes']} writes; write through: "
                  f"{after['flushes']} flushes beside {after['writes']} writes")
+        # "temporary write through": the kernel's view alone (cache_type and
+        # the queue say write through, sd sends no flush), the drive's cache
+        # still on (qemu's caching page keeps WCE): at risk all the same,
+        # known from the drive's own page.
+        g.sh(f"echo 'write back' > /sys/block/{d}/queue/write_cache; "
+             f"echo 'temporary write through' > /sys/block/{d}/device/scsi_disk/*/cache_type")
+        kernel_view = (g.sh(f"cat /sys/block/{d}/device/scsi_disk/*/cache_type").strip(),
+                       g.sh(f"cat /sys/block/{d}/queue/write_cache").strip())
+        doc = _measured(g, writes, d)
+        temp = _device(doc, d)["flushes"]
+        R.figure(s, "200 O_DSYNC writes after 'temporary write through'",
+                 f"cache_type / queue: {' / '.join(kernel_view)}; {temp['flushes']} flushes beside "
+                 f"{temp['writes']} writes; device cache: {temp['device_cache']} ({temp['device_cache_source']})")
+        expect_eq(kernel_view, ("write through", "write through"), "the kernel's view after the temporary mode")
+        expect(temp["flushes"] == 0 and temp["writes"] >= 200 and temp["at_risk"], temp["sentence"])
+        expect_eq([(f["code"], f["severity"]) for f in doc["findings"]], [("flushes-dropped", "critical")],
+                  "the findings under temporary write through")
+        expect(temp["device_cache_source"].startswith("the drive's caching mode page: WCE=1"),
+               temp["device_cache_source"])
+        g.sh(f"echo 'write back' > /sys/block/{d}/device/scsi_disk/*/cache_type")
+        expect_eq(g.sh(f"cat /sys/block/{d}/queue/write_cache").strip(), "write back", "the queue after write back")
 
     with R.step(s, "measure: the daemon (daemon.measure, hardened unit) raises at-risk once, and resolved"):
         g.write_file("/etc/blkpolicy/policy.toml", """\
@@ -154,7 +175,9 @@ nomerges = 0
         for k, want in {"PRIORITY": "2", "MESSAGE_ID": "7c0ba1f3a4d94f0e9b6c2d8e51a0f307",
                         "BLKPOLICY_FINDING": "flushes-dropped", "BLKPOLICY_FLUSHES": "0",
                         "BLKPOLICY_ACTUAL": "write through", "BLKPOLICY_EXPECTED": "write back",
-                        "BLKPOLICY_DEVICE_CACHE": 'cache_type "write back"'}.items():
+                        # The drive's page, read by the daemon under its hardened unit.
+                        "BLKPOLICY_DEVICE_CACHE": 'the drive\'s caching mode page: WCE=1, cache_type "write back"'
+                        }.items():
             expect_eq(e.get(k), want, f"at-risk {k}")
         R.figure(s, "the daemon's at-risk alert", e.get("MESSAGE"))
         rc, text, _ = g.run(f"blkpolicy status {d}", check=False)
