@@ -30,6 +30,7 @@
 #include "kernel/daemon_process.hpp"
 #include "kernel/loop_device.hpp"
 #include "kernel/mounts.hpp"
+#include "measure/drive_cache.hpp"
 #include "measure/tracefs.hpp"
 #include "support/run_binary.hpp"
 #include "support/temp_dir.hpp"
@@ -641,4 +642,16 @@ TEST_CASE("kernel measure: a loop device with direct I/O is judged by the cache 
         CHECK(fl["at_risk"] == volatile_below);
         CHECK(rc == (volatile_below ? 1 : 0));
     }
+}
+
+TEST_CASE("kernel measure: a drive's caching page asked of a node that is no SCSI disk, or no node: said, never guessed") {
+    LoopDevice loop;
+    // The loop driver takes no SG_IO: the probe says so, and reads nothing.
+    const auto c = blkpolicy::measure::ask_drive_cache("/dev/" + loop.name());
+    CHECK(c.asked);
+    CHECK_FALSE(c.read);
+    CHECK(c.error.rfind("MODE SENSE on /dev/" + loop.name() + ": ", 0) == 0);
+    const auto gone = blkpolicy::measure::ask_drive_cache("/dev/blkpolicy-test-no-such-disk");
+    CHECK_FALSE(gone.read);
+    CHECK(gone.error == "cannot open /dev/blkpolicy-test-no-such-disk: No such file or directory");
 }
