@@ -7,7 +7,9 @@ daemon's measuring) with the counter that proves it.
    reader: wbt steps write depth down (wbt_step > 0), and at 0 it never does.
 2. Flushes: synchronous writes flush on a SCSI disk whose own cache is write
    back; after "write through" the writes go on and the flushes stop: the
-   critical finding, the daemon's at-risk alert (its tracing instance under
+   critical finding; the same after "temporary write through" written to
+   cache_type, which changes the kernel's view alone (the drive's caching
+   page, read by measure, still says WCE=1); the daemon's at-risk alert (its tracing instance under
    the hardened unit), and resolved when write back returns. The same on a
    dm-linear device over that disk (bio-based): "write through" on the dm
    device drops every flush before the disk sees one (its stat field 16
