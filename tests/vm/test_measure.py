@@ -131,8 +131,9 @@ def flushes(ctx, names):
         # the queue say write through, sd sends no flush), the drive's cache
         # still on (qemu's caching page keeps WCE): at risk all the same,
         # known from the drive's own page.
-        g.sh(f"echo 'write back' > /sys/block/{d}/queue/write_cache; "
-             f"echo 'temporary write through' > /sys/block/{d}/device/scsi_disk/*/cache_type")
+        # (A loop: sh expands no pattern in a redirection's target.)
+        cache_type = f"for f in /sys/block/{d}/device/scsi_disk/*/cache_type; do echo '%s' > $f; done"
+        g.sh(f"echo 'write back' > /sys/block/{d}/queue/write_cache; " + cache_type % "temporary write through")
         kernel_view = (g.sh(f"cat /sys/block/{d}/device/scsi_disk/*/cache_type").strip(),
                        g.sh(f"cat /sys/block/{d}/queue/write_cache").strip())
         doc = _measured(g, writes, d)
@@ -146,7 +147,7 @@ def flushes(ctx, names):
                   "the findings under temporary write through")
         expect(temp["device_cache_source"].startswith("the drive's caching mode page: WCE=1"),
                temp["device_cache_source"])
-        g.sh(f"echo 'write back' > /sys/block/{d}/device/scsi_disk/*/cache_type")
+        g.sh(cache_type % "write back")
         expect_eq(g.sh(f"cat /sys/block/{d}/queue/write_cache").strip(), "write back", "the queue after write back")
 
     with R.step(s, "measure: the daemon (daemon.measure, hardened unit) raises at-risk once, and resolved"):
@@ -164,6 +165,7 @@ serial = "bp-scsi-ssd"
 [rule.set]
 nomerges = 0
 """)
+        g.sh(f"echo 'write through' > /sys/block/{d}/queue/write_cache")
         c = cursor(g)
         g.sh(f"systemctl enable {UNIT} 2>/dev/null; systemctl restart {UNIT}")
         g.wait_for(f"systemctl is-active -q {UNIT}", timeout=60, what="the service")
