@@ -42,8 +42,8 @@ DriveCache ask_drive_cache(const std::string& node) {
     std::array<unsigned char, 96> reply{};
     std::array<unsigned char, 32> sense{};
     // DBD set (no block descriptors wanted), PC 0 (current values), page 08h.
-    std::array<unsigned char, 10> cdb{kModeSense10, 0x08, kCachingPage, 0, 0, 0, 0, 0,
-                                      static_cast<unsigned char>(reply.size()), 0};
+    std::array<unsigned char, 10> cdb{
+        kModeSense10, 0x08, kCachingPage, 0, 0, 0, 0, 0, static_cast<unsigned char>(reply.size()), 0};
     sg_io_hdr_t io{};
     io.interface_id = 'S';
     io.dxfer_direction = SG_DXFER_FROM_DEV;

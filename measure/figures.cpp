@@ -112,8 +112,9 @@ DeviceCache device_cache(const policy::DeviceFacts& f, const LoopBacking& loop, 
         c.source = std::string("the drive's caching mode page: WCE=") + (drive.wce ? "1" : "0") + ", cache_type \"" +
                    f.cache_type + "\"";
         if (drive.wce != starts_with(f.cache_type, "write back"))
-            c.source += ": the kernel's view differs from the drive's (a \"temporary\" mode written to cache_type "
-                        "changes the kernel's view alone)";
+            c.source +=
+                ": the kernel's view differs from the drive's (a \"temporary\" mode written to cache_type "
+                "changes the kernel's view alone)";
     } else if (!f.cache_type.empty()) {
         c.mode = mode_of(f.cache_type);
         c.source = "cache_type \"" + f.cache_type + "\"";

@@ -175,8 +175,7 @@ DeviceSettings Session::settings_of(const std::string& name) const {
     }
     if (!s.request_based) s.members_write_cache = udev::lowers_queue(sysfs_, name, "write_cache");
     const std::string first = options_.first_write_cache ? options_.first_write_cache(*facts) : std::string();
-    const DriveCache drive =
-        facts->driver == "sd" && options_.drive_cache ? options_.drive_cache(name) : DriveCache{};
+    const DriveCache drive = facts->driver == "sd" && options_.drive_cache ? options_.drive_cache(name) : DriveCache{};
     s.cache = device_cache(*facts, loop, first, drive);
     return s;
 }

@@ -316,16 +316,17 @@ TEST_CASE("figures: a SCSI disk's cache is the drive's own page where read: temp
     closed.error = "cannot open /dev/sdb: Operation not permitted";
     const auto kernel_view = device_cache(scsi, none, "", closed);
     CHECK(kernel_view.mode == DeviceCache::Mode::write_through);
-    CHECK(kernel_view.source == "cache_type \"write through\" (the kernel's view; the drive's own page was not read: "
-                                "cannot open /dev/sdb: Operation not permitted)");
+    CHECK(kernel_view.source ==
+          "cache_type \"write through\" (the kernel's view; the drive's own page was not read: "
+          "cannot open /dev/sdb: Operation not permitted)");
 }
 
 TEST_CASE("drive cache: WCE from a MODE SENSE(10) reply, with or without block descriptors") {
     // Header: mode data length 0x1a (26 bytes follow it), no block descriptors;
     // the caching page 08h, length 0x12, byte 2 = 0x04 (WCE).
-    std::vector<unsigned char> reply = {0x00, 0x1a, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
-                                        0x08, 0x12, 0x04, 0x00, 0xff, 0xff, 0x00, 0x00, 0xff, 0xff,
-                                        0xff, 0xff, 0x80, 0x14, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00};
+    std::vector<unsigned char> reply = {0x00, 0x1a, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x08, 0x12,
+                                        0x04, 0x00, 0xff, 0xff, 0x00, 0x00, 0xff, 0xff, 0xff, 0xff,
+                                        0x80, 0x14, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00};
     CHECK(caching_page_wce(reply) == std::optional<bool>(true));
     reply[10] = 0x01;  // RCD alone: no write cache
     CHECK(caching_page_wce(reply) == std::optional<bool>(false));

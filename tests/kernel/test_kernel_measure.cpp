@@ -644,7 +644,8 @@ TEST_CASE("kernel measure: a loop device with direct I/O is judged by the cache 
     }
 }
 
-TEST_CASE("kernel measure: a drive's caching page asked of a node that is no SCSI disk, or no node: said, never guessed") {
+TEST_CASE(
+    "kernel measure: a drive's caching page asked of a node that is no SCSI disk, or no node: said, never guessed") {
     LoopDevice loop;
     // The loop driver takes no SG_IO: the probe says so, and reads nothing.
     const auto c = blkpolicy::measure::ask_drive_cache("/dev/" + loop.name());
