@@ -34,8 +34,10 @@ daemon's measuring) with the counter that proves it.
    CPU, for the command and for the daemon; a CPU hot-added and brought
    online during a window is followed (its reads are traced, it counts).
 
-A job of its own (run.py's APART), on a guest with the suite's disks and
-CPUs; writes only the disks of the guest. Figures go to results.json (tests/vm/README.md keeps a run).
+Needs nothing another group left (installs the package if missing, makes
+its own dm device): after devices in the shared guest, or on Debian 13 a
+job of its own on a guest with the suite's disks and CPUs (run.py's
+APART); writes only the disks of the guest. Figures go to results.json (tests/vm/README.md keeps a run).
 """
 
 import json
