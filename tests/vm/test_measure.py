@@ -31,7 +31,9 @@ daemon's measuring) with the counter that proves it.
    that allow CPU hot-add run): tracefs has a buffer for each of the four
    possible CPUs, and the two not online answer poll with an error at once.
    Only this step runs there; 1-5 run on 6.12 and the newest kernel. A 5 s window costs well under a second of
-   CPU, for the command and for the daemon; a CPU hot-added and brought
+   CPU on a quiet host (0.42 s measured), for the command and for the
+   daemon; the check asks under half the window, which a spinning poll (the
+   whole window) cannot meet and a busy CI host (1.68 s once) does; a CPU hot-added and brought
    online during a window is followed (its reads are traced, it counts).
 
 Needs nothing another group left (installs the package if missing, makes
@@ -419,7 +421,7 @@ def _cpu_seconds(g, cmd):
 def hotplug_cpus(ctx, names):
     g, s, R = ctx.guest, ctx.suite, ctx.results
     v = names["bp-virtio1"]
-    with R.step(s, "measure: with CPUs that can be hot-added, a 5 s window costs well under a second of CPU "
+    with R.step(s, "measure: with CPUs that can be hot-added, a 5 s window costs under half its length in CPU "
                    "(command and daemon); a CPU brought online during a window is followed"):
         possible, online = (g.sh(f"cat /sys/devices/system/cpu/{f}").strip() for f in ("possible", "online"))
         expect_eq((possible, online), ("0-3", "0-1"), "possible and online CPUs (-smp 2,maxcpus=4)")
@@ -427,7 +429,12 @@ def hotplug_cpus(ctx, names):
         doc = json.loads(g.sh("cat /root/cpus.json"))
         R.figure(s, "measure --for 5s, 2 of 4 possible CPUs online",
                  f"{took:.2f} s of CPU; cpus {doc['tracing']['cpus']}")
-        expect(took < 1.0, f"a 5 s window took {took:.2f} s of CPU")
+        # A poll that spins on the offline CPUs' buffers costs the whole
+        # window (5 s of a CPU); a quiet guest measured 0.42 s, and the same
+        # window beside two other guests in CI 1.68 s (TCG stretches a
+        # preempted vCPU's work in guest time). Half the window tells the
+        # two apart on a busy host.
+        expect(took < 2.5, f"a 5 s window took {took:.2f} s of CPU")
         expect_eq(doc["tracing"]["cpus"], 2, "the CPUs measure polled")
 
         g.write_file("/etc/blkpolicy/policy.toml",
@@ -442,7 +449,7 @@ def hotplug_cpus(ctx, names):
         g.sh(f"systemctl stop {UNIT}")
         daemon = (u1 - u0) / 1e6
         R.figure(s, "the daemon measuring, 10 s, 2 of 4 possible CPUs online", f"{daemon:.2f} s of CPU")
-        expect(daemon < 1.0, f"the daemon took {daemon:.2f} s of CPU in 10 s")
+        expect(daemon < 5.0, f"the daemon took {daemon:.2f} s of CPU in 10 s (a spinning poll takes all 10)")
 
         # A CPU hot-added during a window, brought online, and reads issued on it.
         g.sh(f"setsid sh -c 'echo $$ > /root/measure.pid; exec blkpolicy measure --for 60s --json {v}' "
