@@ -56,9 +56,13 @@ def _measured(g, script, devices, args="", timeout=300):
     """Runs `blkpolicy measure --json DEVICES` in the background of one guest
     shell, SCRIPT (the load) once its tracing instance records, then ends
     the window with SIGINT; returns the JSON document."""
-    # Its instance: blkpolicy-NS-PID-N (NS its PID namespace).
-    wait_instance = ('for i in $(seq 100); do ls /sys/kernel/tracing/instances | '
-                     'grep -qE "^blkpolicy-[0-9]+-$M-[0-9]+$" && break; sleep 0.1; done; sleep 0.3')
+    # Its instance: blkpolicy-NS-PID-N (NS its PID namespace), recording
+    # once measure turned its tracing_on to 1 (the last step of its set-up,
+    # after the stat baselines). Up to 60 s: under CI's contention ten did
+    # not always do, and the load then ran partly before the window (21 of
+    # 200 writes counted once).
+    wait_instance = ('for i in $(seq 600); do for d in /sys/kernel/tracing/instances/blkpolicy-*-$M-*; do '
+                     'grep -qx 1 $d/tracing_on 2>/dev/null && break 2; done; sleep 0.1; done; sleep 0.3')
     # A buffer that holds a window's events even when the reader gets no
     # CPU for a while: the default 256 KiB per CPU overflowed in CI beside
     # two other guests (the wbt step once, the completions step once), and
@@ -142,9 +146,12 @@ def flushes(ctx, names):
         # (A loop: sh expands no pattern in a redirection's target.)
         cache_type = f"for f in /sys/block/{d}/device/scsi_disk/*/cache_type; do echo '%s' > $f; done"
         g.sh(f"echo 'write back' > /sys/block/{d}/queue/write_cache; " + cache_type % "temporary write through")
-        kernel_view = (g.sh(f"cat /sys/block/{d}/device/scsi_disk/*/cache_type").strip(),
-                       g.sh(f"cat /sys/block/{d}/queue/write_cache").strip())
-        doc = _measured(g, writes, d)
+        try:
+            kernel_view = (g.sh(f"cat /sys/block/{d}/device/scsi_disk/*/cache_type").strip(),
+                           g.sh(f"cat /sys/block/{d}/queue/write_cache").strip())
+            doc = _measured(g, writes, d)
+        finally:  # the drive's mode back for the steps after, whatever happened
+            g.sh(cache_type % "write back")
         temp = _device(doc, d)["flushes"]
         R.figure(s, "200 O_DSYNC writes after 'temporary write through'",
                  f"cache_type / queue: {' / '.join(kernel_view)}; {temp['flushes']} flushes beside "
@@ -155,7 +162,6 @@ def flushes(ctx, names):
                   "the findings under temporary write through")
         expect(temp["device_cache_source"].startswith("the drive's caching mode page: WCE=1"),
                temp["device_cache_source"])
-        g.sh(cache_type % "write back")
         expect_eq(g.sh(f"cat /sys/block/{d}/queue/write_cache").strip(), "write back", "the queue after write back")
 
     with R.step(s, "measure: the daemon (daemon.measure, hardened unit) raises at-risk once, and resolved"):
