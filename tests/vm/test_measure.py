@@ -180,35 +180,37 @@ serial = "bp-scsi-ssd"
 nomerges = 0
 """)
         g.sh(f"echo 'write through' > /sys/block/{d}/queue/write_cache")
-        c = cursor(g)
-        g.sh(f"systemctl enable {UNIT} 2>/dev/null; systemctl restart {UNIT}")
-        g.wait_for(f"systemctl is-active -q {UNIT}", timeout=60, what="the service")
-        lines = [e.get("MESSAGE", "") for e in machine.since(g, c, SYSLOG_IDENTIFIER="blkpolicy")]
-        measuring = [ln for ln in lines if ln.startswith("measuring in windows of 5 s")]
-        expect(measuring and "a tracing instance" in measuring[0], f"the daemon's start: {lines}")
-        # Writes go on (fsync believes them durable) until the daemon's window sees them.
-        g.sh(f"for i in $(seq 12); do {writes}; sleep 1; done", timeout=300)
-        e = wait_journal(g, c, 30, "the at-risk alert", SYSLOG_IDENTIFIER="blkpolicy", BLKPOLICY_EVENT="at-risk",
-                         BLKPOLICY_DEVICE=d)[0]
-        for k, want in {"PRIORITY": "2", "MESSAGE_ID": "7c0ba1f3a4d94f0e9b6c2d8e51a0f307",
-                        "BLKPOLICY_FINDING": "flushes-dropped", "BLKPOLICY_FLUSHES": "0",
-                        "BLKPOLICY_ACTUAL": "write through", "BLKPOLICY_EXPECTED": "write back",
-                        # The drive's page, read by the daemon under its hardened unit.
-                        "BLKPOLICY_DEVICE_CACHE": 'the drive\'s caching mode page: WCE=1, cache_type "write back"'
-                        }.items():
-            expect_eq(e.get(k), want, f"at-risk {k}")
-        R.figure(s, "the daemon's at-risk alert", e.get("MESSAGE"))
-        rc, text, _ = g.run(f"blkpolicy status {d}", check=False)
-        expect("measured by the daemon in its window of 5 s" in text and "flushes:" in text,
-               f"status does not show the window:\n{text}")
-        c2 = cursor(g)
-        g.sh(f"echo 'write back' > /sys/block/{d}/queue/write_cache")
-        g.sh(f"for i in $(seq 12); do {writes}; sleep 1; done", timeout=300)
-        wait_journal(g, c2, 30, "the resolved alert", SYSLOG_IDENTIFIER="blkpolicy", BLKPOLICY_EVENT="resolved",
-                     BLKPOLICY_DEVICE=d)
-        at_risk = machine.since(g, c, SYSLOG_IDENTIFIER="blkpolicy", BLKPOLICY_EVENT="at-risk")
-        expect_eq(len(at_risk), 1, "at-risk alerts (one per change of state)")
-        g.sh(f"systemctl disable --now {UNIT} 2>/dev/null")
+        try:
+            c = cursor(g)
+            g.sh(f"systemctl enable {UNIT} 2>/dev/null; systemctl restart {UNIT}")
+            g.wait_for(f"systemctl is-active -q {UNIT}", timeout=60, what="the service")
+            lines = [e.get("MESSAGE", "") for e in machine.since(g, c, SYSLOG_IDENTIFIER="blkpolicy")]
+            measuring = [ln for ln in lines if ln.startswith("measuring in windows of 5 s")]
+            expect(measuring and "a tracing instance" in measuring[0], f"the daemon's start: {lines}")
+            # Writes go on (fsync believes them durable) until the daemon's window sees them.
+            g.sh(f"for i in $(seq 12); do {writes}; sleep 1; done", timeout=300)
+            e = wait_journal(g, c, 30, "the at-risk alert", SYSLOG_IDENTIFIER="blkpolicy", BLKPOLICY_EVENT="at-risk",
+                             BLKPOLICY_DEVICE=d)[0]
+            for k, want in {"PRIORITY": "2", "MESSAGE_ID": "7c0ba1f3a4d94f0e9b6c2d8e51a0f307",
+                            "BLKPOLICY_FINDING": "flushes-dropped", "BLKPOLICY_FLUSHES": "0",
+                            "BLKPOLICY_ACTUAL": "write through", "BLKPOLICY_EXPECTED": "write back",
+                            # The drive's page, read by the daemon under its hardened unit.
+                            "BLKPOLICY_DEVICE_CACHE": 'the drive\'s caching mode page: WCE=1, cache_type "write back"'
+                            }.items():
+                expect_eq(e.get(k), want, f"at-risk {k}")
+            R.figure(s, "the daemon's at-risk alert", e.get("MESSAGE"))
+            rc, text, _ = g.run(f"blkpolicy status {d}", check=False)
+            expect("measured by the daemon in its window of 5 s" in text and "flushes:" in text,
+                   f"status does not show the window:\n{text}")
+            c2 = cursor(g)
+            g.sh(f"echo 'write back' > /sys/block/{d}/queue/write_cache")
+            g.sh(f"for i in $(seq 12); do {writes}; sleep 1; done", timeout=300)
+            wait_journal(g, c2, 30, "the resolved alert", SYSLOG_IDENTIFIER="blkpolicy", BLKPOLICY_EVENT="resolved",
+                         BLKPOLICY_DEVICE=d)
+            at_risk = machine.since(g, c, SYSLOG_IDENTIFIER="blkpolicy", BLKPOLICY_EVENT="at-risk")
+            expect_eq(len(at_risk), 1, "at-risk alerts (one per change of state)")
+        finally:  # the unit stopped (and its tracing instance gone) whatever happened
+            g.sh(f"systemctl disable --now {UNIT} 2>/dev/null")
         expect(not g.sh("ls /sys/kernel/tracing/instances | grep blkpolicy || true").strip(),
                "a tracing instance outlived the daemon")
 
