@@ -21,7 +21,7 @@ struct DriveCache {
     std::string error;   // why it was not read
 };
 
-// WCE from a MODE SENSE(10) reply of GOT bytes: the 8-byte header, its
+// WCE from the bytes a MODE SENSE(10) returned: the 8-byte header, its
 // block descriptors, then the caching page; nullopt when the reply holds no
 // caching page (short, another page, a page too short to hold WCE).
 std::optional<bool> caching_page_wce(std::span<const unsigned char> reply);

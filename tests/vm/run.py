@@ -82,11 +82,11 @@ OWN_GUEST = {"boot", "multipath"}
 # stay in the shared guest: the guests are CPU-bound three at a time, and a
 # boot costs about a minute and a half of both CPUs under TCG.
 APART = {"measure": {"trixie"}}
-# Jobs side by side: a guest under TCG waits on its own sleeps, reboots and
-# the tests' polling for much of its run (qemu's CPU time is 53-58% of its
-# wall time in the runs of tests/vm/README.md), so three share two CPUs.
-# The jobs expected to take longest start first; the others follow on the
-# free slots.
+# Jobs side by side: two at a time, a guest's qemu CPU time was 53-58% of
+# its wall time (the CI run of 5157459), so a third was added; three at a
+# time keep both CPUs busy (load average near 10 in the CI run of 7673c03,
+# tests/vm/README.md), so more would only share them. The jobs expected to
+# take longest start first; the others follow on the free slots.
 DEFAULT_JOBS = 3 if (os.cpu_count() or 1) >= 2 else 1
 EXPECTED_SECONDS = {("trixie", "shared"): 1650, ("bookworm", "shared"): 1250, ("trixie-bpo", "shared"): 1050,
                     ("trixie", "boot"): 600, ("bookworm", "boot"): 520, ("trixie", "measure"): 250,
