@@ -26,6 +26,8 @@ packages=(
 test_packages=(
     # fuzzing (scripts/fuzz.sh): clang with libFuzzer and the sanitizer runtimes
     clang libclang-rt-14-dev
+    # the compiler cache of scripts/build.sh: a fresh clone compiles what changed
+    ccache
     # the format check of the test suite (.clang-format)
     clang-format-14
     # tests: the daemon's system calls, checked against the unit's SystemCallFilter
