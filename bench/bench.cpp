@@ -44,6 +44,7 @@
 #include "measure/tracefs.hpp"
 #include "policy/loader.hpp"
 #include "support/fake_sysfs.hpp"
+#include "support/paths.hpp"
 #include "support/temp_dir.hpp"
 #include "udev/discovery.hpp"
 #include "util/files.hpp"
@@ -95,7 +96,7 @@ struct RunStats {
     int exit_code = -1;
 };
 // stderr goes to `stderr_path` when given, else with stdout to /dev/null.
-RunStats run_measured(std::vector<std::string> args, std::string bin = BLKPOLICY_BINARY,
+RunStats run_measured(std::vector<std::string> args, std::string bin = blkpolicy::test::blkpolicy_binary(),
                       const std::string& stderr_path = {}) {
     std::vector<char*> argv;
     argv.push_back(bin.data());
@@ -459,7 +460,7 @@ void bench_hostile(const std::string& workdir) {
             args.insert(args.end(), {"--from", "udev", path});
         // stderr goes to a file so that the first error line can be shown.
         const auto err_path = workdir + "/hostile.err";
-        const auto run = run_measured(args, BLKPOLICY_BINARY, err_path);
+        const auto run = run_measured(args, blkpolicy::test::blkpolicy_binary(), err_path);
         const double ms = run.ms;
         worst = std::max(worst, ms);
         std::string first;
@@ -627,8 +628,14 @@ struct MeasureRun {
     std::string out;
     MeasureRun(const std::string& dev, double ms, const std::string& path, const std::string& sample = "100")
         : out(path) {
-        std::vector<std::string> args = {BLKPOLICY_BINARY,  "measure",  "--json", "--for",
-                                         fmt(ms, 0) + "ms", "--sample", sample,   dev};
+        std::vector<std::string> args = {blkpolicy::test::blkpolicy_binary(),
+                                         "measure",
+                                         "--json",
+                                         "--for",
+                                         fmt(ms, 0) + "ms",
+                                         "--sample",
+                                         sample,
+                                         dev};
         std::vector<char*> argv;
         for (auto& a : args) argv.push_back(a.data());
         argv.push_back(nullptr);
@@ -915,11 +922,11 @@ void bench_against(const std::string& old_bin, const std::string& old_name, bool
                         run_measured({cmd, "--sysfs-root", root, "--policy", policy, "--state-dir", state}, bin).ms;
             };
             if (round % 2 == 0) {
-                run_all(BLKPOLICY_BINARY, tree_new->root().string(), state_new, t_new);
+                run_all(blkpolicy::test::blkpolicy_binary(), tree_new->root().string(), state_new, t_new);
                 run_all(old_bin, tree_old->root().string(), state_old, t_old);
             } else {
                 run_all(old_bin, tree_old->root().string(), state_old, t_old);
-                run_all(BLKPOLICY_BINARY, tree_new->root().string(), state_new, t_new);
+                run_all(blkpolicy::test::blkpolicy_binary(), tree_new->root().string(), state_new, t_new);
             }
             for (const auto& [cmd, ms] : t_new) {
                 ratio[cmd].push_back(ms / t_old[cmd]);
@@ -963,11 +970,11 @@ void bench_against(const std::string& old_bin, const std::string& old_name, bool
             };
             double a = 0, b = 0;
             if (round % 2 == 0) {
-                a = first_pass(BLKPOLICY_BINARY, "new");
+                a = first_pass(blkpolicy::test::blkpolicy_binary(), "new");
                 b = first_pass(old_bin, "old");
             } else {
                 b = first_pass(old_bin, "old");
-                a = first_pass(BLKPOLICY_BINARY, "new");
+                a = first_pass(blkpolicy::test::blkpolicy_binary(), "new");
             }
             ours.push_back(a);
             theirs.push_back(b);

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "kernel/audit.hpp"
+#include "support/paths.hpp"
 
 using namespace blkpolicy::policy;
 using namespace blkpolicy::kernel;
@@ -129,7 +130,7 @@ TEST_CASE("audit: devices without a medium are left out unless asked for") {
 
 TEST_CASE("every finding code is described in blkpolicy(8) and the README") {
     for (const char* doc : {"/docs/blkpolicy.8.scd", "/README.md"}) {
-        std::ifstream in(std::string(BLKPOLICY_SOURCE_DIR) + doc);
+        std::ifstream in(std::string(blkpolicy::test::source_dir()) + doc);
         REQUIRE(in);
         const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
         for (const auto& k : finding_kinds()) CHECK_MESSAGE(text.find(k.code) != std::string::npos, doc, ": ", k.code);

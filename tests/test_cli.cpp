@@ -12,8 +12,8 @@
 using namespace blkpolicy::test;
 
 namespace {
-const std::string kData = BLKPOLICY_TEST_DATA;
-const std::string kExamples = std::string(BLKPOLICY_SOURCE_DIR) + "/examples";
+const std::string kData = blkpolicy::test::test_data_dir();
+const std::string kExamples = std::string(blkpolicy::test::source_dir()) + "/examples";
 }  // namespace
 
 TEST_CASE("--help and --version") {

@@ -11,6 +11,7 @@
 
 #include "agent/cli/commands.hpp"
 #include "agent/cli/parse.hpp"
+#include "support/paths.hpp"
 
 using namespace blkpolicy::agent;
 
@@ -31,7 +32,7 @@ std::set<std::string> commands_where(bool (*pred)(const Command&)) {
 }
 
 std::string completion_text() {
-    std::ifstream in(std::string(BLKPOLICY_SOURCE_DIR) + "/packaging/blkpolicy.bash-completion");
+    std::ifstream in(std::string(blkpolicy::test::source_dir()) + "/packaging/blkpolicy.bash-completion");
     REQUIRE(in);
     return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }

@@ -25,7 +25,7 @@ const std::string kPolicy = "fleet.toml";
 // Runs a block with the working directory at tests/data.
 struct InDataDir {
     std::filesystem::path old = std::filesystem::current_path();
-    InDataDir() { std::filesystem::current_path(BLKPOLICY_TEST_DATA); }
+    InDataDir() { std::filesystem::current_path(blkpolicy::test::test_data_dir()); }
     ~InDataDir() { std::filesystem::current_path(old); }
 };
 
@@ -63,7 +63,7 @@ struct Scenario {
         return r;
     }
     RunResult run(const std::string& command, std::vector<std::string> extra = {}) {
-        return run_blkpolicy(args_for(command, extra), BLKPOLICY_TEST_DATA);
+        return run_blkpolicy(args_for(command, extra), blkpolicy::test::test_data_dir());
     }
     std::string q(const std::string& dev, const std::string& attr) {
         return tree.read(tree.devpath_of(dev) + "/" + attr);

@@ -23,7 +23,7 @@ policy::Policy policy_of(const std::string& text) {
     return r.policy;
 }
 
-const std::string kExamples = std::string(BLKPOLICY_SOURCE_DIR) + "/examples";
+const std::string kExamples = std::string(blkpolicy::test::source_dir()) + "/examples";
 
 }  // namespace
 

@@ -38,7 +38,7 @@ struct AuditTree {
     RunResult run(std::vector<std::string> args) {
         args.insert(args.end(),
                     {"--sysfs-root", t.root().string(), "--udev-rules-dir", "udev", "--config-root", "writers-root"});
-        return run_blkpolicy(args, BLKPOLICY_TEST_DATA);
+        return run_blkpolicy(args, blkpolicy::test::test_data_dir());
     }
 };
 
@@ -93,7 +93,7 @@ TEST_CASE("audit: the exit status says whether anything at warning level was fou
     FakeSysfs t;
     t.add_nvme("nvme0n1");
     auto r = run_blkpolicy({"audit", "--sysfs-root", t.root().string(), "--udev-rules-dir", t.root().string(),
-                            "--policy", std::string(BLKPOLICY_TEST_DATA) + "/audit.toml"});
+                            "--policy", std::string(blkpolicy::test::test_data_dir()) + "/audit.toml"});
     CHECK(r.exit_code == 0);
     CHECK(r.out == "0 finding(s): 0 critical, 0 warning, 0 info\n");
 }
@@ -104,14 +104,14 @@ TEST_CASE("golden: explain a virtio disk and a dm-crypt under LVM") {
     t.set_wbt_state("vda", 1);
     auto r = run_blkpolicy({"explain", "vda", "dm-0", "--policy", "fleet.toml", "--kernel-release", "6.18.3",
                             "--sysfs-root", t.root().string()},
-                           BLKPOLICY_TEST_DATA);
+                           blkpolicy::test::test_data_dir());
     CHECK(r.exit_code == 0);
     CHECK(r.err.empty());
     check_golden("explain-vda-dm0.txt", r.out);
 
     auto j = run_blkpolicy({"explain", "vda", "dm-0", "--json", "--policy", "fleet.toml", "--kernel-release", "6.18.3",
                             "--sysfs-root", t.root().string()},
-                           BLKPOLICY_TEST_DATA);
+                           blkpolicy::test::test_data_dir());
     auto doc = nlohmann::json::parse(j.out);
     const auto& vda = doc["devices"][0];
     CHECK(vda["wbt"]["state"] == "on-default");
@@ -132,8 +132,9 @@ TEST_CASE("explain: the readahead formula follows the kernel release") {
     FakeSysfs t;
     t.add_virtio_disk("vda", 1, "0000:00:02.0", 0);
     auto derive = [&](const std::string& release) {
-        auto r = run_blkpolicy({"explain", "vda", "--json", "--kernel-release", release, "--sysfs-root",
-                                t.root().string(), "--policy", std::string(BLKPOLICY_TEST_DATA) + "/fleet.toml"});
+        auto r =
+            run_blkpolicy({"explain", "vda", "--json", "--kernel-release", release, "--sysfs-root", t.root().string(),
+                           "--policy", std::string(blkpolicy::test::test_data_dir()) + "/fleet.toml"});
         REQUIRE(r.exit_code == 0);
         const auto doc = nlohmann::json::parse(r.out);
         for (const auto& a : doc["devices"][0]["attributes"])

@@ -18,13 +18,14 @@
 #include "measure/ring_buffer.hpp"
 #include "measure/trace_format.hpp"
 #include "measure/tracefs.hpp"
+#include "support/paths.hpp"
 
 using namespace blkpolicy::measure;
 
 namespace {
 
 std::string data_file(const std::string& name) {
-    std::ifstream in(std::string(BLKPOLICY_TEST_DATA) + "/measure/" + name, std::ios::binary);
+    std::ifstream in(std::string(blkpolicy::test::test_data_dir()) + "/measure/" + name, std::ios::binary);
     REQUIRE_MESSAGE(in, name);
     return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "agent/daemon/outputs.hpp"
+#include "support/paths.hpp"
 #include "support/reconciler_world.hpp"
 
 using namespace blkpolicy;
@@ -212,7 +213,7 @@ TEST_CASE("metrics: every family is in blkpolicy(8) METRICS and in docs/promethe
     in_m.measured = &measured;
     const auto text = agent::metrics_text(w.rec, in_m);
     auto slurp = [](const std::string& rel) {
-        std::ifstream in(std::string(BLKPOLICY_SOURCE_DIR) + "/" + rel);
+        std::ifstream in(std::string(blkpolicy::test::source_dir()) + "/" + rel);
         REQUIRE(in);
         return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     };

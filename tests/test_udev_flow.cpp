@@ -21,7 +21,9 @@ namespace policy = blkpolicy::policy;
 
 namespace {
 
-std::string vendor_file(const std::string& name) { return std::string(BLKPOLICY_TEST_DATA) + "/udev-vendors/" + name; }
+std::string vendor_file(const std::string& name) {
+    return std::string(blkpolicy::test::test_data_dir()) + "/udev-vendors/" + name;
+}
 
 std::string read_text(const std::string& path) {
     std::ifstream in(path);

@@ -148,7 +148,7 @@ TEST_CASE("import: write through is carried over with the acknowledgement and a 
 }
 
 TEST_CASE("golden: import of a udev rules file with every case") {
-    auto r = run_blkpolicy({"import", "udev-import/60-block.rules"}, BLKPOLICY_TEST_DATA);
+    auto r = run_blkpolicy({"import", "udev-import/60-block.rules"}, blkpolicy::test::test_data_dir());
     CHECK(r.exit_code == 1);  // some rules were left out
     std::string hint;
     bool same = matches_golden("import-60-block.toml", r.out, hint);
@@ -165,7 +165,7 @@ TEST_CASE("golden: import of a udev rules file with every case") {
 }
 
 TEST_CASE("import of udev rules: a file without tuning converts to nothing, says so, exits 0") {
-    auto r = run_blkpolicy({"import", "udev-import/99-no-tuning.rules"}, BLKPOLICY_TEST_DATA);
+    auto r = run_blkpolicy({"import", "udev-import/99-no-tuning.rules"}, blkpolicy::test::test_data_dir());
     CHECK(r.exit_code == 0);
     CHECK(r.out.empty());
     CHECK(r.err ==
@@ -179,8 +179,9 @@ TEST_CASE("import-udev, deprecated in 0.2.0: says so on stderr, otherwise import
     const std::string note =
         "blkpolicy: note: 'import-udev' is deprecated since 0.2.0 and is removed in 0.3.0; 'blkpolicy import' "
         "converts udev rules the same way (see NEWS.md)\n";
-    auto old_name = run_blkpolicy({"import-udev", "udev-import/60-block.rules"}, BLKPOLICY_TEST_DATA);
-    auto new_name = run_blkpolicy({"import", "--from", "udev", "udev-import/60-block.rules"}, BLKPOLICY_TEST_DATA);
+    auto old_name = run_blkpolicy({"import-udev", "udev-import/60-block.rules"}, blkpolicy::test::test_data_dir());
+    auto new_name =
+        run_blkpolicy({"import", "--from", "udev", "udev-import/60-block.rules"}, blkpolicy::test::test_data_dir());
     CHECK(old_name.exit_code == new_name.exit_code);
     CHECK(old_name.out == new_name.out);
     CHECK(!new_name.out.empty());

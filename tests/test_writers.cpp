@@ -395,7 +395,7 @@ TEST_CASE("explain: the other writers of each attribute, with file and line") {
     test::build_fleet(t);
     auto r = run_blkpolicy({"explain", "--policy", "audit.toml", "--sysfs-root", t.root().string(), "--udev-rules-dir",
                             "udev", "--config-root", "writers-root", "vdc", "nvme0n1"},
-                           BLKPOLICY_TEST_DATA);
+                           blkpolicy::test::test_data_dir());
     CHECK(r.exit_code == 0);
     CHECK(r.err.empty());
     CHECK(r.out.find("  written by udev rule udev/60-block-tuning.rules:2: 1024\n") != std::string::npos);
@@ -410,7 +410,7 @@ TEST_CASE("explain: the other writers of each attribute, with file and line") {
 
     auto j = run_blkpolicy({"explain", "--json", "--policy", "audit.toml", "--sysfs-root", t.root().string(),
                             "--udev-rules-dir", "udev", "--config-root", "writers-root", "nvme0n1"},
-                           BLKPOLICY_TEST_DATA);
+                           blkpolicy::test::test_data_dir());
     auto doc = nlohmann::json::parse(j.out);
     int named = 0;
     for (const auto& a : doc["devices"][0]["attributes"]) {

@@ -15,6 +15,8 @@
 #include <thread>
 #include <vector>
 
+#include "support/paths.hpp"
+
 namespace blkpolicy::test {
 
 using JournalEntry = std::map<std::string, std::string>;
@@ -25,7 +27,8 @@ public:
     // `wrapper` runs in front of the binary (e.g. strace); pid() is then the wrapper's.
     // `binary` is the blkpolicy to run (bench/ compares an earlier build's).
     explicit DaemonProcess(const std::vector<std::string>& args, long watchdog_usec = 0,
-                           const std::vector<std::string>& wrapper = {}, const std::string& binary = BLKPOLICY_BINARY);
+                           const std::vector<std::string>& wrapper = {},
+                           const std::string& binary = blkpolicy::test::blkpolicy_binary());
     ~DaemonProcess();
     DaemonProcess(const DaemonProcess&) = delete;
     DaemonProcess& operator=(const DaemonProcess&) = delete;

@@ -500,7 +500,8 @@ TEST_CASE("daemon: every system call it makes passes the unit's SystemCallFilter
     require_journald();
     REQUIRE_MESSAGE(std::filesystem::exists("/usr/bin/strace"),
                     "strace is installed by scripts/install-deps.sh --tests");
-    const auto allowed = unit_syscall_allowlist(std::string(BLKPOLICY_SOURCE_DIR) + "/systemd/blkpolicy.service.in");
+    const auto allowed =
+        unit_syscall_allowlist(std::string(blkpolicy::test::source_dir()) + "/systemd/blkpolicy.service.in");
     REQUIRE(allowed.size() > 100);
     REQUIRE(allowed.count("openat"));
     REQUIRE_FALSE(allowed.count("setuid"));  // the deny list took effect
@@ -562,7 +563,7 @@ TEST_CASE("daemon: every system call it makes passes the unit's SystemCallFilter
         const auto name = call.substr(0, paren);
         // Before blkpolicy's own execve the process is strace's child.
         if (!after_exec) {
-            after_exec = name == "execve" && line.find(BLKPOLICY_BINARY) != std::string::npos;
+            after_exec = name == "execve" && line.find(blkpolicy::test::blkpolicy_binary()) != std::string::npos;
             continue;
         }
         used.insert(name);

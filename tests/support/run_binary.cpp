@@ -84,13 +84,13 @@ std::vector<std::string> hermetic(std::vector<std::string> args) {
             if (a == option || a.rfind(std::string(option) + "=", 0) == 0) return true;
         return false;
     };
-    if (!given("--udev-rules-dir")) args.insert(args.end(), {"--udev-rules-dir", BLKPOLICY_TEST_EMPTY_DIR});
-    if (!given("--config-root")) args.insert(args.end(), {"--config-root", BLKPOLICY_TEST_EMPTY_DIR});
+    if (!given("--udev-rules-dir")) args.insert(args.end(), {"--udev-rules-dir", blkpolicy::test::empty_root()});
+    if (!given("--config-root")) args.insert(args.end(), {"--config-root", blkpolicy::test::empty_root()});
     return args;
 }
 
 std::vector<std::string> blkpolicy_argv(const std::vector<std::string>& args) {
-    std::vector<std::string> argv = {BLKPOLICY_BINARY};
+    std::vector<std::string> argv = {blkpolicy::test::blkpolicy_binary()};
     const auto all = hermetic(args);
     argv.insert(argv.end(), all.begin(), all.end());
     return argv;
@@ -108,7 +108,7 @@ std::string replace_all(std::string s, const std::string& from, const std::strin
 }
 
 bool matches_golden(const std::string& name, const std::string& actual, std::string& diff_hint) {
-    const auto path = std::filesystem::path(BLKPOLICY_SOURCE_DIR) / "tests/golden" / name;
+    const auto path = std::filesystem::path(blkpolicy::test::source_dir()) / "tests/golden" / name;
     const char* update = std::getenv("BLKPOLICY_UPDATE_GOLDEN");
     if (update && std::string(update) == "1") {
         std::filesystem::create_directories(path.parent_path());

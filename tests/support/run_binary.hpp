@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "support/paths.hpp"
+
 namespace blkpolicy::test {
 
 struct RunResult {
@@ -40,7 +42,7 @@ private:
 // udev rules or /etc.
 std::vector<std::string> hermetic(std::vector<std::string> args);
 
-// {BLKPOLICY_BINARY, hermetic(args)...}
+// {blkpolicy_binary(), hermetic(args)...}
 std::vector<std::string> blkpolicy_argv(const std::vector<std::string>& args);
 
 // `cwd`, when given, is the child's working directory.
