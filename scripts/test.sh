@@ -24,6 +24,11 @@
 # leave idle); then, on a quiet machine, the tests under the sanitizers and
 # the fuzzing. Each step prints when it started.
 #
+# Both builds compile through ccache where it is installed (scripts/build.sh;
+# install-deps.sh --tests installs it), and so does the package build in the
+# guests' chroots (tests/vm/package.py): a clone of a commit that changed a
+# few files compiles those.
+#
 # SANITIZE=0 skips the sanitizer pass; FUZZ_SECONDS=0 skips fuzzing; VM=0
 # skips the guest tests; VM_SUITES="trixie-bpo" runs one suite only.
 set -euo pipefail
@@ -89,8 +94,10 @@ fi
 step "build (warnings are errors)"
 BUILD_DIR=build BUILD_TYPE=Release scripts/build.sh "-DCMAKE_CXX_FLAGS_RELEASE=-O2 -DNDEBUG" \
     -DBLKPOLICY_WERROR=ON -DBLKPOLICY_TESTS=ON
+# Two at a time: the real-kernel tests (loop devices, a daemon, journald)
+# are RUN_SERIAL and run alone.
 step "tests"
-(cd build && ctest --output-on-failure -j1)
+(cd build && ctest --output-on-failure -j"$(nproc)")
 # A real-kernel check this host's kernel cannot run says why in its output
 # (a kernel built without bfq, say); named here so a pass never hides it.
 grep -h "SKIPPED: " build/Testing/Temporary/LastTest.log | sort -u | sed 's/^/  host tests: /' || true
@@ -146,9 +153,11 @@ if [[ -n "$sanbuild_pid" ]]; then
 fi
 if [[ "${SANITIZE:-1}" == 1 ]]; then
     step "tests under ASan + UBSan"
-    # (The fleet test runs once, with the plain build: its engines are the point.)
+    # (The fleet test runs once, with the plain build: its engines are the
+    # point; so do the checks labelled "source", whose answer no compiler
+    # changes: tests/CMakeLists.txt.)
     (cd build-sanitize && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
-        UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j1 -LE fleet)
+        UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j"$(nproc)" -LE "fleet|source")
 fi
 
 if [[ "${FUZZ_SECONDS:-30}" != 0 ]]; then

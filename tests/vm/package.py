@@ -51,9 +51,25 @@ def _source_key(files):
     return h.hexdigest()[:16]
 
 
+# Installed in the build chroot beside the build dependencies: lintian for
+# the package's check, apt-utils and dpkg-dev for the local repository, and
+# ccache (below).
+CHROOT_EXTRA = ["lintian", "apt-utils", "dpkg-dev", "ccache"]
+
+
+def _ccache_dir(suite):
+    """The package build's compiler cache, one per suite (each suite's
+    compiler): a commit that changed a few files compiles those in the
+    package build, as scripts/build.sh does on the host. Kept beside the
+    cache entries, never pruned with them; ccache bounds its size."""
+    path = os.path.join(images.CACHE, f"ccache-{suite}")
+    os.makedirs(path, exist_ok=True)
+    return path
+
+
 def _build_chroot(suite):
     """Cached tarball of SUITE's buildd chroot with blkpolicy's build
-    dependencies (from debian/control) and lintian."""
+    dependencies (from debian/control) and CHROOT_EXTRA."""
     control = open(os.path.join(SOURCE_DIR, "debian", "control")).read()
 
     def build(work):
@@ -64,7 +80,7 @@ def _build_chroot(suite):
         # apt lists are kept: the repository for the guests is downloaded
         # from inside a copy of this chroot.
         subprocess.run(["mmdebstrap", "--quiet", "--variant=buildd", "--components=main",
-                        "--include=lintian,apt-utils,dpkg-dev",
+                        "--include=" + ",".join(CHROOT_EXTRA),
                         "--skip=cleanup/apt/lists",
                         '--customize-hook=mkdir -p "$1/tmp/control-src"',
                         f"--customize-hook=copy-in {ctl}/debian /tmp/control-src",
@@ -73,18 +89,21 @@ def _build_chroot(suite):
                         suite, os.path.join(work, "chroot.tar"), MIRROR], check=True)
         shutil.rmtree(ctl)
 
-    key = images._key(images.RECIPE_VERSION, suite, MIRROR, control)
+    key = images._key(images.RECIPE_VERSION, suite, MIRROR, control, CHROOT_EXTRA)
     entry = images.cache_entry("chroot", suite, key, "the build chroot (mmdebstrap --variant=buildd + build-dep)",
                                build)
     return os.path.join(entry, "chroot.tar")
 
 
 class Chroot:
-    """A fresh copy of a chroot tarball with /proc mounted; removed again
-    (mounts first) on exit."""
+    """A fresh copy of a chroot tarball with /proc mounted, and BINDS
+    ({path in the chroot: host directory}) bound; removed again (mounts
+    first) on exit."""
 
-    def __init__(self, tarball):
+    def __init__(self, tarball, binds=None):
         self.tarball = tarball
+        self.binds = binds or {}
+        self.bound = []
 
     def __enter__(self):
         self.work = tempfile.mkdtemp(prefix="blkpolicy-chroot-", dir="/var/tmp")
@@ -93,17 +112,27 @@ class Chroot:
         subprocess.run(["tar", "-C", self.root, "-xf", self.tarball], check=True)
         subprocess.run(["mount", "-t", "proc", "proc", os.path.join(self.root, "proc")], check=True)
         self.mounted = True
+        for inside, host in self.binds.items():
+            target = os.path.join(self.root, inside.lstrip("/"))
+            os.makedirs(target, exist_ok=True)
+            subprocess.run(["mount", "--bind", host, target], check=True)
+            self.bound.append(target)
         shutil.copy("/etc/resolv.conf", os.path.join(self.root, "etc", "resolv.conf"))
         return self
 
-    def run(self, cmd, **kw):
-        env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL": "C.UTF-8", "HOME": "/root",
-               "DEBIAN_FRONTEND": "noninteractive"}
-        return subprocess.run(["chroot", self.root, "sh", "-c", cmd], env=env, **kw)
+    def run(self, cmd, env=None, **kw):
+        base = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL": "C.UTF-8", "HOME": "/root",
+                "DEBIAN_FRONTEND": "noninteractive"}
+        return subprocess.run(["chroot", self.root, "sh", "-c", cmd], env={**base, **(env or {})}, **kw)
 
     def __exit__(self, *exc):
+        # The binds first: removing the tree must never reach into them.
+        for target in reversed(self.bound):
+            subprocess.run(["umount", target], check=False)
         if self.mounted:
             subprocess.run(["umount", "-l", os.path.join(self.root, "proc")], check=False)
+        if any(os.path.ismount(t) for t in self.bound):
+            raise RuntimeError(f"{self.work}: a bind mount is still in place; the tree is left as it is")
         shutil.rmtree(self.work, ignore_errors=True)
 
 
@@ -121,6 +150,14 @@ class Package:
             self.lintian = f.read()
         with open(os.path.join(directory, "build-seconds")) as f:
             self.build_seconds = float(f.read())
+        # (direct hits, preprocessed hits, misses) of the build's compiler
+        # cache; None for an entry made before it had one.
+        self.ccache = None
+        try:
+            with open(os.path.join(directory, "ccache")) as f:
+                self.ccache = tuple(int(x) for x in f.read().split())
+        except (OSError, ValueError):
+            pass
 
 
 # dracut, for the boot group's dracut-built initramfs (tests/vm/test_boot.py):
@@ -154,16 +191,27 @@ def build_package(suite):
 
     def build(work):
         t0 = time.monotonic()
-        with Chroot(tarball) as ch:
+        with Chroot(tarball, binds={"/ccache": _ccache_dir(suite)}) as ch:
             src = os.path.join(ch.root, "build", "blkpolicy")
             for f in files:
                 dst = os.path.join(src, f)
                 os.makedirs(os.path.dirname(dst), exist_ok=True)
                 shutil.copy2(os.path.join(SOURCE_DIR, f), dst)
             log(f"{suite}: dpkg-buildpackage in a clean {suite} chroot")
+            # Through ccache (CMake takes the launcher from the environment
+            # at its first configure); the build path is the same every
+            # time, so its objects are found again.
+            cc_env = {"CCACHE_DIR": "/ccache", "CCACHE_MAXSIZE": "2G", "CMAKE_CXX_COMPILER_LAUNCHER": "ccache",
+                      "CMAKE_C_COMPILER_LAUNCHER": "ccache"}
+            ch.run("ccache -z >/dev/null", env=cc_env)
             with open(os.path.join(work, "build.log"), "w") as blog:
-                r = ch.run("cd /build/blkpolicy && dpkg-buildpackage -us -uc -b -j2", stdout=blog,
+                r = ch.run("cd /build/blkpolicy && dpkg-buildpackage -us -uc -b -j2", env=cc_env, stdout=blog,
                            stderr=subprocess.STDOUT)
+            stats = ch.run("ccache --print-stats", env=cc_env, capture_output=True, text=True).stdout
+            counts = dict(ln.split("\t", 1) for ln in stats.splitlines() if "\t" in ln)
+            with open(os.path.join(work, "ccache"), "w") as f:
+                f.write(f"{counts.get('direct_cache_hit', '0').strip()} {counts.get('preprocessed_cache_hit', '0').strip()} "
+                        f"{counts.get('cache_miss', '0').strip()}\n")
             if r.returncode != 0:
                 with open(os.path.join(work, "build.log")) as f:
                     lines = f.readlines()

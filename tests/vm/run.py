@@ -137,8 +137,11 @@ def run_job(job, built, args, run_dir, results):
     image, pkg = built
     if name == "shared":
         results.figure(suite, "guest kernel", image.kernel_release)
-        results.figure(suite, "package", f"{os.path.basename(pkg.deb)} built in {pkg.build_seconds:.0f} s",
-                       "(cached build: same source)")
+        cc = ""
+        if pkg.ccache:
+            cc = f", {pkg.ccache[0] + pkg.ccache[1]} of {sum(pkg.ccache)} objects from the compiler cache"
+        results.figure(suite, "package", f"{os.path.basename(pkg.deb)} built in {pkg.build_seconds:.0f} s{cc}",
+                       "(the same source: built once)")
     # Each job its own share: the package's repository, and what a group
     # copies out of its guest (an initramfs) beside no other job's.
     share = os.path.join(run_dir, suite, "share" if name == "shared" else f"share-{name}")
