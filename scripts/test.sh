@@ -94,7 +94,7 @@ fi
 step "build (warnings are errors)"
 BUILD_DIR=build BUILD_TYPE=Release scripts/build.sh "-DCMAKE_CXX_FLAGS_RELEASE=-O2 -DNDEBUG" \
     -DBLKPOLICY_WERROR=ON -DBLKPOLICY_TESTS=ON
-# Two at a time: the real-kernel tests (loop devices, a daemon, journald)
+# One per CPU: the real-kernel tests (loop devices, a daemon, journald)
 # are RUN_SERIAL and run alone.
 step "tests"
 (cd build && ctest --output-on-failure -j"$(nproc)")
