@@ -33,8 +33,10 @@ daemon's measuring) with the counter that proves it.
    Only this step runs there; 1-5 run on 6.12 and the newest kernel. A 5 s window costs well under a second of
    CPU on a quiet host (0.42 s measured), for the command and for the
    daemon; the check asks under half the window, which a spinning poll (the
-   whole window) cannot meet and a busy CI host (1.68 s once) does; a CPU hot-added and brought
-   online during a window is followed (its reads are traced, it counts).
+   whole window) cannot meet and a busy CI host (1.68 s once) does; a CPU
+   that was offline when the window began (so the instance has no buffer
+   for it, as for a CPU hot-added later) and comes online during it is
+   followed (its reads are traced, it counts).
 
 Needs nothing another group left (installs the package if missing, makes
 its own dm device): after devices in the shared guest, or on Debian 13 a
@@ -46,7 +48,8 @@ import json
 
 import images
 import machine
-from harness import expect, expect_eq
+from guest import GuestError
+from harness import CheckFailed, expect, expect_eq
 from machine import cursor, disks_by_serial, wait_journal
 
 UNIT = "blkpolicy.service"
@@ -426,6 +429,19 @@ def _cpu_seconds(g, cmd):
     return total
 
 
+def _online(g, path, timeout=120):
+    """Writes 1 to a CPU's online file in the background and waits for it
+    to return (a write that never returns would hold the guest agent);
+    on a timeout the error carries what the kernel said."""
+    g.sh(f"rm -f /root/online.rc; setsid sh -c 'echo 1 > {path}; echo $? > /root/online.rc' "
+         "</dev/null >/dev/null 2>&1 &")
+    try:
+        g.wait_for("test -s /root/online.rc", timeout=timeout, what=f"1 written to {path}")
+    except GuestError as e:
+        raise CheckFailed(f"{e}; the kernel's last lines:\n" + g.sh("dmesg | tail -n 20", check=False)) from e
+    expect_eq(g.sh("cat /root/online.rc").strip(), "0", f"the exit status of 1 written to {path}")
+
+
 def hotplug_cpus(ctx, names):
     g, s, R = ctx.guest, ctx.suite, ctx.results
     v = names["bp-virtio1"]
@@ -459,30 +475,44 @@ def hotplug_cpus(ctx, names):
         R.figure(s, "the daemon measuring, 10 s, 2 of 4 possible CPUs online", f"{daemon:.2f} s of CPU")
         expect(daemon < 5.0, f"the daemon took {daemon:.2f} s of CPU in 10 s (a spinning poll takes all 10)")
 
-        # A CPU hot-added during a window, brought online, and reads issued on it.
-        g.sh(f"setsid sh -c 'echo $$ > /root/measure.pid; exec blkpolicy measure --for 60s --json {v}' "
-             ">/root/cpus.json 2>/root/cpus.err </dev/null &")
-        g.wait_for("ls /sys/kernel/tracing/instances | grep -qE \"^blkpolicy-[0-9]+-$(cat /root/measure.pid)-\"",
-                   timeout=30, what="measure's tracing instance")
-        slot = next(c for c in g.qmp.call("query-hotpluggable-cpus") if "qom-path" not in c)
-        g.qmp.call("device_add", driver=slot["type"], id="bp-cpu-added", **slot["props"])
-        g.wait_for("test -e /sys/devices/system/cpu/cpu2/online", timeout=60, what="the hot-added CPU")
-        g.sh("grep -qx 1 /sys/devices/system/cpu/cpu2/online || echo 1 > /sys/devices/system/cpu/cpu2/online")
-        g.sh("sleep 2")  # measure looks at the online list once a second
-        g.sh(f"taskset -c 2 dd if=/dev/{v} of=/dev/null bs=4k count=100 iflag=direct status=none")
-        g.sh("kill -INT $(cat /root/measure.pid); "
-             "while kill -0 $(cat /root/measure.pid) 2>/dev/null; do sleep 0.2; done")
+        # A CPU that comes online during a window, and reads issued on it.
+        # The CPU is one the guest booted with, taken offline before the
+        # window: the instance measure makes then has no buffer for it,
+        # as for a CPU hot-added later, and the kernel gives it one
+        # (trace_rb_cpu_prepare) when it comes online, the same path. A
+        # vCPU hot-added through QMP is not used: under this qemu's TCG
+        # its first online took 35 to 65 s beside a loaded host, once
+        # over 300 s in CI (the online write never returned), a second
+        # hot-add reset the machine and device_del crashed qemu (double
+        # free), all measured in this guest (tests/vm/README.md).
+        cpu = "/sys/devices/system/cpu/cpu1/online"
+        g.sh(f"echo 0 > {cpu}")
+        try:
+            g.sh(f"setsid sh -c 'echo $$ > /root/measure.pid; exec blkpolicy measure --for 60s --json {v}' "
+                 ">/root/cpus.json 2>/root/cpus.err </dev/null &")
+            g.wait_for("ls /sys/kernel/tracing/instances | grep -qE \"^blkpolicy-[0-9]+-$(cat /root/measure.pid)-\"",
+                       timeout=30, what="measure's tracing instance")
+            _online(g, cpu)
+            g.sh("sleep 2")  # measure looks at the online list once a second
+            g.sh(f"taskset -c 1 dd if=/dev/{v} of=/dev/null bs=4k count=100 iflag=direct status=none")
+            g.sh("kill -INT $(cat /root/measure.pid); "
+                 "while kill -0 $(cat /root/measure.pid) 2>/dev/null; do sleep 0.2; done")
+        finally:
+            # Whatever failed above, measure ends (its instance with it) and
+            # the guest has both CPUs again for the groups after this one.
+            g.run("p=$(cat /root/measure.pid 2>/dev/null) && kill -INT $p 2>/dev/null; "
+                  "for i in $(seq 50); do kill -0 $p 2>/dev/null || break; sleep 0.2; done; "
+                  f"grep -qx 1 {cpu} || echo 1 > {cpu}", check=False, timeout=180)
         doc = json.loads(g.sh("cat /root/cpus.json"))
         d = _device(doc, v)
-        R.figure(s, "a CPU hot-added during a window",
+        R.figure(s, "a CPU brought online during a window (offline when it began)",
                  f"cpus {doc['tracing']['cpus']}; {d['readahead']['read_requests']} reads traced of "
                  f"{d['stat']['reads']} in stat; completed on {d['completions'].get('completed_on')}")
-        expect_eq(doc["tracing"]["cpus"], 3, "the CPUs measure polled at the window's end")
+        expect_eq(doc["tracing"]["cpus"], 2, "the CPUs measure polled at the window's end")
         # Every read the disk completed in the window is traced (6.1 counted
         # 52 for dd's 100 O_DIRECT reads of 4 KiB, in its stat and the trace alike).
         traced, counted = d["readahead"]["read_requests"], d["stat"]["reads"]
         expect(counted > 0 and traced == counted, f"reads on the new CPU: {traced} traced of {counted} in stat")
-        g.sh("echo 0 > /sys/devices/system/cpu/cpu2/online")  # no third vCPU thread for the rest of the run
 
 
 def run(ctx):
