@@ -549,7 +549,7 @@ def root_disk(ctx):
                     g.sh(f"rm -f {ROOT_POLICY_PATH}; chmod -x {HOOK}; systemctl disable {UNIT} 2>/dev/null")
                 g.initrd = saved
                 if kind != "blkpolicy":
-                    g.sh(f"update-initramfs -u -k {release} >/dev/null 2>&1", timeout=400)
+                    g.sh(f"update-initramfs -u -k {release} >/dev/null 2>&1", timeout=900)
                     g.sh(f"cp /boot/initrd.img-{release} /mnt/share/initrd-peers-root.img")
                     g.initrd = os.path.join(ctx.share, "initrd-peers-root.img")
                 g.reboot()
