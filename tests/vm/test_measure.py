@@ -433,7 +433,7 @@ def _online(g, path, timeout=120):
     """Writes 1 to a CPU's online file in the background and waits for it
     to return (a write that never returns would hold the guest agent);
     on a timeout the error carries what the kernel said."""
-    g.sh(f"rm -f /root/online.rc; setsid sh -c 'echo 1 > {path}; echo $? > /root/online.rc' "
+    g.sh(f"rm -f /root/online.rc; touch /root/online.pending; setsid sh -c 'echo 1 > {path}; echo $? > /root/online.rc' "
          "</dev/null >/dev/null 2>&1 &")
     try:
         g.wait_for("test -s /root/online.rc", timeout=timeout, what=f"1 written to {path}")
@@ -499,10 +499,16 @@ def hotplug_cpus(ctx, names):
                  "while kill -0 $(cat /root/measure.pid) 2>/dev/null; do sleep 0.2; done")
         finally:
             # Whatever failed above, measure ends (its instance with it) and
-            # the guest has both CPUs again for the groups after this one.
-            g.run("p=$(cat /root/measure.pid 2>/dev/null) && kill -INT $p 2>/dev/null; "
-                  "for i in $(seq 50); do kill -0 $p 2>/dev/null || break; sleep 0.2; done; "
-                  f"grep -qx 1 {cpu} || echo 1 > {cpu}", check=False, timeout=180)
+            # the guest has both CPUs again for the groups after this one;
+            # not while an online write is still pending (a second would
+            # hang behind it), and never hiding the failure that got here.
+            again = f"test -e /root/online.rc -o ! -e /root/online.pending && (grep -qx 1 {cpu} || echo 1 > {cpu})"
+            try:
+                g.run("p=$(cat /root/measure.pid 2>/dev/null) && kill -INT $p 2>/dev/null; "
+                      "for i in $(seq 50); do kill -0 $p 2>/dev/null || break; sleep 0.2; done; " + again,
+                      check=False, timeout=120)
+            except GuestError:
+                pass
         doc = json.loads(g.sh("cat /root/cpus.json"))
         d = _device(doc, v)
         R.figure(s, "a CPU brought online during a window (offline when it began)",
