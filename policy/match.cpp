@@ -23,7 +23,7 @@ enum class Compare {
     named,  // env.NAME, attr.NAME, attrs.NAME: globs against the values of one property or attribute
 };
 
-using Values = std::vector<std::string>;
+using FactTexts = std::vector<std::string>;
 
 // One row per match key: its name in the policy, how it compares, the fact
 // groups discovery must read for it, and the device's values for it.
@@ -32,30 +32,30 @@ struct MatchKeyRow {
     const char* name;
     Compare compare;
     FactNeeds needs;
-    Values (*read)(const DeviceFacts&);
+    FactTexts (*read)(const DeviceFacts&);
 };
 
 constexpr MatchKeyRow kMatchKeys[] = {
-    {MatchKey::kernel, "kernel", Compare::glob, 0, [](const DeviceFacts& f) { return Values{f.name}; }},
+    {MatchKey::kernel, "kernel", Compare::glob, 0, [](const DeviceFacts& f) { return FactTexts{f.name}; }},
     {MatchKey::driver, "driver", Compare::glob, kFactDrivers, [](const DeviceFacts& f) { return f.drivers; }},
-    {MatchKey::model, "model", Compare::glob, kFactModel, [](const DeviceFacts& f) { return Values{f.model}; }},
-    {MatchKey::vendor, "vendor", Compare::glob, kFactModel, [](const DeviceFacts& f) { return Values{f.vendor}; }},
-    {MatchKey::serial, "serial", Compare::glob, kFactSerial, [](const DeviceFacts& f) { return Values{f.serial}; }},
-    {MatchKey::wwid, "wwid", Compare::glob, kFactWwid, [](const DeviceFacts& f) { return Values{f.wwid}; }},
+    {MatchKey::model, "model", Compare::glob, kFactModel, [](const DeviceFacts& f) { return FactTexts{f.model}; }},
+    {MatchKey::vendor, "vendor", Compare::glob, kFactModel, [](const DeviceFacts& f) { return FactTexts{f.vendor}; }},
+    {MatchKey::serial, "serial", Compare::glob, kFactSerial, [](const DeviceFacts& f) { return FactTexts{f.serial}; }},
+    {MatchKey::wwid, "wwid", Compare::glob, kFactWwid, [](const DeviceFacts& f) { return FactTexts{f.wwid}; }},
     {MatchKey::stack, "stack", Compare::exact, kFactStack,
-     [](const DeviceFacts& f) { return Values{to_string(f.stack)}; }},
-    {MatchKey::dm_name, "dm_name", Compare::glob, kFactStack, [](const DeviceFacts& f) { return Values{f.dm_name}; }},
-    {MatchKey::dm_uuid, "dm_uuid", Compare::glob, kFactStack, [](const DeviceFacts& f) { return Values{f.dm_uuid}; }},
+     [](const DeviceFacts& f) { return FactTexts{to_string(f.stack)}; }},
+    {MatchKey::dm_name, "dm_name", Compare::glob, kFactStack, [](const DeviceFacts& f) { return FactTexts{f.dm_name}; }},
+    {MatchKey::dm_uuid, "dm_uuid", Compare::glob, kFactStack, [](const DeviceFacts& f) { return FactTexts{f.dm_uuid}; }},
     {MatchKey::md_level, "md_level", Compare::glob, kFactStack,
-     [](const DeviceFacts& f) { return Values{f.md_level}; }},
+     [](const DeviceFacts& f) { return FactTexts{f.md_level}; }},
     {MatchKey::rotational, "rotational", Compare::flag, 0,
-     [](const DeviceFacts& f) { return Values{f.rotational ? "true" : "false"}; }},
+     [](const DeviceFacts& f) { return FactTexts{f.rotational ? "true" : "false"}; }},
     {MatchKey::removable, "removable", Compare::flag, 0,
-     [](const DeviceFacts& f) { return Values{f.removable ? "true" : "false"}; }},
-    {MatchKey::env, "env", Compare::named, kFactProperties, [](const DeviceFacts&) { return Values{}; }},
-    {MatchKey::attr, "attr", Compare::named, kFactAttributes, [](const DeviceFacts&) { return Values{}; }},
-    {MatchKey::attrs, "attrs", Compare::named, kFactAttributes, [](const DeviceFacts&) { return Values{}; }},
-    {MatchKey::host, "host", Compare::named, 0, [](const DeviceFacts&) { return Values{}; }},
+     [](const DeviceFacts& f) { return FactTexts{f.removable ? "true" : "false"}; }},
+    {MatchKey::env, "env", Compare::named, kFactProperties, [](const DeviceFacts&) { return FactTexts{}; }},
+    {MatchKey::attr, "attr", Compare::named, kFactAttributes, [](const DeviceFacts&) { return FactTexts{}; }},
+    {MatchKey::attrs, "attrs", Compare::named, kFactAttributes, [](const DeviceFacts&) { return FactTexts{}; }},
+    {MatchKey::host, "host", Compare::named, 0, [](const DeviceFacts&) { return FactTexts{}; }},
 };
 static_assert(util::in_enum_order(kMatchKeys));
 

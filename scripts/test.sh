@@ -33,9 +33,44 @@
 # skips the guest tests; VM_SUITES="trixie-bpo" runs one suite only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh --tests
 
+# The budget: every step's start and length, printed at the end of every
+# run (also a failed one), with the guests' own per job (tests/vm/run.py)
+# and the time each cache entry took to make (build/vm-prepare.log). The
+# targets: 45 minutes from cold caches (no guest image, chroot, package or
+# compiler cache yet), 30 with them warm (tests/vm/README.md records both).
 step() { echo "== $* (at ${SECONDS} s)"; }
+budget=()
+timed() { # LABEL CMD...: runs CMD, keeps its time in the budget
+    local label=$1 t0=$SECONDS rc=0
+    shift
+    "$@" || rc=$?
+    budget+=("$(printf '%6d %6d  %s' "$t0" $((SECONDS - t0)) "$label")")
+    return $rc
+}
+cache_state=warm
+if [[ -z "$(ls -d "${BLKPOLICY_VM_CACHE:-/var/cache/blkpolicy-vm}"/image-* 2>/dev/null)" ]] ||
+    [[ -z "$(ls -A "${CCACHE_DIR:-$HOME/.cache/ccache}" 2>/dev/null)" ]]; then
+    cache_state=cold
+fi
+print_budget() {
+    local target=30
+    [[ $cache_state == warm ]] || target=45
+    echo "== budget ($cache_state caches; target $target min): start s, seconds, step"
+    printf '  %s\n' "${budget[@]}"
+    if [[ -f build/vm-prepare.log ]]; then
+        grep -h " ready in " build/vm-prepare.log | sed 's/^\[vm\] /  made in the background: /' || true
+    fi
+    if [[ -f /var/tmp/blkpolicy-vm-runs/last-results.json && -n "${guests_started:-}" ]]; then
+        /usr/bin/python3 tests/vm/run.py --budget /var/tmp/blkpolicy-vm-runs/last-results.json || true
+    fi
+    printf '  %6s %6d  the whole run (%d:%02d)\n' "" "$SECONDS" $((SECONDS / 60)) $((SECONDS % 60))
+    if ((SECONDS > target * 60)); then
+        echo "== OVER BUDGET: $((SECONDS / 60)) minutes with $cache_state caches, against a target of $target"
+    fi
+}
+
+timed "install what the tests need (apt)" scripts/install-deps.sh --tests
 
 # The daemon tests read what blkpolicy sends to journald. Where no journald
 # runs (a container, a machine without systemd as PID 1), start one for the
@@ -44,6 +79,7 @@ journald_pid=
 prepare_pid=
 sanbuild_pid=
 cleanup() {
+    print_budget
     if [[ -n "$journald_pid" ]]; then kill "$journald_pid" 2>/dev/null || true; fi
     # The background jobs, each a session of its own with its children
     # (mmdebstrap, dpkg, make, the compilers).
@@ -86,18 +122,19 @@ if [[ $guests == 1 && $(id -u) -eq 0 ]]; then
     setsid ionice -c 3 /usr/bin/python3 tests/vm/run.py --prepare-only "${suites[@]}" \
         >build/vm-prepare.log 2>&1 </dev/null &
     prepare_pid=$!
+    prepare_start=$SECONDS
 fi
 
 # -O2 as Debian builds the package, without debug information: it is a
 # quarter of gcc's compile time here, and a failing check names its file
 # and line without it.
 step "build (warnings are errors)"
-BUILD_DIR=build BUILD_TYPE=Release scripts/build.sh "-DCMAKE_CXX_FLAGS_RELEASE=-O2 -DNDEBUG" \
+timed "gcc build" env BUILD_DIR=build BUILD_TYPE=Release scripts/build.sh "-DCMAKE_CXX_FLAGS_RELEASE=-O2 -DNDEBUG" \
     -DBLKPOLICY_WERROR=ON -DBLKPOLICY_TESTS=ON
 # One per CPU: the real-kernel tests (loop devices, a daemon, journald)
 # are RUN_SERIAL and run alone.
 step "tests"
-(cd build && ctest --output-on-failure -j"$(nproc)")
+timed "host tests (gcc build)" ctest --test-dir build --output-on-failure -j"$(nproc)"
 # A real-kernel check this host's kernel cannot run says why in its output
 # (a kernel built without bfq, say); named here so a pass never hides it.
 grep -h "SKIPPED: " build/Testing/Temporary/LastTest.log | sort -u | sed 's/^/  host tests: /' || true
@@ -120,7 +157,7 @@ if [[ "${SANITIZE:-1}" == 1 || "${FUZZ_SECONDS:-30}" != 0 ]]; then
         sanbuild_start=$SECONDS
     else
         step "build with clang, ASan + UBSan, and the fuzz targets"
-        "${sanbuild_cmd[@]}"
+        timed "clang build (ASan + UBSan, fuzz targets)" "${sanbuild_cmd[@]}"
     fi
 fi
 
@@ -128,13 +165,16 @@ guests_rc=0
 if [[ $guests == 1 ]]; then
     if [[ -n "$prepare_pid" ]]; then
         prc=0
-        wait "$prepare_pid" || prc=$?
+        timed "waiting for the guests' images, chroots, packages and snapshots" wait "$prepare_pid" || prc=$?
+        budget+=("$(printf '%6d %6d  %s' "$prepare_start" $((SECONDS - prepare_start)) \
+            "the guests' images, chroots, packages and snapshots, in the background")")
         prepare_pid=
         step "the background preparation ended (exit $prc; the guest run makes anything missing):"
         tail -n 5 build/vm-prepare.log
     fi
     step "guest tests: Debian 12, 13 and 13 with the 7.x kernel under qemu, systemd as PID 1 (tests/vm/run.py)"
-    /usr/bin/python3 tests/vm/run.py "${suites[@]}" || guests_rc=$?
+    guests_started=1
+    timed "guest tests" /usr/bin/python3 tests/vm/run.py "${suites[@]}" || guests_rc=$?
     if [[ $guests_rc -eq 77 ]]; then
         echo "guest tests SKIPPED (the reason is above)"
         guests_rc=0
@@ -146,6 +186,8 @@ if [[ -n "$sanbuild_pid" ]]; then
     wait "$sanbuild_pid" || brc=$?
     sanbuild_pid=
     step "the clang build ended (exit $brc; $((SECONDS - sanbuild_start)) s after it started)"
+    budget+=("$(printf '%6d %6d  %s' "$sanbuild_start" $((SECONDS - sanbuild_start)) \
+        "clang build (ASan + UBSan, fuzz targets), in the background at the lowest priority")")
     if [[ $brc -ne 0 ]]; then
         tail -n 60 build/sanitize-build.log
         exit "$brc"
@@ -156,13 +198,14 @@ if [[ "${SANITIZE:-1}" == 1 ]]; then
     # (The fleet test runs once, with the plain build: its engines are the
     # point; so do the checks labelled "source", whose answer no compiler
     # changes: tests/CMakeLists.txt.)
-    (cd build-sanitize && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
-        UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j"$(nproc)" -LE "fleet|source")
+    timed "host tests under ASan + UBSan" env ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+        UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --test-dir build-sanitize --output-on-failure -j"$(nproc)" \
+        -LE "fleet|source"
 fi
 
 if [[ "${FUZZ_SECONDS:-30}" != 0 ]]; then
     step "fuzzing (libFuzzer, ASan + UBSan), ${FUZZ_SECONDS:-30}s per target, one per CPU"
-    FUZZ_BUILD_DIR=build-sanitize FUZZ_SECONDS=${FUZZ_SECONDS:-30} scripts/fuzz.sh
+    timed "fuzzing" env FUZZ_BUILD_DIR=build-sanitize FUZZ_SECONDS="${FUZZ_SECONDS:-30}" scripts/fuzz.sh
 fi
 
 if [[ $guests_rc -ne 0 ]]; then

@@ -17,6 +17,7 @@ import shlex
 import signal
 import socket
 import subprocess
+import threading
 import time
 
 from images import ROOT_LABEL, log
@@ -129,22 +130,66 @@ class Qmp:
 class Disk:
     """A data disk: a sparse qcow2 file and the qemu device that shows it."""
 
+    # Devices whose state QEMU 7.2 cannot save (its nvme controller is
+    # "unmigratable": a migration with one present fails at once): a saved
+    # guest (Snapshot) is made without them, and they are hot-added, on the
+    # root port their props name, once it runs again.
+    UNMIGRATABLE = ("nvme",)
+
     def __init__(self, node, size, device, **props):
         self.node = node          # also the serial, so tests find it by serial
         self.size = size
         self.device = device      # virtio-blk-pci, scsi-hd, nvme, ide-hd
         self.props = props
+        self.migratable = device not in self.UNMIGRATABLE
+
+    def path(self, run_dir):
+        return os.path.join(run_dir, f"{self.node}.qcow2")
+
+    def spec(self):
+        """What the disk is, for a snapshot's cache key."""
+        return (self.node, self.size, self.device, sorted(self.props.items()))
+
+    def create(self, run_dir, backing=None):
+        """The disk's file in RUN_DIR, unless it is there: empty, or an
+        overlay over BACKING (a snapshot's copy of this disk)."""
+        path = self.path(run_dir)
+        if not os.path.exists(path):
+            cmd = ["qemu-img", "create", "-q", "-f", "qcow2", path]
+            cmd += ["-b", backing, "-F", "qcow2"] if backing else [self.size]
+            subprocess.run(cmd, check=True)
+        return path
 
     def drive_args(self, run_dir):
-        path = os.path.join(run_dir, f"{self.node}.qcow2")
-        if not os.path.exists(path):
-            subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", path, self.size], check=True)
-        return ["-blockdev", f"driver=qcow2,node-name={self.node},file.driver=file,file.filename={path}"]
+        return ["-blockdev", f"driver=qcow2,node-name={self.node},file.driver=file,file.filename={self.create(run_dir)}"]
 
-    def device_args(self):
+    def device_props(self):
         props = {"drive": self.node, "serial": self.node, "id": "dev-" + self.node}
         props.update(self.props)
-        return ["-device", self.device + "," + ",".join(f"{k}={v}" for k, v in props.items())]
+        return props
+
+    def device_args(self):
+        return ["-device", self.device + "," + ",".join(f"{k}={v}" for k, v in self.device_props().items())]
+
+
+# The guest each harness thread (one per job) started last: the harness
+# reads its qemu's CPU time around every check (harness.Results.step).
+_current = threading.local()
+
+
+def current_guest():
+    """The guest this thread made last (None: none since forget_current)."""
+    return getattr(_current, "guest", None)
+
+
+def forget_current():
+    _current.guest = None
+
+
+def current_cpu_seconds():
+    """qemu's CPU time of this thread's guest so far, or None."""
+    g = current_guest()
+    return g.total_cpu_seconds() if g else None
 
 
 def _cpu_seconds(pid):
@@ -158,11 +203,22 @@ def _cpu_seconds(pid):
 
 
 class Guest:
-    """A booted guest. Use as a context manager: qemu is stopped, politely
-    first, whatever happens in between."""
+    """A running guest. Use as a context manager: qemu is stopped, politely
+    first, whatever happens in between.
+
+    With a SNAPSHOT (a booted guest saved once per image and machine,
+    snapshots.py) the guest starts from it instead of booting: its disks
+    are overlays over the snapshot's, and qemu loads the saved machine
+    (seconds, where a boot under TCG costs a minute or more of both CPUs).
+    restore() goes back to it (pristine disks, nothing installed), reboot()
+    is a real power cycle from the disks as they are."""
+
+    # TCG (shared/VM.md: this machine's /dev/kvm boots no stock kernel).
+    ACCEL = "tcg,thread=multi"
+    CPU_MODEL = "max"
 
     def __init__(self, image, run_dir, disks=(), share=None, memory_mb=2048, cpus=2, controllers=(),
-                 append=""):
+                 append="", snapshot=None):
         self.image = image
         # Another initrd for the next boots (one the guest made itself, say),
         # and another root (an LVM volume's, say).
@@ -175,23 +231,39 @@ class Guest:
         self.cpus = cpus
         self.controllers = list(controllers)
         self.append = append
+        self.snapshot = snapshot
         self.proc = None
         self.agent = None
         self.qmp = None
         self.boot_count = 0
         self.boot_retries = 0
+        self.restore_count = 0
+        self.launches = 0
         self.cpu_seconds = 0.0  # qemu's user and system time, all boots
         os.makedirs(run_dir, exist_ok=True)
         self.overlay = os.path.join(run_dir, "root.qcow2")
+        _current.guest = self
 
     # --- life cycle ---
 
     def __enter__(self):
-        self.boot()
+        try:
+            self.start()
+        except BaseException:
+            self.kill()  # a qemu that did not come up is not left running
+            raise
         return self
 
     def __exit__(self, *exc):
         self.poweroff()
+
+    def start(self, timeout=240):
+        """From the snapshot when the guest has one, else a boot."""
+        return self.restore(timeout) if self.snapshot else self.boot(timeout)
+
+    def total_cpu_seconds(self):
+        """qemu's CPU time so far, the running process's included."""
+        return self.cpu_seconds + (_cpu_seconds(self.proc.pid) if self.proc else 0.0)
 
     def boot(self, timeout=240):
         """Boots (the overlay persists between boots of one Guest, like a
@@ -226,14 +298,61 @@ class Guest:
             subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", "-b", self.image.root, "-F", "raw",
                             self.overlay], check=True)
         self.boot_count += 1
-        sock_dir = os.path.join(self.run_dir, f"boot{self.boot_count}")
+        deadline = self._launch(timeout)
+        self._come_up(deadline, timeout)
+        self.boot_seconds = time.monotonic() - self.t_start
+        log(f"{self.image.suite}: guest up in {self.boot_seconds:.1f} s (boot {self.boot_count})")
+        self._after_start()
+        return self
+
+    def restore(self, timeout=240):
+        """Back to the snapshot: qemu (if running) is stopped without a
+        power-down, the disks become fresh overlays over the snapshot's, and
+        qemu loads the saved machine. The disks the snapshot could not hold
+        (Disk.UNMIGRATABLE) are hot-added, as empty as at the first boot;
+        the guest's clock is set to the host's (the saved one stopped when
+        the snapshot was taken)."""
+        snap = self.snapshot
+        self.kill()
+        for path in [self.overlay] + [d.path(self.run_dir) for d in self.disks]:
+            if os.path.exists(path):
+                os.remove(path)
+        subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", "-b", snap.root, "-F", "qcow2", self.overlay],
+                       check=True)
+        for d in self.disks:
+            d.create(self.run_dir, backing=snap.disk(d.node) if d.migratable else None)
+        self.restore_count += 1
+        deadline = self._launch(timeout, incoming=snap.state)
+        self._wait_running(deadline)
+        for d in self.disks:
+            if not d.migratable:
+                self.qmp.call("blockdev-add", driver="qcow2", **{"node-name": d.node},
+                              file={"driver": "file", "filename": d.path(self.run_dir)})
+                self.qmp.call("device_add", driver=d.device, **d.device_props())
+        self._come_up(deadline, timeout)
+        self.sh(f"date -s @{time.time():.3f} >/dev/null")
+        if any(not d.migratable for d in self.disks):
+            serials = " ".join(d.node for d in self.disks if not d.migratable)
+            # (NVMe pads its serial with blanks.)
+            self.wait_for(f"for s in {serials}; do grep -qs \"^$s *$\" /sys/block/*/device/serial || exit 1; done; "
+                          "udevadm settle", timeout=60, what="the disks hot-added after the restore")
+        self.restore_seconds = time.monotonic() - self.t_start
+        log(f"{self.image.suite}: guest restored from its snapshot in {self.restore_seconds:.1f} s")
+        self._after_start()
+        return self
+
+    def _launch(self, timeout, incoming=None):
+        """Starts qemu (INCOMING: loading that saved machine); returns the
+        deadline for the guest to come up, once QMP answers."""
+        self.launches += 1
+        sock_dir = os.path.join(self.run_dir, f"boot{self.launches}")
         os.makedirs(sock_dir, exist_ok=True)
         self.agent_path = os.path.join(sock_dir, "qga.sock")
         self.qmp_path = os.path.join(sock_dir, "qmp.sock")
         self.serial_log = os.path.join(sock_dir, "serial.log")
         cmd = [
             "qemu-system-x86_64", "-nodefaults", "-nic", "none", "-display", "none", "-no-user-config",
-            "-accel", "tcg,thread=multi", "-cpu", "max", "-smp", str(self.cpus), "-m", str(self.memory_mb),
+            "-accel", self.ACCEL, "-cpu", self.CPU_MODEL, "-smp", str(self.cpus), "-m", str(self.memory_mb),
             "-machine", "q35",
             "-kernel", self.image.kernel, "-initrd", self.initrd,
             # no_timer_check, as cloud images boot their guests: the kernel's
@@ -254,12 +373,16 @@ class Guest:
         for c in self.controllers:
             cmd += ["-device", c]
         for d in self.disks:
-            cmd += d.drive_args(self.run_dir) + d.device_args()
+            if incoming is None or d.migratable:
+                cmd += d.drive_args(self.run_dir) + d.device_args()
         if self.share:
             cmd += ["-virtfs", f"local,path={self.share},mount_tag=share,security_model=none,id=share0"]
+        if incoming:
+            cmd += ["-incoming", f"exec:cat {shlex.quote(incoming)}"]
         self.t_start = time.monotonic()
         self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=open(os.path.join(sock_dir, "qemu.out"), "w"),
                                      stderr=subprocess.STDOUT, start_new_session=True)
+        _current.guest = self
         deadline = time.monotonic() + timeout
         while not os.path.exists(self.qmp_path):
             if self.proc.poll() is not None:
@@ -269,6 +392,25 @@ class Guest:
             time.sleep(0.05)
         self.qmp = Qmp(self.qmp_path)
         self.agent = Agent(self.agent_path)
+        return deadline
+
+    def _wait_running(self, deadline):
+        """Until qemu has loaded the incoming machine, then runs it (it was
+        saved stopped, so it loads stopped)."""
+        while True:
+            status = self.qmp.call("query-status")["status"]
+            if status == "paused" and self.qmp.call("query-migrate").get("status") == "completed":
+                self.qmp.call("cont")
+                continue
+            if status == "running":
+                return
+            if status not in ("inmigrate", "prelaunch", "paused") or time.monotonic() > deadline:
+                out = os.path.join(os.path.dirname(self.qmp_path), "qemu.out")
+                raise GuestError(f"the saved guest did not load (qemu status {status}); see {out}")
+            time.sleep(0.05)
+
+    def _come_up(self, deadline, timeout):
+        """Until the guest agent answers."""
         self._panic_checked, self._panic_seen = 0.0, False
         try:
             # Alive while qemu runs and its kernel has not panicked: a panic
@@ -277,8 +419,8 @@ class Guest:
         except GuestError:
             raise GuestError(f"the guest did not come up in {timeout} s; serial log: {self.serial_log}\n" +
                              self.serial_tail())
-        self.boot_seconds = time.monotonic() - self.t_start
-        log(f"{self.image.suite}: guest up in {self.boot_seconds:.1f} s (boot {self.boot_count})")
+
+    def _after_start(self):
         if self.share:
             # The agent can answer before the 9p transport has bound the
             # share's virtio device; mounting then fails with "no channels
@@ -288,7 +430,47 @@ class Guest:
                     "grep -qs share /sys/bus/virtio/drivers/9pnet_virtio/*/mount_tag && break; sleep 0.2; done; "
                     "mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 share /mnt/share", timeout=60)
         self.hold_tracepoints()
-        return self
+
+    def save(self, path, timeout=300):
+        """Stops the machine and writes its state to PATH (a migration
+        stream qemu loads with -incoming), then stops qemu: the disks stay
+        as they were at that moment, the snapshot's other half. The 9p
+        share must not be mounted (QEMU refuses to save a guest with a
+        mounted 9p export)."""
+        self.qmp.call("stop")
+        self.qmp.call("migrate", uri=f"exec:cat > {shlex.quote(path)}")
+        deadline = time.monotonic() + timeout
+        while True:
+            info = self.qmp.call("query-migrate")
+            if info.get("status") == "completed":
+                break
+            if info.get("status") in ("failed", "cancelled") or time.monotonic() > deadline:
+                raise GuestError(f"saving the guest failed: {info}")
+            time.sleep(0.1)
+        self.kill()
+
+    def kill(self):
+        """Stops qemu at once, without a power-down (its disks are thrown
+        away or were saved)."""
+        if self.proc is None:
+            return
+        self.cpu_seconds += _cpu_seconds(self.proc.pid)
+        try:
+            if self.proc.poll() is None:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+        finally:
+            self._disconnect()
+
+    def _disconnect(self):
+        if self.agent:
+            self.agent.close()
+        if self.qmp:
+            try:
+                self.qmp.close()
+            except OSError:
+                pass
+        self.proc = self.agent = self.qmp = None
 
     # The tracepoints blkpolicy switches (measure/events.cpp). Under TCG
     # (QEMU 7.2 here) a tracepoint switched on or off while another vCPU
@@ -340,14 +522,7 @@ class Guest:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()
         finally:
-            if self.agent:
-                self.agent.close()
-            if self.qmp:
-                try:
-                    self.qmp.close()
-                except OSError:
-                    pass
-            self.proc = self.agent = self.qmp = None
+            self._disconnect()
 
     def reboot(self, timeout=240):
         self.poweroff()

@@ -151,7 +151,11 @@ echo bp-guest > "$root/etc/hostname"
 echo "LABEL=__LABEL__ / ext4 defaults,errors=remount-ro 0 1" > "$root/etc/fstab"
 sed -i 's/^MODULES=.*/MODULES=list/' "$root/etc/initramfs-tools/initramfs.conf"
 printf 'virtio_pci\nvirtio_blk\next4\n' >> "$root/etc/initramfs-tools/modules"
-chroot "$root" update-initramfs -u -k all >/dev/null
+# The initramfs, once per kernel, now that everything is installed (the
+# installs ran without it: NO_INITRAMFS_DURING_INSTALL).
+rm -f "$root/usr/sbin/update-initramfs"
+chroot "$root" dpkg-divert --quiet --local --rename --remove /usr/sbin/update-initramfs
+chroot "$root" update-initramfs -c -k all >/dev/null
 # The Prometheus server is here for promtool only.
 chroot "$root" systemctl mask prometheus.service apt-daily.timer apt-daily-upgrade.timer \
     e2scrub_all.timer e2scrub_reap.service mdmonitor-oneshot.timer fstrim.timer 2>/dev/null || true
@@ -161,6 +165,15 @@ chroot "$root" systemctl mask serial-getty@ttyS0.service getty@tty1.service 2>/d
 # apt in the guest reads only a local repository the tests provide.
 rm -f "$root/etc/apt/sources.list" "$root"/etc/apt/sources.list.d/*
 """
+
+# Every install in the image (the kernel's, and the hooks of udev, mdadm,
+# lvm2, cryptsetup and btrfs-progs each) would make the whole initramfs
+# again, with every module (MODULES=most until the customize hook says
+# list): update-initramfs is a no-op until the customize hook puts it back
+# and makes each kernel's initramfs once. (Diverted before initramfs-tools
+# is unpacked, so dpkg puts the real one aside.)
+NO_INITRAMFS_DURING_INSTALL = ('--essential-hook=chroot "$1" dpkg-divert --quiet --local --rename '
+                               '--add /usr/sbin/update-initramfs && ln -s /bin/true "$1/usr/sbin/update-initramfs"')
 
 # The backports guest: the newest linux-image-amd64 of DIST-backports,
 # installed before the common customize hook builds the initramfs; the
@@ -256,7 +269,7 @@ def guest_image(suite):
         extra = (WRITER_PACKAGES if spec.get("writers") else []) + (MEASURE_PACKAGES if spec.get("measure") else [])
         extra += [p for p in EARLY_BOOT_PACKAGES if spec.get("early_boot") and p not in extra]
         cmd = ["mmdebstrap", "--quiet", "--variant=minbase", "--components=main",
-               "--include=" + ",".join(GUEST_PACKAGES + extra)]
+               "--include=" + ",".join(GUEST_PACKAGES + extra), NO_INITRAMFS_DURING_INSTALL]
         if spec.get("backports_kernel"):
             # The suite's own kernel stays beside it; the newest one boots.
             cmd += [BACKPORTS_KERNEL_HOOK.replace("__DIST__", dist)]
@@ -297,7 +310,7 @@ def guest_image(suite):
             _run(["mkfs.btrfs", "-q", "-f", "-L", ROOT_LABEL, "--rootdir", rootfs, btrfs_raw])
         shutil.rmtree(rootfs)
 
-    parts = [RECIPE_VERSION, suite, MIRROR, GUEST_PACKAGES, GUEST_CUSTOMIZE,
+    parts = [RECIPE_VERSION, suite, MIRROR, GUEST_PACKAGES, GUEST_CUSTOMIZE, NO_INITRAMFS_DURING_INSTALL,
              BACKPORTS_KERNEL_HOOK if spec.get("backports_kernel") else ""]
     if spec.get("writers"):  # only here, so that the other suites' images keep their keys
         parts.append([WRITER_PACKAGES, WRITERS_OFF])

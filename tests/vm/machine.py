@@ -13,7 +13,12 @@ SCSI_CONTROLLER = "virtio-scsi-pci,id=scsi0"
 # Free PCIe slots for hot-added virtio-blk and NVMe devices (q35's root bus
 # takes no hotplug).
 ROOT_PORTS = [f"pcie-root-port,id=rp{i},chassis={i},slot={i}" for i in range(1, 4)]
-CONTROLLERS = [SCSI_CONTROLLER] + ROOT_PORTS
+# The NVMe disk's own root port: QEMU cannot save an nvme controller's state,
+# so a guest started from a snapshot gets it hot-added there (guest.Disk),
+# and a guest that boots finds it there from the start: the same place in
+# the guest's PCI tree either way.
+NVME_PORT = "pcie-root-port,id=rp-nvme,chassis=8,slot=8"
+CONTROLLERS = [SCSI_CONTROLLER] + ROOT_PORTS + [NVME_PORT]
 
 # serial -> qemu device. The root disk (virtio-blk, serial bproot) is added
 # by guest.py itself.
@@ -26,7 +31,7 @@ DISKS = [
     # A cloud VM's disk: QEMU HARDDISK, no rotation rate given, so it claims
     # to spin; the shipped cloud-vm policy's case.
     Disk("bp-scsi-qemu", "256M", "scsi-hd", bus="scsi0.0"),
-    Disk("bp-nvme1", "256M", "nvme"),
+    Disk("bp-nvme1", "256M", "nvme", bus="rp-nvme"),
     Disk("bp-sata1", "256M", "ide-hd", bus="ide.0", model="WDC WD40EFRX-68N32N0", rotation_rate="5400"),
     # Members of the stacks the device tests build: an md raid1 on two
     # virtio disks, an LVM volume group on a SCSI disk, dm-crypt on virtio.

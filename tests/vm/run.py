@@ -24,6 +24,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import images  # noqa: E402
 import machine  # noqa: E402
 import package  # noqa: E402
+import snapshots  # noqa: E402
 import test_boot  # noqa: E402
 import test_devices  # noqa: E402
 import test_faults  # noqa: E402
@@ -33,6 +34,7 @@ import test_peers  # noqa: E402
 import test_rules  # noqa: E402
 import test_service  # noqa: E402
 import test_writers  # noqa: E402
+import guest  # noqa: E402
 from guest import Guest  # noqa: E402
 from harness import Results  # noqa: E402
 
@@ -72,27 +74,22 @@ STRICT_ROWS = {"trixie-bpo"}
 FAULTS_EVERY_ROW = {"trixie"}
 DEVICE_CHECKS = {"bookworm": {"udev-equivalence"}, "trixie": set(), "trixie-bpo": {"burst"}}
 # Groups that boot a guest of their own (a btrfs or LVM root, two NVMe
-# controllers sharing a namespace): each is a job apart from its suite's
-# shared guest, so it runs beside the others instead of after them.
+# controllers sharing a namespace): the boot is theirs to make. Every other
+# group starts from the suite's booted guest, saved once (snapshots.py):
+# each a job of its own, in seconds, on pristine disks.
 OWN_GUEST = {"boot", "multipath"}
-# Groups that need nothing another group left (measure installs the
-# package if it is missing and makes its own dm device), in the suites
-# where the shared guest is the longest job: a job of their own there, on a
-# guest like the shared one (the suite's disks and CPUs). Elsewhere they
-# stay in the shared guest: the guests are CPU-bound three at a time, and a
-# boot costs about a minute and a half of both CPUs under TCG.
-APART = {"measure": {"trixie"}}
-# Jobs side by side: two at a time, a guest's qemu CPU time was 53-58% of
-# its wall time (the CI run of 5157459), so a third was added; three at a
-# time keep both CPUs busy (load average near 10 in the CI run of 7673c03,
+# Jobs side by side. The guests are CPU-bound under TCG: three at a time
+# kept both CPUs busy (a load average near 10 in the CI run of 7673c03,
 # tests/vm/README.md), so more would only share them. The jobs expected to
 # take longest start first; the others follow on the free slots.
 DEFAULT_JOBS = 3 if (os.cpu_count() or 1) >= 2 else 1
-# As measured in the CI run of e50e4e4 (three at a time; the trixie shared
-# guest's less the 330 s its hung boot cost): the longest first, so the
-# boot jobs (about 1,000 s each) do not start last.
-EXPECTED_SECONDS = {("trixie", "shared"): 2400, ("bookworm", "shared"): 2100, ("trixie-bpo", "shared"): 1570,
-                    ("bookworm", "boot"): 1100, ("trixie", "boot"): 970, ("trixie", "measure"): 440,
+# Seconds each job took, as measured (tests/vm/README.md, "How long it
+# takes"): the longest start first, so that none starts last.
+EXPECTED_SECONDS = {("trixie", "faults"): 900, ("trixie", "devices"): 800, ("bookworm", "devices"): 800,
+                    ("trixie-bpo", "devices"): 700, ("bookworm", "boot"): 1100, ("trixie", "boot"): 970,
+                    ("trixie", "service"): 500, ("bookworm", "service"): 500, ("trixie", "measure"): 440,
+                    ("trixie-bpo", "measure"): 440, ("trixie", "writers"): 400, ("trixie", "rules"): 300,
+                    ("bookworm", "faults"): 300, ("trixie-bpo", "faults"): 300,
                     ("bookworm", "multipath"): 170, ("trixie-bpo", "multipath"): 150}
 # Where each run keeps its disks and logs; an earlier run's is removed at
 # start (BLKPOLICY_VM_RUNS: another place, for a run beside another).
@@ -112,78 +109,74 @@ def preflight():
     return None
 
 
-def prepare(suites):
-    """{suite: (Image, Package)}, built (or taken from the cache) in
-    parallel: the images of every suite, and the package of each suite
-    whose package the guests install."""
-    with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
+def suite_snapshot(suite, image):
+    """The suite's guest (its disks, controllers and CPUs) booted and saved."""
+    spec = images.SUITES[suite]
+    return snapshots.booted(image, machine.DISKS, machine.CONTROLLERS, spec.get("smp", 2), spec.get("append", ""))
+
+
+def prepare(suites, groups):
+    """{suite: (Image, Package, Snapshot or None)}, built (or taken from the
+    cache) in parallel: the images of every suite, the package of each
+    suite whose package the guests install, and the saved guest of each
+    suite that runs a group on it (GROUPS)."""
+    # Every suite's three at once (the snapshots wait for their images).
+    with concurrent.futures.ThreadPoolExecutor(max_workers=3 * len(suites)) as pool:
         image_jobs = {s: pool.submit(images.guest_image, s) for s in suites}
         pkg_suites = sorted({images.SUITES[s]["package"] for s in suites})
         pkg_jobs = {p: pool.submit(package.build_package, p) for p in pkg_suites}
-        return {s: (image_jobs[s].result(), pkg_jobs[images.SUITES[s]["package"]].result()) for s in suites}
-
-
-def jobs_of(suite, groups):
-    """[(suite, job name, groups)]: the groups sharing the suite's guest as
-    one job (GROUPS order), each group with a guest of its own as another."""
-    apart = OWN_GUEST | {g for g, suites in APART.items() if suite in suites}
-    shared = [g for g in GROUPS if g in groups and g not in apart]
-    jobs = [(suite, "shared", shared)] if shared else []
-    return jobs + [(suite, g, [g]) for g in GROUPS if g in groups and g in apart]
+        snap_jobs = {s: pool.submit(lambda s=s: suite_snapshot(s, image_jobs[s].result()))
+                     for s in suites if set(groups[s]) - OWN_GUEST}
+        return {s: (image_jobs[s].result(), pkg_jobs[images.SUITES[s]["package"]].result(),
+                    snap_jobs[s].result() if s in snap_jobs else None) for s in suites}
 
 
 def run_job(job, built, args, run_dir, results):
-    """One job: the suite's shared guest booted and its groups run in
-    GROUPS order, or a group that boots its own guest."""
-    suite, name, groups = job
+    """One group in a guest of its own: from the suite's snapshot, or (the
+    groups in OWN_GUEST) one the group boots itself."""
+    suite, group = job
     ts = time.monotonic()
-    image, pkg = built
-    if name == "shared":
-        results.figure(suite, "guest kernel", image.kernel_release)
-        cc = ""
-        if pkg.ccache:
-            cc = f", {pkg.ccache[0] + pkg.ccache[1]} of {sum(pkg.ccache)} objects from the compiler cache"
-        results.figure(suite, "package", f"{os.path.basename(pkg.deb)} built in {pkg.build_seconds:.0f} s{cc}",
-                       "(the same source: built once)")
+    image, pkg, snap = built
     # Each job its own share: the package's repository, and what a group
     # copies out of its guest (an initramfs) beside no other job's.
-    share = os.path.join(run_dir, suite, "share" if name == "shared" else f"share-{name}")
+    share = os.path.join(run_dir, suite, f"share-{group}")
     os.makedirs(share)
     shutil.copytree(pkg.repo, os.path.join(share, "repo"))
-    upgrade = package.upgraded_copy(pkg, share) if name == "shared" else pkg.deb
+    upgrade = package.upgraded_copy(pkg, share) if group == "service" else pkg.deb
+    guest.forget_current()
     ctx = types.SimpleNamespace(guest=None, suite=suite, results=results, pkg=pkg, share=share,
                                 image=image, run_dir=run_dir, upgrade_deb_name=os.path.basename(upgrade),
-                                strict_rows=suite in STRICT_ROWS, groups_before=[],
+                                strict_rows=suite in STRICT_ROWS,
                                 all_fault_rows=suite in FAULTS_EVERY_ROW,
                                 device_checks=set(test_devices.ALL_CHECKS) if args.all_checks
                                 else DEVICE_CHECKS[suite])
-
-    def run_groups():
-        for group in groups:
+    if group in OWN_GUEST:
+        try:
+            GROUPS[group](ctx)
+        except Exception as e:  # the rest of this group cannot run
+            results.group_stopped(suite, group, e)
+        g = guest.current_guest()
+        results.job_done(suite, group, time.monotonic() - ts, g.cpu_seconds if g else None,
+                         g.boot_count if g else 0, 0)
+        return
+    g = None
+    try:
+        with Guest(image, os.path.join(run_dir, suite, f"guest-{group}"), disks=machine.DISKS,
+                   controllers=machine.CONTROLLERS, share=share, cpus=images.SUITES[suite].get("smp", 2),
+                   append=images.SUITES[suite].get("append", ""), snapshot=snap) as g:
+            results.figure(suite, f"{group}: guest restored from its snapshot", round(g.restore_seconds, 1), "s")
+            machine.quick_triggers(g)
+            ctx.guest = g
             try:
                 GROUPS[group](ctx)
             except Exception as e:  # the rest of this group cannot run
                 results.group_stopped(suite, group, e)
-            ctx.groups_before.append(group)
-
-    label = "" if name == "shared" else f"{name}: "
-    if name in OWN_GUEST:
-        run_groups()
-        results.figure(suite, f"{label}wall time", round(time.monotonic() - ts), "s")
-        return
-    try:
-        with Guest(image, os.path.join(run_dir, suite, "guest" if name == "shared" else f"guest-{name}"),
-                   disks=machine.DISKS, controllers=machine.CONTROLLERS, share=share,
-                   cpus=images.SUITES[suite].get("smp", 2), append=images.SUITES[suite].get("append", "")) as g:
-            machine.quick_triggers(g)
-            ctx.guest = g
-            run_groups()
-        results.figure(suite, f"{label}boots", g.boot_count,
-                       f"({g.boot_retries} retried after a kernel death at boot)")
-        results.figure(suite, f"{label}qemu CPU time", round(g.cpu_seconds), "s")
-    except Exception as e:  # the guest did not boot: every group of the job is lost
-        results.group_stopped(suite, "boot", e)
-    results.figure(suite, f"{label}wall time", round(time.monotonic() - ts), "s")
+        if g.boot_retries:
+            results.figure(suite, f"{group}: boots retried after a kernel death", g.boot_retries)
+    except Exception as e:  # the guest did not start: the group is lost
+        results.group_stopped(suite, group, e)
+    results.job_done(suite, group, time.monotonic() - ts, g.cpu_seconds if g else None,
+                     g.boot_count if g else 0, g.restore_count if g else 0)
 
 
 def main():
@@ -199,17 +192,23 @@ def main():
     ap.add_argument("--prepare-only", action="store_true",
                     help="build (or find cached) the images, chroots and packages, boot nothing "
                          "(scripts/test.sh runs this beside the host tests)")
+    ap.add_argument("--budget", metavar="RESULTS_JSON",
+                    help="print the budget (jobs and costliest checks) of a run's results.json, run nothing")
     args = ap.parse_args()
     suites = args.suite or list(images.SUITES)
+    if args.budget:
+        print(Results.load(args.budget).budget())
+        return 0
 
     reason = preflight()
     if reason:
         print(f"SKIPPED: guest tests: {reason}")
         return 77
 
+    groups = {s: args.only or DEFAULT_GROUPS[s] for s in suites}
     if args.prepare_only:
         t0 = time.monotonic()
-        prepare(suites)
+        prepare(suites, groups)
         print(f"images, chroots and packages ready in {time.monotonic() - t0:.0f} s")
         return 0
 
@@ -224,10 +223,20 @@ def main():
         # Every image, chroot and package first, side by side: mmdebstrap
         # waits on the mirror much of the time, and nothing boots yet whose
         # timing the builds could disturb.
-        built = prepare(suites)
-        results.figure("all", "images, chroots and packages ready", round(time.monotonic() - t0), "s")
-        jobs = [j for s in suites for j in jobs_of(s, args.only or DEFAULT_GROUPS[s])]
-        jobs.sort(key=lambda j: -EXPECTED_SECONDS.get(j[:2], 0))
+        built = prepare(suites, groups)
+        results.figure("all", "images, chroots, packages and snapshots ready", round(time.monotonic() - t0), "s")
+        for s in suites:
+            image, pkg, snap = built[s]
+            results.figure(s, "guest kernel", image.kernel_release)
+            cc = ""
+            if pkg.ccache:
+                cc = f", {pkg.ccache[0] + pkg.ccache[1]} of {sum(pkg.ccache)} objects from the compiler cache"
+            results.figure(s, "package", f"{os.path.basename(pkg.deb)} built in {pkg.build_seconds:.0f} s{cc}",
+                           "(the same source: built once)")
+            if snap:
+                results.figure(s, "snapshot: the guest booted and saved in", round(snap.seconds), "s")
+        jobs = [(s, g) for s in suites for g in GROUPS if g in groups[s]]
+        jobs.sort(key=lambda j: -EXPECTED_SECONDS.get(j, 0))
         slots = max(1, min(args.jobs, len(jobs)))
         results.figure("all", "guests side by side", slots, f"({os.cpu_count()} CPUs here)")
         with concurrent.futures.ThreadPoolExecutor(max_workers=slots) as pool:

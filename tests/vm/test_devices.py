@@ -3,9 +3,8 @@
 solid, QEMU HARDDISK), SATA on AHCI, NVMe, md raid1, LVM, dm-crypt and loop,
 in Debian guests.
 
-Runs after the service group, in the same guest: a reboot first gives
-pristine disks (the package was purged, so nothing touches them at boot),
-then the package is installed again, not enabled.
+A job of its own, from the suite's saved guest (tests/vm/snapshots.py):
+pristine disks, then the package installed, not enabled.
 """
 
 import json
@@ -151,19 +150,7 @@ def _unenc(s):
 
 def setup(ctx):
     g, s, R = ctx.guest, ctx.suite, ctx.results
-    with R.step(s, "devices: a pristine boot, the package installed (not enabled), stacks built", fatal=True):
-        if g.boot_count > 1 or ctx.groups_before:
-            # The service group ends by purging the package; when it stopped
-            # half-way it left it installed and enabled. A reboot then gives
-            # pristine disks. (A guest whose first group this is has them.)
-            with R.timed(s, "devices setup: purge and reboot"):
-                try:
-                    g.run("dpkg-query -W -f '${Status}' blkpolicy 2>/dev/null | grep -q ' installed' && "
-                          "DEBIAN_FRONTEND=noninteractive apt-get purge -y -q blkpolicy >/dev/null 2>&1",
-                          check=False, timeout=300)
-                except (GuestError, OSError):
-                    pass  # a guest that does not answer is rebooted below all the same
-                g.reboot()
+    with R.step(s, "devices: pristine disks, the package installed (not enabled), stacks built", fatal=True):
         with R.timed(s, "devices setup: the package installed"):
             g.write_file("/etc/apt/sources.list.d/blkpolicy-test.list",
                          "deb [trusted=yes] file:/mnt/share/repo ./\n")
@@ -196,7 +183,7 @@ PRISTINE_ATTRS = ["rotational", "read_ahead_kb", "wbt_lat_usec", "nr_requests", 
 
 def _pristine_values(g):
     """Every disk's queue values as the kernel set them, before anything
-    wrote them (the first thing after the reboot)."""
+    wrote them (the first thing after the guest started)."""
     out = {}
     for serial, name in disks_by_serial(g).items():
         out[name] = read_queue(g, name, PRISTINE_ATTRS)

@@ -93,22 +93,8 @@ def _drift(g, disk, value="4096"):
 def setup(ctx):
     g, s, R = ctx.guest, ctx.suite, ctx.results
     with R.step(s, "faults: the package, enforce mode every 2 s, watchdog 6 s, metrics on a 1 MiB tmpfs", fatal=True):
-        if g.boot_count > 1 or ctx.groups_before:
-            # A group before this one (--only, in another order) left its
-            # values on the disks (rotational 0 among them): a daemon
-            # starting now would match those, not what the disks are. A
-            # reboot gives pristine disks.
-            with R.timed(s, "faults setup: reboot"):
-                g.reboot()
         with R.timed(s, "faults setup: the package installed"):
-            g.write_file("/etc/apt/sources.list.d/blkpolicy-test.list",
-                         "deb [trusted=yes] file:/mnt/share/repo ./\n")
-            before = machine.installed_packages(g)
-            g.sh("apt-get update -q >/dev/null && "
-                 "DEBIAN_FRONTEND=noninteractive apt-get install -y -q blkpolicy >/dev/null 2>&1", timeout=300)
-            # What the install brought, purged again at the end: the service
-            # group after this one proves an install on a guest without them.
-            ctx.faults_pulled = sorted(machine.installed_packages(g) - before) or ["blkpolicy"]
+            machine.install_package(g)
         with R.timed(s, "faults setup: the daemon started, its metrics written"):
             # A persistent journal, as most hosts keep it: a full /run must not
             # take the journal's own storage with it.
@@ -776,46 +762,24 @@ def churn(ctx):
         expect(not bad, "\n".join(bad))
 
 
-def teardown(ctx):
-    """Leaves the guest as the boot gave it to the group, for the groups
-    after it: the package and what its install pulled purged, the journal
-    volatile again, the metrics tmpfs unmounted. (The disks' values stay:
-    each group after this one reboots before it relies on pristine disks.)"""
-    g, s, R = ctx.guest, ctx.suite, ctx.results
-    with R.step(s, "faults: the package and what it pulled purged, the journal volatile again, "
-                   "the metrics tmpfs unmounted"):
-        g.sh(f"systemctl disable --now {UNIT} 2>&1; rm -rf /etc/systemd/system/blkpolicy.service.d; "
-             "systemctl daemon-reload")
-        g.sh(f"umount {METRICS_DIR} 2>/dev/null || true; rmdir {METRICS_DIR} 2>/dev/null || true")
-        pulled = ctx.faults_pulled
-        g.sh(f"DEBIAN_FRONTEND=noninteractive apt-get purge -y -q {' '.join(pulled)} >/dev/null 2>&1",
-             timeout=300)
-        g.sh("journalctl --relinquish-var && rm -rf /var/log/journal")
-        left = machine.installed_packages(g) & set(pulled)
-        expect(not left, f"still installed after the purge: {sorted(left)}")
-
-
 def run(ctx):
     """Every row where ctx.all_fault_rows (Debian 13); elsewhere the rows
     whose outcome the kernel or udev decides: udevd, and the disk pulled."""
     setup(ctx)
-    try:
-        if ctx.all_fault_rows:
-            journald_frozen(ctx)
-            journald_restarted(ctx)
-            run_full(ctx)
-            metrics_full(ctx)
-            daemon_frozen(ctx)
-            reload_storm(ctx)
-            policy_files(ctx)
-            clock_jumps(ctx)
-        udevd_restarts(ctx)
-        # The pulled disk keeps the daemon inside a kernel write for up to
-        # eight seconds: under the unit's own watchdog (2 min), not the 6 s
-        # of the rows above.
-        _set_watchdog(ctx.guest, DROPIN.replace("WatchdogSec=6s\n", ""))
-        disk_pulled(ctx)
-        if ctx.all_fault_rows:
-            churn(ctx)
-    finally:
-        teardown(ctx)
+    if ctx.all_fault_rows:
+        journald_frozen(ctx)
+        journald_restarted(ctx)
+        run_full(ctx)
+        metrics_full(ctx)
+        daemon_frozen(ctx)
+        reload_storm(ctx)
+        policy_files(ctx)
+        clock_jumps(ctx)
+    udevd_restarts(ctx)
+    # The pulled disk keeps the daemon inside a kernel write for up to
+    # eight seconds: under the unit's own watchdog (2 min), not the 6 s of
+    # the rows above.
+    _set_watchdog(ctx.guest, DROPIN.replace("WatchdogSec=6s\n", ""))
+    disk_pulled(ctx)
+    if ctx.all_fault_rows:
+        churn(ctx)
