@@ -708,8 +708,8 @@ def contention(ctx):
             since = machine.cursor(g)
             for _ in range(3):
                 g.sh(f"until echo kyber > /sys/block/{a}/queue/scheduler 2>/dev/null; do sleep 0.01; done")
-                g.wait_for(f"grep -q '\\[mq-deadline\\]' /sys/block/{a}/queue/scheduler && "
-                           f"test $(cat /sys/block/{a}/queue/nr_requests) = 32", timeout=30,
+                g.wait_for(machine.queue_is((a, "scheduler", "in", "mq-deadline"), (a, "nr_requests", "=", 32)),
+                           timeout=30,
                            what="the daemon to re-apply beside the writer")
             failed = [e.get("MESSAGE") for e in machine.since(g, since, SYSLOG_IDENTIFIER="blkpolicy")
                       if e.get("BLKPOLICY_EVENT") == "failed"]
@@ -822,8 +822,7 @@ def _applied_times(g, names, since, timeout=20):
 
 def _wait_values(g, names, timeout=120):
     names = list(names)
-    check = " && ".join(f"test $(cat /sys/block/{n}/queue/read_ahead_kb) = 256 && "
-                        f"test $(cat /sys/block/{n}/queue/nr_requests) = 64" for n in names)
+    check = machine.queue_is(*[c for n in names for c in ((n, "read_ahead_kb", "=", 256), (n, "nr_requests", "=", 64))])
     g.wait_for(check, timeout=timeout, what=f"the hot-added disks' values ({len(names)} disks)")
 
 
@@ -922,10 +921,10 @@ def _burst_add(g, prefix):
 
 def _burst_names(g, prefix, count):
     """Names of the burst's disks once all COUNT are there."""
-    script = (f"for f in /dev/disk/by-id/scsi-*{prefix}[0-9][0-9]; do basename $(readlink -f $f); done | sort -u")
+    script = f"readlink -f /dev/disk/by-id/scsi-*{prefix}[0-9][0-9] 2>/dev/null; true"
     deadline = time.monotonic() + 300
     while True:
-        names = g.sh(script + " 2>/dev/null || true").split()
+        names = sorted({p.rsplit("/", 1)[1] for p in g.sh(script).split() if p.startswith("/dev/sd")})
         if len(names) == count:
             return names
         if time.monotonic() > deadline:
@@ -1059,9 +1058,8 @@ def stacks(ctx):
     with R.step(s, "the daemon tunes the md device and its members each by its own rule; a removed member is noticed"):
         g.write_file("/etc/blkpolicy/policy.toml", _members_policy(True))
         g.sh(f"systemctl restart {UNIT}")
-        g.wait_for(f"test $(cat /sys/block/{md}/queue/read_ahead_kb) = 1024 && "
-                   f"test $(cat /sys/block/{a}/queue/read_ahead_kb) = 64 && "
-                   f"test $(cat /sys/block/{b}/queue/read_ahead_kb) = 64", timeout=30, what="the stack's values")
+        g.wait_for(machine.queue_is((md, "read_ahead_kb", "=", 1024), (a, "read_ahead_kb", "=", 64),
+                                    (b, "read_ahead_kb", "=", 64)), timeout=30, what="the stack's values")
         since = machine.cursor(g)
         g.sh(f"mdadm /dev/md/bpmd --fail /dev/{b} --remove /dev/{b} 2>&1")
         g.wait_for(f"! test -e /sys/block/{md}/slaves/{b}", timeout=30, what="the member to leave")

@@ -694,19 +694,16 @@ def clock_jumps(ctx):
 
 CHURN_ROUNDS = 6
 CHURN_DISKS = 16
-_NAMES_BY_SERIAL = r"""
-for d in /sys/block/sd*; do
-  s=$(tr -d '\000' < $d/device/vpd_pg80 2>/dev/null | grep -aoE 'bp-f-churn[0-9]+')
-  [ -n "$s" ] && echo "$s ${d##*/}"
-done
-true
-"""
+# The churn's disks by their unit serial (VPD 0x80): one grep over them all.
+_NAMES_BY_SERIAL = "grep -aoE 'bp-f-churn[0-9]+' /sys/block/sd*/device/vpd_pg80 2>/dev/null; true"
 
 
 def _churn_names(g, count, timeout=120):
     deadline = time.monotonic() + timeout
     while True:
-        names = dict(line.split() for line in g.sh(_NAMES_BY_SERIAL).splitlines())
+        # /sys/block/sdX/device/vpd_pg80:bp-f-churnNN
+        names = {serial: path.split("/")[3] for path, serial in
+                 (line.rsplit(":", 1) for line in g.sh(_NAMES_BY_SERIAL).splitlines() if ":" in line)}
         if len(names) == count or time.monotonic() > deadline:
             return names
         time.sleep(0.5)
@@ -729,8 +726,8 @@ def churn(ctx):
                     plugged.append(node)
                 names = _churn_names(g, CHURN_DISKS)
                 expect(len(names) == CHURN_DISKS, f"round {rnd}: {len(names)} of {CHURN_DISKS} disks appeared")
-                check = " && ".join(f"test $(cat /sys/block/{n}/queue/read_ahead_kb) = 384 && "
-                                    f"test $(cat /sys/block/{n}/queue/nr_requests) = 32" for n in names.values())
+                check = machine.queue_is(*[c for n in names.values()
+                                           for c in ((n, "read_ahead_kb", "=", 384), (n, "nr_requests", "=", 32))])
                 g.wait_for(check, timeout=60, what=f"round {rnd}: the values on all {CHURN_DISKS} disks")
                 to_values.append(time.monotonic() - ta)
             finally:
@@ -739,7 +736,7 @@ def churn(ctx):
                     g.qmp.call("device_del", id="dev-" + node)
                 for node in plugged:
                     g.unplug(node, deleted=True)
-            gone = " && ".join(f"! test -e /sys/block/{n}" for n in names.values())
+            gone = " && ".join(f"! [ -e /sys/block/{n} ]" for n in names.values())
             g.wait_for(gone, timeout=60, what=f"round {rnd}: the disks gone")
             kept = _wait_forgotten(g, list(names.values()))
             expect(not kept, f"round {rnd}: still kept: {kept}")

@@ -124,11 +124,10 @@ def run(ctx):
             g.sh(f"systemctl enable --now {UNIT} 2>/dev/null")
             machine.wait_active(g)
             t0 = time.monotonic()
-            g.wait_for(f"grep -qx round-robin {iopolicy} && "
-                       f"test $(cat /sys/block/{head_name}/queue/read_ahead_kb) = 1024 && "
-                       f"test $(cat /sys/block/{head_name}/queue/max_sectors_kb) = 256 && " +
-                       " && ".join(f"grep -q '\\[mq-deadline\\]' /sys/block/{p}/queue/scheduler && "
-                                   f"test $(cat /sys/block/{p}/queue/io_timeout) = 60000" for p in paths),
+            g.wait_for(machine.queue_is((head_name, "read_ahead_kb", "=", 1024), (head_name, "max_sectors_kb", "=", 256),
+                                        *[c for p in paths for c in ((p, "scheduler", "in", "mq-deadline"),
+                                                                     (p, "io_timeout", "=", 60000))]) +
+                       f" && grep -qx round-robin {iopolicy}",
                        timeout=60, what="the head, both paths and iopolicy tuned")
             R.figure(s, "multipath tuned after the daemon started", round(time.monotonic() - t0, 1), "s")
             for p in paths:
@@ -162,8 +161,7 @@ def run(ctx):
             (back,) = [p for p in _paths(g) if p != kept]
             g.wait_for(f"test -e /sys/block/{back}/queue/scheduler", timeout=30, what=f"{back}'s queue")
             t0 = time.monotonic()
-            g.wait_for(f"grep -q '\\[mq-deadline\\]' /sys/block/{back}/queue/scheduler && "
-                       f"test $(cat /sys/block/{back}/queue/io_timeout) = 60000",
+            g.wait_for(machine.queue_is((back, "scheduler", "in", "mq-deadline"), (back, "io_timeout", "=", 60000)),
                        timeout=VERIFY_SECONDS * 10, what=f"{back} tuned again")
             took = time.monotonic() - t0
             R.figure(s, "multipath path tuned again after it came back", round(took, 1),
