@@ -28,7 +28,7 @@ std::map<std::string, Explanation> explain(const DeviceFacts& f, const Values& v
     return out;
 }
 
-ExplainContext kernel(int major, int minor, int patch = 0) {
+ExplainContext kernel_at(int major, int minor, int patch = 0) {
     ExplainContext c;
     c.kernel = KernelVersion{major, minor, patch};
     c.hw_queues = 2;
@@ -45,7 +45,7 @@ const Values kSpinning = {{"rotational", "1"},
 }  // namespace
 
 TEST_CASE("explain: the rotational flag a driver sets at registration") {
-    auto ctx = kernel(6, 12, 117);
+    auto ctx = kernel_at(6, 12, 117);
     CHECK(explain(disk("virtio_blk"), kSpinning, ctx)["rotational"].kernel_default == "1");
     CHECK(explain(disk("nvme"), kSpinning, ctx)["rotational"].kernel_default == "0");
 
@@ -77,8 +77,8 @@ TEST_CASE("explain: the rotational flag a driver sets at registration") {
         CHECK(e.kernel_default == "0");
         CHECK(e.derivation == "the backing file is on tmpfs, which has no block device: non-rotational");
         f.loop_backing_file.clear();
-        CHECK(explain(f, kSpinning, kernel(6, 1))["rotational"].kernel_default == "1");
-        CHECK(explain(f, kSpinning, kernel(6, 12))["rotational"].kernel_default == "0");
+        CHECK(explain(f, kSpinning, kernel_at(6, 1))["rotational"].kernel_default == "1");
+        CHECK(explain(f, kSpinning, kernel_at(6, 12))["rotational"].kernel_default == "0");
     }
     SUBCASE("md and dm: rotational when any device below is") {
         ctx.lowers_rotational = {{"vdb", false}, {"sda2", true}};
@@ -89,17 +89,17 @@ TEST_CASE("explain: the rotational flag a driver sets at registration") {
 }
 
 TEST_CASE("explain: wbt's default is fixed at registration; a loop device's by its creation flag") {
-    CHECK(explain(disk("virtio_blk"), kSpinning, kernel(6, 1))["wbt_lat_usec"].kernel_default == "75000");
-    CHECK(explain(disk("nvme"), kSpinning, kernel(6, 1))["wbt_lat_usec"].kernel_default == "2000");
+    CHECK(explain(disk("virtio_blk"), kSpinning, kernel_at(6, 1))["wbt_lat_usec"].kernel_default == "75000");
+    CHECK(explain(disk("nvme"), kSpinning, kernel_at(6, 1))["wbt_lat_usec"].kernel_default == "2000");
     auto loop = disk("", Stack::loop);
     loop.loop_backing_file = "/var/tmp/img";  // attached: rotational now, but wbt started before
-    CHECK(explain(loop, kSpinning, kernel(6, 1))["wbt_lat_usec"].kernel_default == "75000");
-    CHECK(explain(loop, kSpinning, kernel(6, 12))["wbt_lat_usec"].kernel_default == "2000");
-    CHECK(explain(loop, kSpinning, kernel(6, 18))["wbt_lat_usec"].kernel_default == "2000");
+    CHECK(explain(loop, kSpinning, kernel_at(6, 1))["wbt_lat_usec"].kernel_default == "75000");
+    CHECK(explain(loop, kSpinning, kernel_at(6, 12))["wbt_lat_usec"].kernel_default == "2000");
+    CHECK(explain(loop, kSpinning, kernel_at(6, 18))["wbt_lat_usec"].kernel_default == "2000");
 }
 
 TEST_CASE("explain: nr_requests from the hardware queue depth and the scheduler") {
-    auto ctx = kernel(6, 12);
+    auto ctx = kernel_at(6, 12);
     CHECK(explain(disk("nvme"), {{"scheduler", "none"}, {"nr_requests", "1023"}},
                   [&] {
                       auto c = ctx;
@@ -117,12 +117,12 @@ TEST_CASE("explain: nr_requests from the hardware queue depth and the scheduler"
 }
 
 TEST_CASE("explain: a loop device gets no scheduler by default") {
-    auto e = explain(disk("", Stack::loop), {{"scheduler", "none"}}, kernel(6, 12))["scheduler"];
+    auto e = explain(disk("", Stack::loop), {{"scheduler", "none"}}, kernel_at(6, 12))["scheduler"];
     CHECK(e.kernel_default == "none");
 }
 
 TEST_CASE("explain: the scheduler the kernel picks from the hardware queues") {
-    auto ctx = kernel(6, 12);
+    auto ctx = kernel_at(6, 12);
     ctx.hw_queues = 1;  // AHCI
     auto one = explain(disk("sd"), {{"scheduler", "mq-deadline"}}, ctx)["scheduler"];
     CHECK(one.kernel_default == "mq-deadline");
@@ -137,13 +137,13 @@ TEST_CASE("explain: the scheduler the kernel picks from the hardware queues") {
 }
 
 TEST_CASE("explain: a driver blkpolicy knows nothing special about reports rotational itself") {
-    auto e = explain(disk("mmcblk"), {{"rotational", "0"}}, kernel(6, 12))["rotational"];
+    auto e = explain(disk("mmcblk"), {{"rotational", "0"}}, kernel_at(6, 12))["rotational"];
     CHECK(e.kernel_default == "0");
     CHECK(e.derivation == "reported by the driver");
 }
 
 TEST_CASE("explain: a bio-based queue's nr_requests, where the kernel shows one, is the fixed 128 (6.1)") {
-    auto ctx = kernel(6, 1, 0);
+    auto ctx = kernel_at(6, 1, 0);
     ctx.hw_queues = 0;  // md, dm linear/crypt: no mq/
     ctx.hw_tags = 0;
     const Values md = {{"rotational", "1"}, {"scheduler", "none"}, {"nr_requests", "128"}, {"read_ahead_kb", "128"}};

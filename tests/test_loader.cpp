@@ -25,7 +25,7 @@ std::string only_error(const std::string& text) {
     return errs.front();
 }
 
-const char* kGood = R"(
+const char* kGoodPolicy = R"(
 [daemon]
 mode = "observe"
 verify_interval = "5s"
@@ -57,7 +57,7 @@ add_random = true
 }  // namespace
 
 TEST_CASE("a valid policy loads with positions") {
-    auto r = load_policy({{"p.toml", kGood}});
+    auto r = load_policy({{"p.toml", kGoodPolicy}});
     REQUIRE(r.ok());
     CHECK(r.policy.daemon.mode == Mode::observe);
     CHECK(r.policy.daemon.verify_interval == std::chrono::seconds(5));

@@ -23,7 +23,7 @@ using namespace blkpolicy;
 using agent::Trigger;
 
 namespace {
-using V = std::vector<std::string>;
+using Texts = std::vector<std::string>;
 using test::loops_policy;
 using test::World;
 }  // namespace
@@ -39,12 +39,12 @@ TEST_CASE("a value below the policy's that equals the kernel's computed one: rev
         agent::Reconciler rec{w.sysfs, w.state, w.log, kernel};
         rec.set_policy(loops_policy("read_ahead_kb = 4096\n"));
         rec.reconcile("loop0", Trigger::verify);
-        REQUIRE(w.log.take() == V{"applied loop0 read_ahead_kb 4096 4096"});
+        REQUIRE(w.log.take() == Texts{"applied loop0 read_ahead_kb 4096 4096"});
         w.poke("read_ahead_kb", "2560");
         rec.reconcile("loop0", Trigger::verify);
         const int minor = kernel.minor;  // (named again: clang 14 captures no structured binding)
         CAPTURE(minor);
-        CHECK(w.log.take() == V{want + " loop0 read_ahead_kb 4096 2560"});
+        CHECK(w.log.take() == Texts{want + " loop0 read_ahead_kb 4096 2560"});
         CHECK(w.q("read_ahead_kb") == "4096");
     }
 }
@@ -54,8 +54,8 @@ TEST_CASE("daemon scenario: enforce mode") {
     w.rec.set_policy(loops_policy("read_ahead_kb = 128\nscheduler = \"mq-deadline\"\nnr_requests = 64\n"));
 
     w.rec.reconcile("loop0", Trigger::verify);  // found at start
-    CHECK(w.log.take() == V{"applied loop0 scheduler mq-deadline mq-deadline", "applied loop0 nr_requests 64 64",
-                            "applied loop0 read_ahead_kb 128 128"});
+    CHECK(w.log.take() == Texts{"applied loop0 scheduler mq-deadline mq-deadline", "applied loop0 nr_requests 64 64",
+                                "applied loop0 read_ahead_kb 128 128"});
     CHECK(w.log.full[0].message == "set scheduler of loop0 to mq-deadline (was none)");
     CHECK(w.log.full[0].rule == "loops (p.toml:1)");
 
@@ -69,7 +69,7 @@ TEST_CASE("daemon scenario: enforce mode") {
         w.poke("max_sectors_kb", "1280");
         REQUIRE(w.q("read_ahead_kb") == "2560");
         w.rec.reconcile("loop0", Trigger::verify);
-        CHECK(w.log.take() == V{"reverted loop0 read_ahead_kb 128 2560"});
+        CHECK(w.log.take() == Texts{"reverted loop0 read_ahead_kb 128 2560"});
         CHECK(w.log.full.back().message ==
               "read_ahead_kb of loop0 went back to the kernel's own value 2560 (policy says 128); re-applied");
         CHECK(w.q("read_ahead_kb") == "128");
@@ -79,19 +79,19 @@ TEST_CASE("daemon scenario: enforce mode") {
     SUBCASE("a person writes a value: drift, re-applied") {
         w.poke("read_ahead_kb", "512");
         w.rec.reconcile("loop0", Trigger::verify);
-        CHECK(w.log.take() == V{"drift loop0 read_ahead_kb 128 512"});
+        CHECK(w.log.take() == Texts{"drift loop0 read_ahead_kb 128 512"});
         CHECK(w.q("read_ahead_kb") == "128");
     }
     SUBCASE("a scheduler switch behind the daemon's back: both values come back") {
         w.poke("scheduler", "kyber");
         w.rec.reconcile("loop0", Trigger::verify);
-        CHECK(w.log.take() == V{"drift loop0 scheduler mq-deadline kyber", "drift loop0 nr_requests 64 256"});
+        CHECK(w.log.take() == Texts{"drift loop0 scheduler mq-deadline kyber", "drift loop0 nr_requests 64 256"});
         CHECK(w.q("nr_requests") == "64");
     }
     SUBCASE("a new policy switches the scheduler and keeps nr_requests: the kernel's reset is part of applying") {
         w.rec.set_policy(loops_policy("read_ahead_kb = 128\nscheduler = \"none\"\nnr_requests = 64\n"));
         w.rec.reconcile("loop0", Trigger::verify);
-        CHECK(w.log.take() == V{"applied loop0 scheduler none none"});
+        CHECK(w.log.take() == Texts{"applied loop0 scheduler none none"});
         CHECK(w.q("nr_requests") == "64");
         CHECK(w.rec.summary().drifted == 0);
     }
@@ -99,7 +99,7 @@ TEST_CASE("daemon scenario: enforce mode") {
         w.poke("read_ahead_kb", "512");
         w.sysfs.fail["queue/read_ahead_kb"] = EIO;
         w.rec.reconcile("loop0", Trigger::verify);
-        CHECK(w.log.take() == V{"failed loop0 read_ahead_kb 128 512"});
+        CHECK(w.log.take() == Texts{"failed loop0 read_ahead_kb 128 512"});
         CHECK(w.log.full.back().message ==
               "cannot set read_ahead_kb of loop0 to 128: write 128: Input/output error (EIO)");
         w.rec.reconcile("loop0", Trigger::verify);
@@ -108,7 +108,7 @@ TEST_CASE("daemon scenario: enforce mode") {
         CHECK(w.rec.summary().failed == 1);
         w.sysfs.fail.clear();
         w.rec.reconcile("loop0", Trigger::verify);
-        CHECK(w.log.take() == V{"resolved loop0 read_ahead_kb 128 128"});
+        CHECK(w.log.take() == Texts{"resolved loop0 read_ahead_kb 128 128"});
         CHECK(w.rec.summary().failed == 0);
     }
     SUBCASE("a udev rule that writes the attribute is named") {
@@ -117,7 +117,7 @@ TEST_CASE("daemon scenario: enforce mode") {
             "# tuning\nACTION==\"add|change\", KERNEL==\"loop[0-9]*\", \\\n  ATTR{queue/read_ahead_kb}=\"512\"\n"));
         w.poke("read_ahead_kb", "512");
         w.rec.reconcile("loop0", Trigger::udev_processed);
-        CHECK(w.log.take() == V{"conflict loop0 read_ahead_kb 128 512"});
+        CHECK(w.log.take() == Texts{"conflict loop0 read_ahead_kb 128 512"});
         CHECK(w.log.full.back().writer == "/etc/udev/rules.d/60-ra.rules:2");
         CHECK(w.log.full.back().writer_kind == "udev");
         CHECK(w.log.full.back().message ==
@@ -129,7 +129,7 @@ TEST_CASE("daemon scenario: enforce mode") {
                                                   "# readahead\nw /sys/block/loop0/queue/read_ahead_kb - - - - 512\n"));
         w.poke("read_ahead_kb", "512");
         w.rec.reconcile("loop0", Trigger::verify);
-        CHECK(w.log.take() == V{"conflict loop0 read_ahead_kb 128 512"});
+        CHECK(w.log.take() == Texts{"conflict loop0 read_ahead_kb 128 512"});
         CHECK(w.log.full.back().writer == "/etc/tmpfiles.d/ra.conf:2");
         CHECK(w.log.full.back().writer_kind == "tmpfiles");
         CHECK(w.log.full.back().message ==
@@ -139,7 +139,7 @@ TEST_CASE("daemon scenario: enforce mode") {
         w.rec.set_writers(writers::parse_sysfs_conf("/etc/sysfs.conf", "block/loop0/queue/read_ahead_kb = 1024\n"));
         w.poke("read_ahead_kb", "512");
         w.rec.reconcile("loop0", Trigger::udev_processed);
-        CHECK(w.log.take() == V{"drift loop0 read_ahead_kb 128 512"});
+        CHECK(w.log.take() == Texts{"drift loop0 read_ahead_kb 128 512"});
         CHECK(w.log.full.back().writer.empty());
     }
     SUBCASE("a writer that writes while the pass switches the scheduler is named, not written over unsaid") {
@@ -150,8 +150,8 @@ TEST_CASE("daemon scenario: enforce mode") {
         w.poke("scheduler", "kyber");
         w.sysfs.before_write["queue/scheduler"] = [&] { w.poke("read_ahead_kb", "1024"); };
         w.rec.reconcile("loop0", Trigger::verify);
-        CHECK(w.log.take() == V{"drift loop0 scheduler mq-deadline kyber", "drift loop0 nr_requests 64 256",
-                                "conflict loop0 read_ahead_kb 128 1024"});
+        CHECK(w.log.take() == Texts{"drift loop0 scheduler mq-deadline kyber", "drift loop0 nr_requests 64 256",
+                                    "conflict loop0 read_ahead_kb 128 1024"});
         CHECK(w.log.full.back().writer == "/etc/sysfs.conf:1");
         CHECK(w.log.full.back().message ==
               "sysfsutils /etc/sysfs.conf:1 set read_ahead_kb of loop0 to 1024 (policy says 128); re-applied");
@@ -171,21 +171,21 @@ TEST_CASE("daemon scenario: enforce mode") {
         w.poke("read_ahead_kb", "512");
         w.sysfs.before_write["queue/scheduler"] = [&] { w.poke("read_ahead_kb", "1024"); };
         w.rec.reconcile("loop0", Trigger::verify);
-        CHECK(w.log.take() == V{"drift loop0 scheduler mq-deadline kyber", "drift loop0 nr_requests 64 256",
-                                "conflict loop0 read_ahead_kb 128 1024"});
+        CHECK(w.log.take() == Texts{"drift loop0 scheduler mq-deadline kyber", "drift loop0 nr_requests 64 256",
+                                    "conflict loop0 read_ahead_kb 128 1024"});
         CHECK(w.log.full.back().writer == "/etc/sysfs.conf:1");
         CHECK(w.q("read_ahead_kb") == "128");
     }
     SUBCASE("a changed policy is applied, not called drift") {
         w.rec.set_policy(loops_policy("read_ahead_kb = 256\nscheduler = \"mq-deadline\"\nnr_requests = 64\n"));
         w.rec.reconcile("loop0", Trigger::verify);
-        CHECK(w.log.take() == V{"applied loop0 read_ahead_kb 256 256"});
+        CHECK(w.log.take() == Texts{"applied loop0 read_ahead_kb 256 256"});
     }
     SUBCASE("the same name with another identity is a new device") {
         w.tree.file(w.tree.devpath_of("loop0") + "/diskseq", "999");
         w.poke("read_ahead_kb", "2560");
         w.rec.reconcile("loop0", Trigger::changed);
-        CHECK(w.log.take() == V{"applied loop0 read_ahead_kb 128 128"});
+        CHECK(w.log.take() == Texts{"applied loop0 read_ahead_kb 128 128"});
     }
     SUBCASE("a vanished device is forgotten") {
         std::filesystem::remove(w.tree.root() / "block/loop0");
@@ -199,17 +199,17 @@ TEST_CASE("daemon scenario: observe mode alerts once per change and writes nothi
     w.rec.set_mode(policy::Mode::observe);
     w.rec.set_policy(loops_policy("read_ahead_kb = 128\n"));
     w.rec.reconcile("loop0", Trigger::added);
-    CHECK(w.log.take() == V{"drift loop0 read_ahead_kb 128 2560"});
+    CHECK(w.log.take() == Texts{"drift loop0 read_ahead_kb 128 2560"});
     CHECK(w.log.full.back().message == "read_ahead_kb of loop0 is 2560, policy says 128; observe mode: left as it is");
     w.rec.reconcile("loop0", Trigger::verify);
     CHECK(w.log.take().empty());
     w.poke("read_ahead_kb", "4096");
     w.rec.reconcile("loop0", Trigger::verify);
-    CHECK(w.log.take() == V{"drift loop0 read_ahead_kb 128 4096"});
+    CHECK(w.log.take() == Texts{"drift loop0 read_ahead_kb 128 4096"});
     CHECK(w.rec.summary().drifted == 1);
     w.poke("read_ahead_kb", "128");
     w.rec.reconcile("loop0", Trigger::verify);
-    CHECK(w.log.take() == V{"resolved loop0 read_ahead_kb 128 128"});
+    CHECK(w.log.take() == Texts{"resolved loop0 read_ahead_kb 128 128"});
     CHECK(w.sysfs.writes.size() == 2);  // only the test's own pokes
 }
 
@@ -218,7 +218,7 @@ TEST_CASE("daemon scenario: a scheduler the kernel refuses is not tried on every
     w.tree.file(w.tree.devpath_of("loop0") + "/queue/scheduler", "[none] mq-deadline");  // no bfq module either
     w.rec.set_policy(loops_policy("scheduler = [\"bfq\", \"mq-deadline\"]\n"));
     w.rec.reconcile("loop0", Trigger::added);
-    CHECK(w.log.take() == V{"applied loop0 scheduler mq-deadline mq-deadline"});
+    CHECK(w.log.take() == Texts{"applied loop0 scheduler mq-deadline mq-deadline"});
     CHECK(w.q("scheduler") == "none [mq-deadline]");
     CHECK(w.sysfs.writes.size() == 2);  // bfq (refused), then mq-deadline
 
@@ -255,7 +255,7 @@ TEST_CASE("daemon scenario: a value this host cannot give is one failed alert, n
     w.rec.reconcile("loop0", Trigger::verify);
     const auto back = w.log.take();
     INFO(policy::join(back, " / "));
-    CHECK(back == V{"resolved loop0 async_depth 16 16"});
+    CHECK(back == Texts{"resolved loop0 async_depth 16 16"});
     CHECK(w.q("async_depth") == "16");
     CHECK(w.rec.summary().failed == 0);
 }
@@ -290,13 +290,13 @@ TEST_CASE("daemon scenario: a driver putting a value back during its setup is pa
     World w;
     w.rec.set_policy(loops_policy("read_ahead_kb = 128\n"));
     w.rec.reconcile("loop0", Trigger::added);  // the kernel's add uevent
-    CHECK(w.log.take() == V{"applied loop0 read_ahead_kb 128 128"});
+    CHECK(w.log.take() == Texts{"applied loop0 read_ahead_kb 128 128"});
 
     // The driver finishes its setup after the add uevent (sd revalidates,
     // NVMe scans its namespaces): a limits update raises read_ahead_kb.
     w.poke("max_sectors_kb", "1280");
     w.rec.reconcile("loop0", Trigger::udev_processed);
-    CHECK(w.log.take() == V{"applied loop0 read_ahead_kb 128 128"});
+    CHECK(w.log.take() == Texts{"applied loop0 read_ahead_kb 128 128"});
     CHECK(w.log.full.back().message ==
           "set read_ahead_kb of loop0 to 128 again: the kernel put back 2560 while the device was still being set "
           "up; re-applied");
@@ -307,16 +307,16 @@ TEST_CASE("daemon scenario: a driver putting a value back during its setup is pa
     w.rec.reconcile("loop0", Trigger::verify);
     w.poke("max_sectors_kb", "1280");
     w.rec.reconcile("loop0", Trigger::verify);
-    CHECK(w.log.take() == V{"applied loop0 read_ahead_kb 128 128"});  // still within the second pass
+    CHECK(w.log.take() == Texts{"applied loop0 read_ahead_kb 128 128"});  // still within the second pass
     w.poke("max_sectors_kb", "1280");
     w.rec.reconcile("loop0", Trigger::verify);
-    CHECK(w.log.take() == V{"reverted loop0 read_ahead_kb 128 2560"});
+    CHECK(w.log.take() == Texts{"reverted loop0 read_ahead_kb 128 2560"});
 
     // A new add (the same device re-added) settles again.
     w.rec.reconcile("loop0", Trigger::added);
     w.poke("max_sectors_kb", "1280");
     w.rec.reconcile("loop0", Trigger::verify);
-    CHECK(w.log.take() == V{"applied loop0 read_ahead_kb 128 128"});
+    CHECK(w.log.take() == Texts{"applied loop0 read_ahead_kb 128 128"});
 }
 
 TEST_CASE("fault injection: the daemon keeps going through failing reads and writes") {
@@ -327,7 +327,7 @@ TEST_CASE("fault injection: the daemon keeps going through failing reads and wri
         w.rec.set_policy(loops_policy("read_ahead_kb = 128\nnomerges = 1\n"));
         w.sysfs.fail["queue/nomerges"] = err;
         CHECK(w.rec.reconcile("loop0", Trigger::added));
-        CHECK(w.log.take() == V{"failed loop0 nomerges 1 0", "applied loop0 read_ahead_kb 128 128"});
+        CHECK(w.log.take() == Texts{"failed loop0 nomerges 1 0", "applied loop0 read_ahead_kb 128 128"});
         w.sysfs.read_fail["queue/read_ahead_kb"] = err;
         CHECK(w.rec.reconcile("loop0", Trigger::verify));  // still running, one alert per change of state
         w.sysfs.read_fail.clear();
@@ -375,8 +375,8 @@ TEST_CASE("fault injection: a device pulled while its queue is being written is 
         w.sysfs.before_write.clear();
         w.tree.add_loop("loop0", 0, "/img");
         CHECK(w.rec.reconcile("loop0", Trigger::added));
-        CHECK(w.log.take() == V{"applied loop0 scheduler mq-deadline mq-deadline", "applied loop0 nr_requests 64 64",
-                                "applied loop0 read_ahead_kb 128 128"});
+        CHECK(w.log.take() == Texts{"applied loop0 scheduler mq-deadline mq-deadline",
+                                    "applied loop0 nr_requests 64 64", "applied loop0 read_ahead_kb 128 128"});
     }
 }
 
@@ -416,7 +416,7 @@ TEST_CASE("daemon scenario: another writer holds the queue (EBUSY): quiet at the
     w.rec.set_policy(loops_policy("nr_requests = 64\nread_ahead_kb = 128\n"));
     w.sysfs.busy["queue/nr_requests"] = 5;  // more than one pass's three writes
     w.rec.reconcile("loop0", Trigger::verify);
-    CHECK(w.log.take() == V{"applied loop0 read_ahead_kb 128 128"});
+    CHECK(w.log.take() == Texts{"applied loop0 read_ahead_kb 128 128"});
     CHECK(w.rec.devices().at("loop0").attrs.at("nr_requests").status == agent::AttrStatus::busy);
     CHECK(w.rec.summary().busy == 1);
     CHECK(std::any_of(w.log.lines.begin(), w.log.lines.end(), [](const std::string& l) {
@@ -425,7 +425,7 @@ TEST_CASE("daemon scenario: another writer holds the queue (EBUSY): quiet at the
 
     SUBCASE("the writer lets go before the next pass: applied, with the reason") {
         w.rec.reconcile("loop0", Trigger::verify);  // two more EBUSY, then taken
-        CHECK(w.log.take() == V{"applied loop0 nr_requests 64 64"});
+        CHECK(w.log.take() == Texts{"applied loop0 nr_requests 64 64"});
         CHECK(w.log.full.back().message ==
               "set nr_requests of loop0 to 64 (was 128; another writer held the queue at the pass before)");
         CHECK(w.q("nr_requests") == "64");
@@ -435,14 +435,14 @@ TEST_CASE("daemon scenario: another writer holds the queue (EBUSY): quiet at the
         w.sysfs.busy["queue/nr_requests"] = 100;
         w.rec.reconcile("loop0", Trigger::verify);
         const auto alerts = w.log.take();
-        REQUIRE(alerts == V{"failed loop0 nr_requests 64 128"});
+        REQUIRE(alerts == Texts{"failed loop0 nr_requests 64 128"});
         CHECK(w.log.full.back().message.find("cannot set nr_requests of loop0 to 64: still busy at a second pass") ==
               0);
         w.rec.reconcile("loop0", Trigger::verify);
         CHECK(w.log.take().empty());
         w.sysfs.busy["queue/nr_requests"] = 0;
         w.rec.reconcile("loop0", Trigger::verify);
-        CHECK(w.log.take() == V{"resolved loop0 nr_requests 64 64"});
+        CHECK(w.log.take() == Texts{"resolved loop0 nr_requests 64 64"});
     }
 }
 
@@ -465,7 +465,7 @@ TEST_CASE("daemon scenario: a value the policy stops declaring goes back to what
         w.rec.set_policy(loops_policy("scheduler = \"mq-deadline\"\n"));
         w.rec.reconcile("loop0", Trigger::verify);
         CHECK(w.log.take() ==
-              V{"restored loop0 nomerges 0 0", "restored loop0 read_ahead_kb " + ra_before + " " + ra_before});
+              Texts{"restored loop0 nomerges 0 0", "restored loop0 read_ahead_kb " + ra_before + " " + ra_before});
         CHECK(w.q("read_ahead_kb") == ra_before);
         CHECK(w.q("nomerges") == "0");
         CHECK(w.q("scheduler").find("[mq-deadline]") != std::string::npos);  // still declared: kept
@@ -492,7 +492,7 @@ TEST_CASE("daemon scenario: a value the policy stops declaring goes back to what
         w.poke("read_ahead_kb", "512");
         w.rec.set_policy(loops_policy("scheduler = \"mq-deadline\"\nnomerges = 1\n"));
         w.rec.reconcile("loop0", Trigger::verify);
-        CHECK(w.log.take() == V{"restored loop0 read_ahead_kb " + ra_before + " 512"});
+        CHECK(w.log.take() == Texts{"restored loop0 read_ahead_kb " + ra_before + " 512"});
         CHECK(w.log.full[n0].fields.front() == std::pair<std::string, std::string>{"RESTORE", "left"});
         CHECK(w.log.full[n0].message ==
               "left read_ahead_kb of loop0 as it is: it is now 512, not the 4096 blkpolicy "

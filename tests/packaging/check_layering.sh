@@ -14,19 +14,15 @@ trap 'rm -rf "$scratch"' EXIT
 cd "$scratch"
 cxx=${CXX:-c++}
 # Library -> the include directories its sources really compile with (from
-# compile_commands.json), found through one source file of it.
-declare -A source=(
-  [util]=util/files.cpp [kernel_rows]=kernel/rows.cpp [policy]=policy/values.cpp
-  [writer_model]=writers/model.cpp [writers]=writers/parsers.cpp [kernel]=kernel/audit.cpp
-  [udev]=udev/sysfs.cpp [systemd]=systemd/alerts.cpp [agent]=agent/state.cpp
-  [daemon]=agent/daemon/pending.cpp [measure]=measure/stat.cpp
-)
+# compile_commands.json), found through a compile of its target (bp_LIB):
+# one of its files, or one of its unity batches (BLKPOLICY_UNITY).
+libs=(util kernel_rows policy writer_model writers kernel udev systemd agent daemon measure)
 declare -A dirs
-for lib in "${!source[@]}"; do
-  dirs[$lib]=$(python3 - "$build_dir/compile_commands.json" "${source[$lib]}" <<'PY'
+for lib in "${libs[@]}"; do
+  dirs[$lib]=$(python3 - "$build_dir/compile_commands.json" "bp_$lib" <<'PY'
 import json, shlex, sys
 for entry in json.load(open(sys.argv[1])):
-    if entry["file"].endswith("/" + sys.argv[2]):
+    if f"CMakeFiles/{sys.argv[2]}.dir/" in entry["command"]:
         args = shlex.split(entry["command"])
         out = [args[i + 1] for i, a in enumerate(args) if a in ("-I", "-isystem")]
         out += [a[2:] for a in args if a.startswith("-I") and len(a) > 2]

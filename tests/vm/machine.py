@@ -129,8 +129,8 @@ def install_package(g, timeout=300, if_missing=False):
 
 
 def quick_triggers(g):
-    """The shared guest's setup for the many installs and purges of its
-    groups: the initramfs is not made again (initramfs_updates), nor man-db's
+    """Every guest's setup for the installs and purges of its group (and
+    of the saved guest with the package installed): the initramfs is not made again (initramfs_updates), nor man-db's
     index (its trigger runs mandb on every package carrying man pages unless
     /var/lib/man-db/auto-update exists; man(1), which systemd-analyze verify
     runs, reads the pages without it)."""

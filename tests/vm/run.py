@@ -115,20 +115,41 @@ def suite_snapshot(suite, image):
     return snapshots.booted(image, machine.DISKS, machine.CONTROLLERS, spec.get("smp", 2), spec.get("append", ""))
 
 
+# The groups that start from the booted guest without the package: the
+# install is what they test. Every other group starts from the guest with
+# the package installed (snapshots.installed).
+FROM_BOOTED = {"service"}
+
+
+def suite_installed(suite, image, pkg, base):
+    """The suite's saved guest with the package installed."""
+    spec = images.SUITES[suite]
+    return snapshots.installed(base, image, pkg, machine.DISKS, machine.CONTROLLERS, spec.get("smp", 2),
+                               spec.get("append", ""), before=machine.quick_triggers)
+
+
 def prepare(suites, groups):
-    """{suite: (Image, Package, Snapshot or None)}, built (or taken from the
-    cache) in parallel: the images of every suite, the package of each
-    suite whose package the guests install, and the saved guest of each
-    suite that runs a group on it (GROUPS)."""
+    """{suite: (Image, Package, {"booted"|"installed": Snapshot})}, built (or
+    taken from the cache) in parallel: the images of every suite, the
+    package of each suite whose package the guests install, and the saved
+    guests of each suite that runs a group on them (GROUPS)."""
     # Every suite's three at once (the snapshots wait for their images).
     with concurrent.futures.ThreadPoolExecutor(max_workers=3 * len(suites)) as pool:
         image_jobs = {s: pool.submit(images.guest_image, s) for s in suites}
         pkg_suites = sorted({images.SUITES[s]["package"] for s in suites})
         pkg_jobs = {p: pool.submit(package.build_package, p) for p in pkg_suites}
-        snap_jobs = {s: pool.submit(lambda s=s: suite_snapshot(s, image_jobs[s].result()))
-                     for s in suites if set(groups[s]) - OWN_GUEST}
-        return {s: (image_jobs[s].result(), pkg_jobs[images.SUITES[s]["package"]].result(),
-                    snap_jobs[s].result() if s in snap_jobs else None) for s in suites}
+        def snaps(s):
+            image = image_jobs[s].result()
+            kinds = set(groups[s]) - OWN_GUEST
+            out = {"booted": suite_snapshot(s, image)} if kinds else {}
+            if kinds - FROM_BOOTED:
+                pkg = pkg_jobs[images.SUITES[s]["package"]].result()
+                out["installed"] = suite_installed(s, image, pkg, out["booted"])
+            return out
+
+        snap_jobs = {s: pool.submit(snaps, s) for s in suites}
+        return {s: (image_jobs[s].result(), pkg_jobs[images.SUITES[s]["package"]].result(), snap_jobs[s].result())
+                for s in suites}
 
 
 def run_job(job, built, args, run_dir, results):
@@ -136,7 +157,8 @@ def run_job(job, built, args, run_dir, results):
     groups in OWN_GUEST) one the group boots itself."""
     suite, group = job
     ts = time.monotonic()
-    image, pkg, snap = built
+    image, pkg, snaps = built
+    snap = snaps.get("booted" if group in FROM_BOOTED else "installed")
     # Each job its own share: the package's repository, and what a group
     # copies out of its guest (an initramfs) beside no other job's.
     share = os.path.join(run_dir, suite, f"share-{group}")
@@ -226,15 +248,15 @@ def main():
         built = prepare(suites, groups)
         results.figure("all", "images, chroots, packages and snapshots ready", round(time.monotonic() - t0), "s")
         for s in suites:
-            image, pkg, snap = built[s]
+            image, pkg, snaps = built[s]
             results.figure(s, "guest kernel", image.kernel_release)
             cc = ""
             if pkg.ccache:
                 cc = f", {pkg.ccache[0] + pkg.ccache[1]} of {sum(pkg.ccache)} objects from the compiler cache"
             results.figure(s, "package", f"{os.path.basename(pkg.deb)} built in {pkg.build_seconds:.0f} s{cc}",
                            "(the same source: built once)")
-            if snap:
-                results.figure(s, "snapshot: the guest booted and saved in", round(snap.seconds), "s")
+            for kind, snap in snaps.items():
+                results.figure(s, f"snapshot ({kind}): made in", round(snap.seconds), "s")
         jobs = [(s, g) for s in suites for g in GROUPS if g in groups[s]]
         jobs.sort(key=lambda j: -EXPECTED_SECONDS.get(j, 0))
         slots = max(1, min(args.jobs, len(jobs)))

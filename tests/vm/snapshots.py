@@ -18,6 +18,7 @@ the qemu that saved it, with the same devices.
 """
 
 import os
+import shutil
 import subprocess
 import time
 
@@ -46,31 +47,78 @@ def _qemu_version():
                           text=True).stdout.splitlines()[0]
 
 
-def booted(image, disks, controllers, cpus, append="", memory_mb=2048):
-    """The Snapshot of IMAGE booted on this machine, made if missing."""
+def _saved(kind, what, image, disks, controllers, cpus, append, memory_mb, key_parts, setup, base=None,
+           repo=None):
+    """A cache entry KIND-SUITE-KEY holding a guest saved after SETUP(guest)
+    ran in it: booted, or (BASE) restored from another snapshot, with REPO
+    (a package's local repository) in its share."""
     def build(work):
         t0 = time.monotonic()
-        share = os.path.join(work, "share")  # the device is part of the machine; nothing is mounted
+        share = os.path.join(work, "share")  # the device is part of the machine
         os.makedirs(share)
-        g = Guest(image, work, disks=[d for d in disks if d.migratable], share=share, memory_mb=memory_mb, cpus=cpus,
-                  controllers=controllers, append=append)
-        # No share mounted, no tracepoints held: the state is the boot's alone.
-        g._after_start = lambda: None
+        if repo:
+            shutil.copytree(repo, os.path.join(share, "repo"))
+        # Booted: without the disks QEMU cannot save. Restored: with them
+        # (hot-added), taken away again before the save.
+        g = Guest(image, work, disks=disks if base else [d for d in disks if d.migratable], share=share,
+                  memory_mb=memory_mb, cpus=cpus, controllers=controllers, append=append, snapshot=base)
+        if not base:
+            g._after_start = lambda: None  # no share mounted, no tracepoints held
         try:
-            g.boot()
-            g.run("systemctl is-system-running --wait", check=False, timeout=300)
-            g.sh("udevadm settle; sync", timeout=120)
+            g.start()
+            setup(g)
             g.save(os.path.join(work, "state"))
         finally:
             g.poweroff()
-        os.rmdir(share)
+        shutil.rmtree(share)
         for name in os.listdir(work):
-            if name.startswith("boot"):
-                subprocess.run(["rm", "-rf", os.path.join(work, name)], check=True)
+            path = os.path.join(work, name)
+            if name.startswith("boot") or (name.endswith(".qcow2") and name != "root.qcow2" and
+                                           not any(d.migratable and name == f"{d.node}.qcow2" for d in disks)):
+                subprocess.run(["rm", "-rf", path], check=True)
         with open(os.path.join(work, "seconds"), "w") as f:
             f.write(f"{time.monotonic() - t0:.1f}\n")
 
     saved = [d.spec() for d in disks if d.migratable]
-    key = images._key(RECIPE, image.dir, image.kernel, image.initrd, saved, list(controllers), cpus, append,
-                      memory_mb, _qemu_version())
-    return Snapshot(images.cache_entry("snap", image.suite, key, "a booted guest, saved", build))
+    key = images._key(RECIPE, kind, image.dir, image.kernel, image.initrd, saved, list(controllers), cpus, append,
+                      memory_mb, _qemu_version(), *key_parts)
+    return Snapshot(images.cache_entry(kind, image.suite, key, what, build))
+
+
+def _settled(g):
+    """The default target reached, udev done, the disks written out."""
+    g.run("systemctl is-system-running --wait", check=False, timeout=300)
+    g.sh("udevadm settle; sync", timeout=120)
+
+
+def booted(image, disks, controllers, cpus, append="", memory_mb=2048):
+    """The Snapshot of IMAGE booted on this machine, made if missing."""
+    return _saved("snap", "a booted guest, saved", image, disks, controllers, cpus, append, memory_mb, [], _settled)
+
+
+def installed(base, image, pkg, disks, controllers, cpus, append="", memory_mb=2048, before=None):
+    """BASE (a booted guest's Snapshot) with PKG installed from its local
+    repository, nothing enabled: the start of every group that does not
+    test the install itself (the service group does, from BASE). BEFORE(g)
+    runs first (the harness's own settings). Keyed by the package: a commit
+    that changed the product makes it again (one install, where every
+    group made its own)."""
+    def setup(g):
+        if before:
+            before(g)
+        machine_install(g)
+        # What the save needs: the share unmounted (QEMU saves no guest
+        # with a 9p export mounted), the disks it cannot save taken away.
+        g.sh("umount /mnt/share")
+        for d in disks:
+            if not d.migratable:
+                g.unplug(d.node)
+        g.wait_for("udevadm settle && sync", timeout=120, what="udev and the disks, settled")
+
+    from machine import install_package as machine_install
+    return _saved("inst", "the package installed in a booted guest, saved", image, disks, controllers, cpus, append,
+                  memory_mb, [base.dir, pkg.dir, INSTALLED_RECIPE], setup, base=base, repo=pkg.repo)
+
+
+# What installed() does, for its key.
+INSTALLED_RECIPE = "2026-12-06 quick triggers, apt install from the share's repository, share unmounted, nvme unplugged"

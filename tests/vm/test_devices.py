@@ -152,10 +152,7 @@ def setup(ctx):
     g, s, R = ctx.guest, ctx.suite, ctx.results
     with R.step(s, "devices: pristine disks, the package installed (not enabled), stacks built", fatal=True):
         with R.timed(s, "devices setup: the package installed"):
-            g.write_file("/etc/apt/sources.list.d/blkpolicy-test.list",
-                         "deb [trusted=yes] file:/mnt/share/repo ./\n")
-            g.sh("apt-get update -q >/dev/null && "
-                 "DEBIAN_FRONTEND=noninteractive apt-get install -y -q blkpolicy >/dev/null 2>&1", timeout=300)
+            machine.install_package(g, if_missing=True)
         expect(g.run(f"systemctl is-active -q {UNIT}", check=False)[0] != 0, "the service runs: disks not pristine")
         with R.timed(s, "devices setup: every disk there, its pristine values read"):
             machine.wait_all_disks(g)
@@ -883,30 +880,9 @@ def hotplug(ctx):
         expect(not listed, f"daemon.json still lists {sorted(listed)} 30 s after the disks went")
         expect(not kept, f"frozen facts of removed disks are kept: {kept.split()}")
 
-    with R.step(s, "the same hotplug with an equivalent udev rule (for comparison)"):
-        g.sh(f"systemctl stop {UNIT}")
-        g.write_file("/etc/udev/rules.d/61-bp-hot.rules", HOT_UDEV_RULE)
-        g.sh("udevadm control --reload")
-        _start_monitor(g)
-        added = {}
-        try:
-            for label, device, props in HOT_CLASSES:
-                added[label] = machine.hot_add(g, f"bp-hotu-{device.split('-')[0]}", device, **props)
-            _wait_values(g, added.values())
-            log, seen = _stop_monitor(g)
-            times = _uevent_times(log)
-            for label, name in added.items():
-                k = times.get(("KERNEL", name))
-                expect(k is not None and name in seen, f"{label} {name}: kernel {k}, seen {seen.get(name)}")
-                R.figure(s, f"hotplug {label}: kernel add uevent -> values on the disk (udev rule)",
-                         round((seen[name] - k) * 1000), "ms")
-        finally:
-            _stop_monitor(g)
-            for label, device, _ in HOT_CLASSES:
-                if label in added:
-                    g.unplug(f"bp-hotu-{device.split('-')[0]}")
-            g.sh("rm -f /etc/udev/rules.d/61-bp-hot.rules && udevadm control --reload")
-
+    g.sh(f"systemctl stop {UNIT}")
+    if "hotplug-udev" in ctx.device_checks:
+        hotplug_udev(ctx)
     if "burst" in ctx.device_checks:
         burst(ctx)
 
@@ -939,6 +915,34 @@ def _unplug_burst(g, prefix, count=BURST):
             g.unplug(f"{prefix}{i:02d}")
         except Exception:  # not added, or already gone
             pass
+
+
+def hotplug_udev(ctx):
+    """The same hotplug with an equivalent udev rule: a comparison (figures
+    only; bench/peers.sh measures it), run with --all-checks."""
+    g, s, R = ctx.guest, ctx.suite, ctx.results
+    with R.step(s, "the same hotplug with an equivalent udev rule (for comparison)"):
+        g.write_file("/etc/udev/rules.d/61-bp-hot.rules", HOT_UDEV_RULE)
+        g.sh("udevadm control --reload")
+        _start_monitor(g)
+        added = {}
+        try:
+            for label, device, props in HOT_CLASSES:
+                added[label] = machine.hot_add(g, f"bp-hotu-{device.split('-')[0]}", device, **props)
+            _wait_values(g, added.values())
+            log, seen = _stop_monitor(g)
+            times = _uevent_times(log)
+            for label, name in added.items():
+                k = times.get(("KERNEL", name))
+                expect(k is not None and name in seen, f"{label} {name}: kernel {k}, seen {seen.get(name)}")
+                R.figure(s, f"hotplug {label}: kernel add uevent -> values on the disk (udev rule)",
+                         round((seen[name] - k) * 1000), "ms")
+        finally:
+            _stop_monitor(g)
+            for label, device, _ in HOT_CLASSES:
+                if label in added:
+                    g.unplug(f"bp-hotu-{device.split('-')[0]}")
+            g.sh("rm -f /etc/udev/rules.d/61-bp-hot.rules && udevadm control --reload")
 
 
 def burst(ctx):
@@ -1096,28 +1100,32 @@ COMPARED = ["scheduler", "read_ahead_kb", "nr_requests", "rotational", "wbt_lat_
 def _all_values(g):
     machine.wait_all_disks(g)
     time.sleep(2)  # the daemon acts on udev's last events
-    out = {}
-    for serial, name in disks_by_serial(g).items():
-        v = read_queue(g, name, COMPARED)
-        rc, t, _ = g.run(f"cat /sys/block/{name}/device/timeout", check=False)
-        v["device/timeout"] = t.strip() if rc == 0 else "-"
-        out[serial] = v
-    return out
+    names = disks_by_serial(g)
+    queues = machine.read_queues(g, {name: COMPARED for name in names.values()})
+    timeouts = dict(line.split(" ", 1) for line in g.sh("".join(
+        f"t=-; read -r t 2>/dev/null < /sys/block/{n}/device/timeout; echo {n} $t\n" for n in names.values())).splitlines())
+    return {serial: dict(queues[name], **{"device/timeout": timeouts[name]}) for serial, name in names.items()}
+
+
+# What udevd does with every device at boot (systemd-udev-trigger.service),
+# then waits for, as systemd-udev-settle would.
+COLDPLUG = ("udevadm control --reload && udevadm trigger --type=subsystems --action=add && "
+            "udevadm trigger --type=devices --action=add && udevadm settle")
 
 
 def udev_equivalence(ctx):
     g, s, R = ctx.guest, ctx.suite, ctx.results
-    with R.step(s, "udev rules applied by udevd at boot and their import applied by blkpolicy: the same values"):
+    with R.step(s, "udev rules applied by udevd to every device (coldplug, as at boot) and their import applied by "
+                   "blkpolicy's daemon, each on pristine disks: the same values"):
+        g.restore()  # pristine disks, the package installed, nothing running
         g.write_file("/etc/udev/rules.d/60-bp-tuning.rules", EQUIVALENCE_RULES)
         rc, policy, err = g.run("blkpolicy import /etc/udev/rules.d/60-bp-tuning.rules", check=False)
         expect(rc == 0, f"import left something out (exit {rc}):\n{err}")
-        g.sh(f"systemctl disable {UNIT} 2>/dev/null; systemctl stop {UNIT}")
-        g.reboot()
+        g.sh(COLDPLUG, timeout=300)
         by_udev = _all_values(g)
-        g.sh("rm /etc/udev/rules.d/60-bp-tuning.rules")
+        g.restore()
         g.write_file("/etc/blkpolicy/policy.toml", policy)
-        g.sh(f"blkpolicy check && systemctl enable {UNIT} 2>/dev/null")
-        g.reboot()
+        g.sh(f"blkpolicy check && systemctl start {UNIT}")
         g.wait_for(f"systemctl is-active -q {UNIT}", timeout=60, what="the service")
         by_blkpolicy = _all_values(g)
         bad = [f"{serial} {attr}: udev {v!r}, blkpolicy {by_blkpolicy.get(serial, {}).get(attr)!r}"
@@ -1210,9 +1218,10 @@ def host_facts(ctx):
 
 
 # The checks of this group; run.py says which each guest runs (CHECKS).
-# burst-udev, the same burst against an equivalent udev rule, is a
-# comparison (a benchmark, about three minutes): --all-checks runs it.
-ALL_CHECKS = ("burst", "burst-udev", "udev-equivalence")
+# burst-udev and hotplug-udev, the same burst and hotplug against an
+# equivalent udev rule, are comparisons (benchmarks: bench/peers.sh):
+# --all-checks runs them.
+ALL_CHECKS = ("burst", "burst-udev", "udev-equivalence", "hotplug-udev")
 
 
 def run(ctx):

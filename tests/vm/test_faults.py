@@ -11,7 +11,7 @@ policy file missing, a FIFO or a symlink into /proc at reload, and missing
 at start, a storm of reloads during a storm of change uevents, the wall
 clock set forward and back, udevd stopped, killed and started after the
 daemon, a SCSI disk and an NVMe disk pulled while the daemon's scheduler
-switch waits for their queue, and 6 rounds of 16 disks added and removed.
+switch waits for their queue, and 3 rounds of 16 disks added and removed.
 """
 
 import json
@@ -94,7 +94,7 @@ def setup(ctx):
     g, s, R = ctx.guest, ctx.suite, ctx.results
     with R.step(s, "faults: the package, enforce mode every 2 s, watchdog 6 s, metrics on a 1 MiB tmpfs", fatal=True):
         with R.timed(s, "faults setup: the package installed"):
-            machine.install_package(g)
+            machine.install_package(g, if_missing=True)
         with R.timed(s, "faults setup: the daemon started, its metrics written"):
             # A persistent journal, as most hosts keep it: a full /run must not
             # take the journal's own storage with it.
@@ -692,7 +692,11 @@ def clock_jumps(ctx):
             g.sh("systemctl start systemd-timesyncd 2>/dev/null || true")
 
 
-CHURN_ROUNDS = 6
+# Three rounds: round 1 against round 3 shows a leak (descriptors, RSS,
+# anything of a removed disk kept). The longer series (6, 10 and 20 rounds
+# until 2026-12-06) gave the same answers; their figures are in
+# tests/vm/README.md.
+CHURN_ROUNDS = 3
 CHURN_DISKS = 16
 # The churn's disks by their unit serial (VPD 0x80): one grep over them all.
 _NAMES_BY_SERIAL = "grep -aoE 'bp-f-churn[0-9]+' /sys/block/sd*/device/vpd_pg80 2>/dev/null; true"

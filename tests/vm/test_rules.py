@@ -84,7 +84,7 @@ def zoned_btrfs(ctx):
     g, s, R = ctx.guest, ctx.suite, ctx.results
     with R.step(s, "rules: btrfs-progs' zoned rule names no disk its conditions exclude; one of its shape that "
                    "selects a btrfs disk is named there only", fatal=True):
-        machine.install_package(g, timeout=300)
+        machine.install_package(g, timeout=300, if_missing=True)
         g.sh(f"systemctl disable --now {UNIT} 2>/dev/null; rm -f /etc/blkpolicy/policy.d/*.toml")
         g.sh(f"test -e {VENDOR_ZONED}")
         machine.wait_all_disks(g)

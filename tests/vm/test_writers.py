@@ -89,7 +89,7 @@ def _wait_values(g, names, want, timeout, what):
 def run(ctx):
     g, s, R = ctx.guest, ctx.suite, ctx.results
     with R.step(s, "writers: TuneD, sysfsutils and tmpfiles.d write their values (blkpolicy stopped)", fatal=True):
-        machine.install_package(g, timeout=300)
+        machine.install_package(g, timeout=300, if_missing=True)
         g.sh(f"systemctl disable --now {UNIT} 2>/dev/null; rm -f /etc/blkpolicy/policy.d/*.toml")
         machine.wait_all_disks(g)
         by_serial = disks_by_serial(g)
