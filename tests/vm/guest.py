@@ -487,13 +487,23 @@ class Guest:
     with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "measure", "events.cpp")) as f:
         HELD_EVENTS = tuple(f"{grp}/{ev}" for grp, ev in
                             re.findall(r'TracedEvent::\w+,\s*"(\w+)",\s*"(\w+)"', f.read()))
-    HOLD_INSTANCE = "bp-harness-hold"
+    # Two of them: an event enabled in one instance makes its tracepoint's
+    # static call go straight to the one probe; a second probe (another
+    # instance: blkpolicy's) makes it go through the tracepoint's iterator,
+    # and that switch patches the call in every function the tracepoint is
+    # in, as the key's switch would ("Oops: int3" in blk_mq_submit_bio at a
+    # call, on 6.12 in the measure group of 2026-12-06, a udev worker
+    # reading a new dm device while measure set its instance up). With two
+    # held, the call stays on the iterator whatever blkpolicy enables.
+    HOLD_INSTANCES = ("bp-harness-hold", "bp-harness-hold2")
 
     def hold_tracepoints(self):
         t = "/sys/kernel/tracing"
-        d = f"{t}/instances/{self.HOLD_INSTANCE}"
-        enables = " ".join(f"{d}/events/{e}/enable" for e in self.HELD_EVENTS)
-        self.sh(f"mountpoint -q {t} || mount -t tracefs tracefs {t}; mkdir -p {d}; echo 0 > {d}/tracing_on; "
+        enables = " ".join(f"{t}/instances/{i}/events/{e}/enable" for i in self.HOLD_INSTANCES
+                           for e in self.HELD_EVENTS)
+        dirs = " ".join(f"{t}/instances/{i}" for i in self.HOLD_INSTANCES)
+        self.sh(f"mountpoint -q {t} || mount -t tracefs tracefs {t}; for d in {dirs}; do mkdir -p $d; "
+                f"echo 0 > $d/tracing_on; done; "
                 f"for f in {enables}; do [ -e $f ] && echo 1 > $f; done; true", timeout=60)
 
     def serial_tail(self, n=40):

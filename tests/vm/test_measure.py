@@ -89,6 +89,15 @@ def _device(doc, name):
     raise AssertionError(f"no {name} in the report")
 
 
+def _writes_issued(doc, name):
+    """Writes that reached NAME in the window: completed requests and those
+    merged into them (stat fields 5 and 6). Under "write through" the block
+    layer may merge two of dd's O_DSYNC writes into one request (187
+    requests and 13 merges for 200 writes, once in a busy run)."""
+    stat = _device(doc, name)["stat"]
+    return stat["writes"] + stat["writes_merged"]
+
+
 def wbt(ctx, names):
     g, s, R = ctx.guest, ctx.suite, ctx.results
     v = names["bp-virtio1"]
@@ -136,7 +145,7 @@ def flushes(ctx, names):
         doc = _measured(g, writes, d)
         after = _device(doc, d)["flushes"]
         expect_eq(after["flushes"], 0, "flushes under write through")
-        expect(after["writes"] >= 200 and after["at_risk"], after["sentence"])
+        expect(_writes_issued(doc, d) >= 200 and after["at_risk"], after["sentence"])
         expect([f["code"] for f in doc["findings"]] == ["flushes-dropped"], f"findings: {doc['findings']}")
         R.figure(s, "200 O_DSYNC writes on the SCSI disk",
                  f"write back: {before['flushes']} flushes beside {before['writes']} writes; write through: "
@@ -159,7 +168,7 @@ def flushes(ctx, names):
                  f"cache_type / queue: {' / '.join(kernel_view)}; {temp['flushes']} flushes beside "
                  f"{temp['writes']} writes; device cache: {temp['device_cache']} ({temp['device_cache_source']})")
         expect_eq(kernel_view, ("write through", "write through"), "the kernel's view after the temporary mode")
-        expect(temp["flushes"] == 0 and temp["writes"] >= 200 and temp["at_risk"], temp["sentence"])
+        expect(temp["flushes"] == 0 and _writes_issued(doc, d) >= 200 and temp["at_risk"], temp["sentence"])
         expect_eq([(f["code"], f["severity"]) for f in doc["findings"]], [("flushes-dropped", "critical")],
                   "the findings under temporary write through")
         expect(temp["device_cache_source"].startswith("the drive's caching mode page: WCE=1"),
@@ -237,7 +246,7 @@ def dm_write_through(ctx, names):
                 doc = _measured(g, writes, f"{dm} {d}")
                 after = int(g.sh(flushes_of))
                 found = [(f["device"], f["code"], f["severity"]) for f in doc["findings"]]
-                seen[mode] = {"disk flushes": after - before, "dm writes": _device(doc, dm)["stat"]["writes"],
+                seen[mode] = {"disk flushes": after - before, "dm writes": _writes_issued(doc, dm),
                               "findings": found, "dm note": _device(doc, dm)["flushes"]["note"]}
             R.figure(s, "200 O_DSYNC writes through dm-linear", json.dumps(seen))
             back, through = seen["write back"], seen["write through"]
