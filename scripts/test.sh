@@ -37,8 +37,8 @@ cd "$(dirname "$0")/.."
 # The budget: every step's start and length, printed at the end of every
 # run (also a failed one), with the guests' own per job (tests/vm/run.py)
 # and the time each cache entry took to make (build/vm-prepare.log). The
-# targets: 45 minutes from cold caches (no guest image, chroot, package or
-# compiler cache yet), 30 with them warm (tests/vm/README.md records both).
+# targets: 45 minutes from cold caches (no guest image yet: a new machine),
+# 30 with them warm (tests/vm/README.md records both).
 step() { echo "== $* (at ${SECONDS} s)"; }
 budget=()
 timed() { # LABEL CMD...: runs CMD, keeps its time in the budget
@@ -49,8 +49,7 @@ timed() { # LABEL CMD...: runs CMD, keeps its time in the budget
     return $rc
 }
 cache_state=warm
-if [[ -z "$(ls -d "${BLKPOLICY_VM_CACHE:-/var/cache/blkpolicy-vm}"/image-* 2>/dev/null)" ]] ||
-    [[ -z "$(ls -A "${CCACHE_DIR:-$HOME/.cache/ccache}" 2>/dev/null)" ]]; then
+if [[ -z "$(ls -d "${BLKPOLICY_VM_CACHE:-/var/cache/blkpolicy-vm}"/image-* 2>/dev/null)" ]]; then
     cache_state=cold
 fi
 print_budget() {
