@@ -60,8 +60,9 @@ print_budget() {
     if [[ -f build/vm-prepare.log ]]; then
         grep -h " ready in " build/vm-prepare.log | sed 's/^\[vm\] /  made in the background: /' || true
     fi
-    if [[ -f /var/tmp/blkpolicy-vm-runs/last-results.json && -n "${guests_started:-}" ]]; then
-        /usr/bin/python3 tests/vm/run.py --budget /var/tmp/blkpolicy-vm-runs/last-results.json || true
+    local results=${BLKPOLICY_VM_RUNS:-/var/tmp/blkpolicy-vm-runs}/last-results.json
+    if [[ -f $results && -n "${guests_started:-}" ]]; then
+        /usr/bin/python3 tests/vm/run.py --budget "$results" || true
     fi
     printf '  %6s %6d  the whole run (%d:%02d)\n' "" "$SECONDS" $((SECONDS / 60)) $((SECONDS % 60))
     if ((SECONDS > target * 60)); then
