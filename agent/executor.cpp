@@ -5,8 +5,10 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <optional>
 #include <set>
 
+#include "measure/stat.hpp"
 #include "policy/values.hpp"
 #include "udev/discovery.hpp"
 #include "util/files.hpp"
@@ -119,6 +121,49 @@ private:
         return write_settled(a, value, r);
     }
 
+    // A queue write freezes the queue (a scheduler switch, nr_requests, wbt
+    // and limits writes on every kernel: shared/KERNEL.md): it waits for the
+    // requests in flight, and while it waits every new I/O of the disk waits
+    // behind it. Requests that make no progress (a device that stopped
+    // answering, a write the host holds) would hold that freeze, and every
+    // reader of the disk with it, for as long as they do: LVM's scan at
+    // boot, a mount. So before this pass's first queue write, requests in
+    // flight must complete or drain within kStuckWindow; where none does,
+    // the device's queue writes are left, as busy, for a later pass.
+    static constexpr std::chrono::milliseconds kStuckWindow{200};
+    static constexpr std::chrono::milliseconds kStuckLook{10};
+
+    bool io_stuck() {
+        if (stuck_checked_) return stuck_;
+        stuck_checked_ = true;
+        using measure::StatField;
+        // The disk's stat file: requests in flight now, and those completed.
+        auto look = [&]() -> std::optional<measure::IoStat> {
+            auto text = sysfs_.read(dir_ + "stat");
+            return text.ok() ? measure::parse_stat(text.value) : std::nullopt;
+        };
+        auto completed = [](const measure::IoStat& st) {
+            std::uint64_t n = st[StatField::reads] + st[StatField::writes];
+            for (auto f : {StatField::discards, StatField::flushes})
+                if (st.has(f)) n += st[f];
+            return n;
+        };
+        const auto first = look();
+        if (!first || (*first)[StatField::in_flight] == 0) return false;
+        auto now = first;
+        for (auto waited = std::chrono::milliseconds(0); waited < kStuckWindow; waited += kStuckLook) {
+            if (retry_.pause) retry_.pause(kStuckLook);
+            now = look();
+            if (!now || (*now)[StatField::in_flight] == 0 || completed(*now) != completed(*first)) return false;
+        }
+        stuck_ = true;
+        stuck_detail_ = std::to_string((*now)[StatField::in_flight]) + " request(s) in flight completed none in " +
+                        std::to_string(kStuckWindow.count()) +
+                        " ms: a queue write would freeze the queue behind them, and every reader of the disk with "
+                        "it";
+        return true;
+    }
+
     // A write the kernel still refused with EBUSY when the bound ran out.
     void busy(const AttributeResult& r, Outcome& outcome, std::string& detail) const {
         using std::chrono::duration_cast;
@@ -196,6 +241,12 @@ private:
         if (r.before == a.expected && !a.zero_first) {
             r.outcome = Outcome::unchanged;
             r.after = r.before;
+            return r;
+        }
+        if (a.path.rfind("queue/", 0) == 0 && io_stuck()) {
+            r.outcome = Outcome::busy;
+            r.after = r.before;
+            r.detail = stuck_detail_;
             return r;
         }
         if (int werr = write_first_accepted(a, r.before, r)) {
@@ -285,7 +336,10 @@ private:
     const BusyRetry& retry_;
     std::string dir_;
     std::set<kernel::WriteCause> written_;
-    bool wrote_ = false;  // anything written yet in this pass
+    bool wrote_ = false;          // anything written yet in this pass
+    bool stuck_checked_ = false;  // requests in flight looked at (once a pass)
+    bool stuck_ = false;          // ... and none of them completed
+    std::string stuck_detail_;
 };
 
 }  // namespace

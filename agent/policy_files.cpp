@@ -73,7 +73,10 @@ PolicyFileList find_policy_files(const std::vector<std::string>& explicit_paths,
         return list;
     }
 
-    if (fs::exists(defaults.main_file, ec)) list.files.push_back(defaults.main_file);
+    // A link there whose target is gone is a policy that cannot be read
+    // (reading it says so), not no policy: it is never left out quietly.
+    if (fs::exists(defaults.main_file, ec) || fs::is_symlink(fs::symlink_status(defaults.main_file, ec)))
+        list.files.push_back(defaults.main_file);
     std::map<std::string, fs::path> by_name;  // file name -> highest-priority path
     for (const auto& dir : defaults.dropin_dirs) {
         for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {

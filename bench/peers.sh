@@ -11,8 +11,12 @@
 # BLKPOLICY_PEERS_BURST (default 64) and BLKPOLICY_PEERS_IDLE_SECONDS
 # (default 60) make a shorter run for trying it out; BLKPOLICY_PEERS_TOOLS
 # (blkpolicy tuned udev floor) and BLKPOLICY_PEERS_ROWS (hotplug burst idle
-# boot) run some of it:
+# boot root) run some of it; BLKPOLICY_PEERS_ROOT_BOOTS (default 5) boots
+# each root-disk kind that many times (the figure is their median), and
+# BLKPOLICY_PEERS_ROOT_KINDS (unit hook udev: the package's unit alone, its
+# initramfs hook, a udev rule) runs some of them:
 #   BLKPOLICY_PEERS_TOOLS="blkpolicy floor" BLKPOLICY_PEERS_ROWS=burst bench/peers.sh
+#   BLKPOLICY_PEERS_TOOLS=blkpolicy BLKPOLICY_PEERS_ROWS=root bench/peers.sh --suite trixie
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh --tests

@@ -289,12 +289,59 @@ void initramfs_policy_stale(AuditState& st, Findings& out) {
     const bool packed = !in.initramfs_digest.empty();
     const auto& theirs = packed ? in.initramfs_digest : in.boot_digest;
     if (!in.with_policy || theirs.empty() || theirs == in.policy_digest) return;
+    // Which files, where the hook noted them one by one.
+    std::vector<std::string> edited, added, removed;
+    if (packed && !in.initramfs_files.empty()) {
+        std::map<std::string, std::string> then(in.initramfs_files.begin(), in.initramfs_files.end());
+        for (const auto& [path, digest] : in.policy_files) {
+            auto it = then.find(path);
+            if (it == then.end())
+                added.push_back(path);
+            else if (it->second != digest)
+                edited.push_back(path);
+            if (it != then.end()) then.erase(it);
+        }
+        for (const auto& [path, digest] : then) removed.push_back(path);
+    }
+    std::string which;
+    auto say = [&](const char* how, const std::vector<std::string>& paths) {
+        if (paths.empty()) return;
+        which += std::string(which.empty() ? " (" : "; ") + how + ": " + policy::join(paths, ", ");
+    };
+    say("edited since", edited);
+    say("added since", added);
+    say("removed since", removed);
+    if (!which.empty()) which += ")";
+    std::vector<std::pair<std::string, std::string>> evidence = {
+        {"policy digest", in.policy_digest},
+        {packed ? "initramfs digest (its hook)" : "initramfs digest (this boot's pass)", theirs}};
+    for (const auto& p : edited) evidence.push_back({"edited since the initramfs was made", p});
+    for (const auto& p : added) evidence.push_back({"added since the initramfs was made", p});
+    for (const auto& p : removed) evidence.push_back({"removed since the initramfs was made", p});
+    evidence.push_back({"fix", "update-initramfs -u (initramfs-tools) or dracut -f (dracut)"});
     out.push_back({std::string(kHostDevice),
-                   "the policy in the initramfs differs from /etc/blkpolicy: early boot sets the values of another "
-                   "policy; make the initramfs again (update-initramfs -u, or dracut -f)",
-                   {{"policy digest", in.policy_digest},
-                    {packed ? "initramfs digest (its hook)" : "initramfs digest (this boot's pass)", theirs},
-                    {"fix", "update-initramfs -u (initramfs-tools) or dracut -f (dracut)"}},
+                   "the policy in the initramfs differs from /etc/blkpolicy" + which +
+                       ": early boot sets the values of another policy; make the initramfs again (update-initramfs "
+                       "-u, or dracut -f)",
+                   evidence,
+                   {}});
+}
+
+// This boot's initramfs: a run of blkpolicy its runner stopped at the
+// boot's budget, or saw crash, fail or not start. The daemon applied the
+// policy after boot; what held it there (a write the kernel blocked, a
+// broken binary or policy) may hold the next boot's too.
+void initramfs_pass_unfinished(AuditState& st, Findings& out) {
+    const auto& lines = st.in.boot_unfinished;
+    if (lines.empty()) return;
+    std::vector<std::pair<std::string, std::string>> evidence;
+    for (std::size_t i = 0; i < lines.size(); ++i) evidence.push_back({"run " + std::to_string(i + 1), lines[i]});
+    evidence.push_back({"where", "/run/blkpolicy/boot-bound; the kernel log of this boot (journalctl -k -b)"});
+    out.push_back({std::string(kHostDevice),
+                   "blkpolicy did not finish in this boot's initramfs (" + lines.front() +
+                       (lines.size() > 1 ? ", and " + std::to_string(lines.size() - 1) + " more" : "") +
+                       "): the values came from the daemon after the root was mounted",
+                   evidence,
                    {}});
 }
 
@@ -340,6 +387,9 @@ constexpr FindingRow kFindingRows[] = {
     {{"initramfs-policy-stale", Severity::warning, "the policy in the initramfs differs from /etc/blkpolicy"},
      nullptr,
      initramfs_policy_stale},
+    {{"initramfs-pass-unfinished", Severity::warning, "blkpolicy did not finish in this boot's initramfs"},
+     nullptr,
+     initramfs_pass_unfinished},
 };
 
 }  // namespace

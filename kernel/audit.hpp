@@ -58,6 +58,14 @@ struct AuditInput {
     std::string policy_digest;
     std::string initramfs_digest;
     std::string boot_digest;
+    // Each policy file (path, digest) now, and as the hook noted them when
+    // it made the initramfs (empty: no hook, or one that noted no files).
+    std::vector<std::pair<std::string, std::string>> policy_files;
+    std::vector<std::pair<std::string, std::string>> initramfs_files;
+    // What the runner in this boot's initramfs said of runs of blkpolicy it
+    // stopped, or saw crash, fail or not start ("sdc crashed: killed by
+    // signal 11"); empty: none.
+    std::vector<std::string> boot_unfinished;
 };
 
 // Why a device's identity says it is virtual ("driver virtio_blk", "model QEMU

@@ -364,6 +364,51 @@ const std::vector<std::string>& known_schedulers() {
     return names;
 }
 
+// Edits (insert, delete, replace) between two short names.
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+    std::vector<std::size_t> row(b.size() + 1);
+    for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+    for (std::size_t i = 1; i <= a.size(); ++i) {
+        std::size_t diag = row[0];
+        row[0] = i;
+        for (std::size_t j = 1; j <= b.size(); ++j) {
+            const std::size_t up = row[j];
+            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+            diag = up;
+        }
+    }
+    return row[b.size()];
+}
+
+std::string scheduler_name_problem(const std::string& name) {
+    const auto& known = known_schedulers();
+    if (std::find(known.begin(), known.end(), name) != known.end()) return {};
+    if (name == "deadline")
+        return "scheduler \"deadline\" is the kernel's alias of mq-deadline, and sysfs shows mq-deadline: write "
+               "\"mq-deadline\"";
+    if (name == "noop" || name == "cfq" || name == "anticipatory")
+        return "scheduler " + in_quotes(name) +
+               " went with the legacy block layer in Linux 5.0: a blk-mq kernel refuses it (\"none\" and bfq "
+               "are today's nearest)";
+    // The kernel's elevator names: at most 15 characters (ELV_NAME_MAX).
+    const bool well_formed = !name.empty() && name.size() <= 15 && std::all_of(name.begin(), name.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
+    });
+    if (!well_formed)
+        return "scheduler " + in_quotes(name) +
+               " is not a scheduler's name (1 to 15 of a-z, 0-9, '-' and '_', as the kernel registers them)";
+    // A typo of one of the kernel's own four is refused; any other name
+    // is an out-of-tree scheduler's (adios, say), taken as written:
+    // unavailable on a kernel that has no such scheduler.
+    for (const auto& k : known) {
+        const std::size_t near = k.size() <= 4 ? 1 : 2;
+        if (edit_distance(name, k) <= near)
+            return "unknown scheduler " + in_quotes(name) + ": did you mean " + in_quotes(k) +
+                   "? (a name that is not a typo of " + quoted_list(known) + " is taken as an out-of-tree scheduler's)";
+    }
+    return {};
+}
+
 CheckedValue refused(std::string why) { return {{}, std::move(why)}; }
 
 CheckedValue in_range(const AttributeSpec& spec, std::int64_t n) {
@@ -402,10 +447,8 @@ CheckedValue check_value(const AttributeSpec& spec, const GivenValue& given) {
         case ValueKind::scheduler: {
             if (given.type != T::string && given.type != T::strings)
                 return refused(spec.key + " must be a string or an array of strings, not " + given.type_name);
-            const auto& known = known_schedulers();
             for (const auto& name : given.strings) {
-                if (std::find(known.begin(), known.end(), name) == known.end())
-                    return refused("unknown scheduler " + in_quotes(name) + " (known: " + quoted_list(known) + ")");
+                if (auto why = scheduler_name_problem(name); !why.empty()) return refused(why);
                 if (std::count(given.strings.begin(), given.strings.end(), name) > 1)
                     return refused("scheduler " + in_quotes(name) + " is listed twice");
             }

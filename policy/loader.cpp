@@ -602,6 +602,7 @@ LoadResult load_policy(const std::vector<PolicySource>& sources) {
     std::map<std::string, SourcePos> rule_names;
     for (const auto& src : sources) {
         result.policy.files.push_back(src.name);
+        result.policy.file_digests.push_back(digest_of({src}));
         if (src.text.size() > kMaxPolicyBytes) {
             result.errors.push_back({SourcePos{src.name, 0, 0}, "the file is " + std::to_string(src.text.size()) +
                                                                     " bytes; a policy file may have at most 1 MiB"});

@@ -127,6 +127,10 @@ struct Policy {
     // What was loaded, as 16 hex digits (FNV-1a over each file's name and
     // text): two hosts with the same digest run the same policy.
     std::string digest;
+    // Each file's own digest (the same hash over its name and text alone),
+    // in the order of `files`: what the initramfs hook notes per file, so
+    // that audit names the file edited since.
+    std::vector<std::string> file_digests;
     // The host the rules' host.* clauses were decided on (bind_host).
     HostFacts host;
     bool host_bound = false;

@@ -4,11 +4,14 @@
 // loaded. On a fake tree; the guests run it in a real initramfs.
 #include <doctest/doctest.h>
 
+#include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "agent/boot.hpp"
 #include "kernel/audit.hpp"
+#include "policy/loader.hpp"
 #include "support/fake_sysfs.hpp"
 #include "support/run_binary.hpp"
 #include "support/temp_dir.hpp"
@@ -122,4 +125,116 @@ TEST_CASE("the initramfs hook's digest is read under the config root") {
     std::ofstream(root.path() / "var/lib/blkpolicy/initramfs-policy.digest") << "0123456789abcdef\n";
     CHECK(agent::read_initramfs_digest(root.path().string()) == "0123456789abcdef");
     CHECK(agent::initramfs_digest_path("/") == "/var/lib/blkpolicy/initramfs-policy.digest");
+}
+
+TEST_CASE("the initramfs hook's notes per file: audit names the policy file edited, added or removed since") {
+    TempDir root;
+    std::filesystem::create_directories(root.path() / "var/lib/blkpolicy");
+    const std::string a = "[[rule]]\nname = \"a\"\n[rule.set]\nread_ahead_kb = 128\n";
+    const std::string b = "[[rule]]\nname = \"b\"\n[rule.set]\nread_ahead_kb = 256\n";
+    auto then =
+        blkpolicy::policy::load_policy({{"/etc/blkpolicy/policy.toml", a}, {"/etc/blkpolicy/policy.d/b.toml", b}});
+    REQUIRE(then.ok());
+    REQUIRE(then.policy.file_digests.size() == 2);
+    // One file alone: its own digest is the policy's.
+    CHECK(blkpolicy::policy::load_policy({{"/etc/blkpolicy/policy.toml", a}}).policy.digest ==
+          then.policy.file_digests[0]);
+    {
+        std::ofstream f(root.path() / "var/lib/blkpolicy/initramfs-policy.digest");
+        f << then.policy.digest << '\n';
+        for (std::size_t i = 0; i < 2; ++i) f << then.policy.file_digests[i] << ' ' << then.policy.files[i] << '\n';
+    }
+    CHECK(agent::read_initramfs_digest(root.path().string()) == then.policy.digest);
+    auto audit_of = [&](const blkpolicy::policy::Policy& now) {
+        kernel::AuditInput in;
+        in.with_policy = true;
+        agent::initramfs_audit_input(now, root.path().string(), in);
+        return kernel::audit(in);
+    };
+    CHECK(audit_of(then.policy).empty());  // right after the hook: nothing stale
+
+    // policy.toml edited, b.toml removed, c.toml added.
+    auto now = blkpolicy::policy::load_policy(
+        {{"/etc/blkpolicy/policy.toml", a + "# edited\n"}, {"/etc/blkpolicy/policy.d/c.toml", b}});
+    REQUIRE(now.ok());
+    const auto found = audit_of(now.policy);
+    REQUIRE(found.size() == 1);
+    CHECK(found[0].code == "initramfs-policy-stale");
+    CHECK(found[0].message.find("(edited since: /etc/blkpolicy/policy.toml; added since: "
+                                "/etc/blkpolicy/policy.d/c.toml; removed since: /etc/blkpolicy/policy.d/b.toml)") !=
+          std::string::npos);
+    std::map<std::string, std::string> ev;
+    for (const auto& [k, v] : found[0].evidence) ev[k] += v;
+    CHECK(ev["edited since the initramfs was made"] == "/etc/blkpolicy/policy.toml");
+
+    // A digest file of an older hook (one line): stale all the same, no file named.
+    std::ofstream(root.path() / "var/lib/blkpolicy/initramfs-policy.digest") << then.policy.digest << '\n';
+    const auto older = audit_of(now.policy);
+    REQUIRE(older.size() == 1);
+    CHECK(older[0].message.find("since") == std::string::npos);
+}
+
+TEST_CASE("check --json gives each policy file's digest, as the initramfs hook notes them") {
+    TempDir dir;
+    std::ofstream(dir.path() / "p.toml") << "[[rule]]\nname = \"x\"\n[rule.set]\nread_ahead_kb = 128\n";
+    auto r = run_blkpolicy({"check", "--json", "--policy", (dir.path() / "p.toml").string()});
+    REQUIRE(r.exit_code == 0);
+    const auto doc = json::parse(r.out);
+    REQUIRE(doc["file_digests"].size() == 1);
+    CHECK(doc["file_digests"][(dir.path() / "p.toml").string()] == doc["digest"]);
+}
+
+TEST_CASE("the runner's lines in the initramfs: parsed, merged into the record, said by status and audit") {
+    const auto bound = agent::parse_boot_bound(
+        "sdc\tcrashed\tkilled by signal 11\t3.41\n"
+        "pass\tstopped\tstill running when the boot's budget of 5 s ran out, waiting in the kernel "
+        "(blk_mq_freeze_queue_wait): killed, not waited for\t8.02\n"
+        "\n"
+        "half a line\n");
+    REQUIRE(bound.size() == 3);
+    CHECK(agent::bound_text(bound[0]) == "sdc crashed: killed by signal 11");
+    CHECK(bound[0].uptime == doctest::Approx(3.41));
+    CHECK(bound[1].what == "pass");
+    CHECK(bound[1].outcome == "stopped");
+    CHECK(bound[2].outcome == "unreadable");
+    CHECK(bound[2].detail == "half a line");
+
+    BootTree b;
+    std::filesystem::create_directories(b.state());
+    // Only the runner's lines: the pass was stopped before it wrote its record.
+    std::ofstream(b.state() + "/boot-bound") << "pass\tstopped\tstill running when the boot's budget of 5 s ran out, "
+                                                "state S: killed, not waited for\t6.10\n";
+    auto doc = agent::read_boot_record(b.state());
+    REQUIRE(doc);
+    auto rec = agent::boot_record_from(*doc);
+    CHECK_FALSE(rec.ok);
+    CHECK(rec.error.rfind("the pass stopped: still running when the boot's budget of 5 s ran out", 0) == 0);
+    REQUIRE(rec.bound.size() == 1);
+    auto st = b.run({"status", "--policy", (b.dir.path() / "p.toml").string()});
+    INFO(st.out << st.err);
+    CHECK(st.out.find("this boot's initramfs pass: nothing set: the pass stopped: ") != std::string::npos);
+    CHECK(st.out.find("[in the initramfs: pass stopped: still running") != std::string::npos);
+
+    // A record of the pass and a disk's run that crashed: both said.
+    auto r = b.run({"apply", "--boot", "--policy", (b.dir.path() / "p.toml").string()});
+    REQUIRE(r.exit_code == 0);
+    std::ofstream(b.state() + "/boot-bound") << "sdc\tcrashed\tkilled by signal 11\t3.41\n";
+    doc = agent::read_boot_record(b.state());
+    REQUIRE(doc);
+    rec = agent::boot_record_from(*doc);
+    CHECK(rec.ok);
+    REQUIRE(rec.bound.size() == 1);
+    CHECK(agent::boot_line(rec).find("(policy ") != std::string::npos);
+    CHECK(agent::boot_line(rec).find(") [in the initramfs: sdc crashed: killed by signal 11]") != std::string::npos);
+    auto js = b.run({"status", "--json", "--policy", (b.dir.path() / "p.toml").string()});
+    REQUIRE(js.exit_code == 0);
+    CHECK(json::parse(js.out)["initramfs"]["bound"][0]["outcome"] == "crashed");
+
+    kernel::AuditInput in;
+    agent::boot_audit_input(rec, in);
+    const auto found = kernel::audit(in);
+    REQUIRE(found.size() == 1);
+    CHECK(found[0].code == "initramfs-pass-unfinished");
+    CHECK(found[0].device == "*");
+    CHECK(found[0].message.find("(sdc crashed: killed by signal 11)") != std::string::npos);
 }

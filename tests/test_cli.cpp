@@ -200,7 +200,7 @@ TEST_CASE("import and audit: a huge or endless udev rules file is refused, never
 TEST_CASE("no policy anywhere: says what is missing and where it looked, not that a policy is invalid") {
     if (std::filesystem::exists("/etc/blkpolicy") || std::filesystem::exists("/run/blkpolicy/policy.d") ||
         std::filesystem::exists("/usr/lib/blkpolicy/policy.d")) {
-        MESSAGE("skipped: this machine has a blkpolicy policy installed");
+        MESSAGE("SKIPPED: this machine has a blkpolicy policy installed (the default paths are what is tested)");
         return;
     }
     FakeSysfs t;

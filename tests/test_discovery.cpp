@@ -308,6 +308,18 @@ TEST_CASE("schedulers a kernel can load when named, found as modprobe finds them
         std::ofstream(dir / "modules.builtin") << "kernel/block/mq-deadline.ko\nkernel/block/kyber-iosched.ko\n";
         CHECK(udev::loadable_schedulers(dir.string()) == std::vector<std::string>{"bfq", "kyber"});
     }
+    SUBCASE("only the lines naming iosched count, wherever they are in the file") {
+        // The first line, tabs, a second hit on one line, the last line
+        // without a newline; a module whose dependency is a scheduler is not one.
+        std::ofstream(dir / "modules.alias", std::ios::trunc) << "alias\tmq-deadline-iosched\tmq_deadline\n"
+                                                                 "alias of:N*T*Ciosched-notes nothing\n"
+                                                                 "alias kyber_iosched kyber_iosched # iosched\n"
+                                                                 "alias bfq-iosched bfq";
+        std::ofstream(dir / "modules.dep") << "kernel/drivers/md/dm-iosched-test.ko: kernel/block/bfq.ko\n"
+                                              "kernel/block/adios-iosched.ko.zst:";
+        CHECK(udev::loadable_schedulers(dir.string()) ==
+              std::vector<std::string>{"adios", "bfq", "kyber", "mq-deadline"});
+    }
     SUBCASE("modules.dep without modules.alias is still read") {
         std::filesystem::remove(dir / "modules.alias");
         std::ofstream(dir / "modules.dep") << "kernel/block/kyber-iosched.ko:\n";

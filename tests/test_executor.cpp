@@ -476,6 +476,37 @@ TEST_CASE("EBUSY past the bound is reported as busy, not failed, and the rest st
     }
 }
 
+TEST_CASE("requests in flight that complete none: no queue write freezes the queue behind them; busy, said why") {
+    FakeSysfs t;
+    t.add_loop("loop0", 0, "/img");
+    const auto dir = t.devpath_of("loop0");
+    // a write the device holds: one in flight (the ninth field), none completing
+    t.file(dir + "/stat",
+           "     120        0     960       4       30        0     240      12        1       20      16\n");
+    KernelModelSysfs s(t.root());
+    CountedRetry retry;
+    auto r = by_attr(agent::execute(
+        s, plan_for(s, "loop0", test::one_rule_policy("scheduler = \"mq-deadline\"\nread_ahead_kb = 64\n")),
+        retry.bound));
+    CHECK(r["scheduler"].outcome == agent::Outcome::busy);
+    CHECK(r["scheduler"].detail ==
+          "1 request(s) in flight completed none in 200 ms: a queue write would freeze the queue behind them, and "
+          "every reader of the disk with it");
+    CHECK(r["read_ahead_kb"].outcome == agent::Outcome::busy);
+    CHECK(writes_of(s).empty());
+    CHECK(retry.pauses_us.size() == 20);  // looked every 10 ms for 200 ms, once for the device
+
+    SUBCASE("nothing in flight: written at once") {
+        t.file(dir + "/stat",
+               "     120        0     960       4       30        0     240      12        0       20      16\n");
+        retry.pauses_us.clear();
+        auto ok = by_attr(agent::execute(
+            s, plan_for(s, "loop0", test::one_rule_policy("scheduler = \"mq-deadline\"\n")), retry.bound));
+        CHECK(ok["scheduler"].outcome == agent::Outcome::applied);
+        CHECK(retry.pauses_us.empty());
+    }
+}
+
 TEST_CASE("the default bound: at most 40 writes and one second of pauses, real sleeps") {
     const auto& b = agent::default_busy_retry();
     CHECK(b.max_attempts == 40);

@@ -37,7 +37,9 @@ struct AuditTree {
     }
     RunResult run(std::vector<std::string> args) {
         args.insert(args.end(),
-                    {"--sysfs-root", t.root().string(), "--udev-rules-dir", "udev", "--config-root", "writers-root"});
+                    {"--sysfs-root", t.root().string(), "--udev-rules-dir", "udev", "--config-root", "writers-root",
+                     // this boot's: a run the initramfs's runner stopped (tests/data/audit-state/boot-bound)
+                     "--state-dir", "audit-state"});
         return run_blkpolicy(args, blkpolicy::test::test_data_dir());
     }
 };

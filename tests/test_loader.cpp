@@ -181,7 +181,14 @@ TEST_CASE("validation messages - exactly") {
         {"[[rule]]\nname = \"x\"\n[rule.match]\nkernel = []\n[rule.set]\nnomerges = 1\n",
          "p.toml:4:10: match.kernel must not be an empty array (it could never match)"},
         {"[[rule]]\nname = \"x\"\n[rule.set]\nscheduler = \"deadline\"\n",
-         "p.toml:4:13: unknown scheduler \"deadline\" (known: \"none\", \"mq-deadline\", \"kyber\", \"bfq\")"},
+         "p.toml:4:13: scheduler \"deadline\" is the kernel's alias of mq-deadline, and sysfs shows mq-deadline: "
+         "write \"mq-deadline\""},
+        {"[[rule]]\nname = \"x\"\n[rule.set]\nscheduler = [\"kyber\", \"mq-dedline\"]\n",
+         "p.toml:4:13: unknown scheduler \"mq-dedline\": did you mean \"mq-deadline\"? (a name that is not a typo of "
+         "\"none\", \"mq-deadline\", \"kyber\", \"bfq\" is taken as an out-of-tree scheduler's)"},
+        {"[[rule]]\nname = \"x\"\n[rule.set]\nscheduler = \"Kyber \"\n",
+         "p.toml:4:13: scheduler \"Kyber \" is not a scheduler's name (1 to 15 of a-z, 0-9, '-' and '_', as the "
+         "kernel registers them)"},
         {"[[rule]]\nname = \"x\"\n[rule.set]\nscheduler = [\"bfq\", \"bfq\"]\n",
          "p.toml:4:13: scheduler \"bfq\" is listed twice"},
         {"[[rule]]\nname = \"x\"\n[rule.set]\nwbt_lat_usec = \"off\"\n",
@@ -383,7 +390,21 @@ TEST_CASE("check_value: one check on the attribute's row, the same words from a 
         {"scheduler",
          G::of_string("cfq"),
          {},
-         "unknown scheduler \"cfq\" (known: \"none\", \"mq-deadline\", \"kyber\", \"bfq\")"},
+         "scheduler \"cfq\" went with the legacy block layer in Linux 5.0: a blk-mq kernel refuses it (\"none\" and "
+         "bfq are today's nearest)"},
+        // An out-of-tree scheduler's name is the user's: taken as written.
+        {"scheduler", G::of_strings({"adios", "mq-deadline"}), {"adios", "mq-deadline"}, ""},
+        {"scheduler", G::of_string("bore"), {"bore"}, ""},
+        {"scheduler",
+         G::of_string("kyberr"),
+         {},
+         "unknown scheduler \"kyberr\": did you mean \"kyber\"? (a name that "
+         "is not a typo of \"none\", \"mq-deadline\", \"kyber\", \"bfq\" is taken as an out-of-tree scheduler's)"},
+        {"scheduler",
+         G::of_string("an-elevator-name-too-long"),
+         {},
+         "scheduler \"an-elevator-name-too-long\" is not "
+         "a scheduler's name (1 to 15 of a-z, 0-9, '-' and '_', as the kernel registers them)"},
         {"scheduler", G::of_strings({"bfq", "bfq"}), {}, "scheduler \"bfq\" is listed twice"},
         {"scheduler", G::of_integer(1), {}, "scheduler must be a string or an array of strings, not an integer"},
         {"wbt_lat_usec", G::of_string("default"), {"default"}, ""},

@@ -187,6 +187,23 @@ TEST_CASE("scheduler preference list: a name not loaded yet is tried, one the ke
         CHECK(action(none, "scheduler").note ==
               "the kernel has none of kyber (loaded: none mq-deadline; no scheduler modules)");
     }
+    SUBCASE("an out-of-tree scheduler's name: taken as written, unavailable where this kernel lacks it") {
+        PlanContext ctx;
+        ctx.loadable_schedulers = std::vector<std::string>{"bfq", "kyber"};
+        auto adios = blkpolicy::test::policy_from_toml(
+            "[[rule]]\nname = \"r\"\n[rule.set]\nscheduler = [\"adios\", \"kyber\"]\n");
+        auto p = plan_device(adios, f, loop_values(), ctx);
+        CHECK(action(p, "scheduler").value == "kyber");                      // the first this kernel has
+        ctx.loadable_schedulers = std::vector<std::string>{"adios", "bfq"};  // a kernel that ships it as a module
+        p = plan_device(adios, f, loop_values(), ctx);
+        CHECK(action(p, "scheduler").value == "adios");
+        ctx.loadable_schedulers = std::vector<std::string>{"bfq"};
+        auto alone = plan_device(
+            blkpolicy::test::policy_from_toml("[[rule]]\nname = \"r\"\n[rule.set]\nscheduler = \"adios\"\n"), f,
+            loop_values(), ctx);
+        CHECK(action(alone, "scheduler").kind == ActionKind::unavailable);
+        CHECK(action(alone, "scheduler").note.rfind("the kernel has none of adios (", 0) == 0);
+    }
 }
 
 TEST_CASE("bio-based queues and missing attributes are skipped - never failures") {

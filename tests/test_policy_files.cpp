@@ -58,6 +58,25 @@ TEST_CASE("default locations: main file - then drop-ins by file name - /etc mask
     CHECK(loaded.policy.rules[2].name == "local site");
 }
 
+TEST_CASE("a policy file that is a link to nothing cannot be read: an error naming it, never left out") {
+    Tree t;
+    t.put("etc/blkpolicy/policy.d/50-site.toml", rule("site"));
+    fs::create_symlink(t.root / "gone.toml", t.root / "etc/blkpolicy/policy.toml");
+    auto loaded = agent::load_policy_from({}, t.locations());
+    CHECK_FALSE(loaded.ok());
+    CHECK_FALSE(loaded.missing);
+    REQUIRE_FALSE(loaded.errors.empty());
+    CHECK(loaded.errors[0].str().rfind((t.root / "etc/blkpolicy/policy.toml").string() + ":", 0) == 0);
+    // The same for a drop-in.
+    fs::remove(t.root / "etc/blkpolicy/policy.toml");
+    t.put("etc/blkpolicy/policy.toml", rule("main"));
+    fs::create_symlink(t.root / "gone.toml", t.root / "etc/blkpolicy/policy.d/60-gone.toml");
+    auto dropin = agent::load_policy_from({}, t.locations());
+    CHECK_FALSE(dropin.ok());
+    REQUIRE_FALSE(dropin.errors.empty());
+    CHECK(dropin.errors[0].str().rfind((t.root / "etc/blkpolicy/policy.d/60-gone.toml").string() + ":", 0) == 0);
+}
+
 TEST_CASE("--policy: files and directories in the order given") {
     Tree t;
     t.put("a.toml", rule("a"));

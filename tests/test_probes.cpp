@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <fstream>
 
 #include "support/fake_sysfs.hpp"
 #include "udev/probes.hpp"
@@ -51,4 +52,23 @@ TEST_CASE("probes: one last-level cache for every CPU, or several") {
     CHECK(udev::single_last_level_cache(udev::Sysfs(two.root())) == false);
     FakeSysfs none;
     CHECK_FALSE(udev::single_last_level_cache(udev::Sysfs(none.root())));
+}
+
+TEST_CASE("probes: the kernel's HZ from its config, wherever the line is") {
+    FakeSysfs t;  // any scratch directory
+    const auto path = (t.root() / "config-6.12.117+deb13-amd64").string();
+    CHECK_FALSE(udev::kernel_hz(path));  // no config: unknown
+    auto write = [&](const std::string& text) { std::ofstream(path, std::ios::trunc) << text; };
+    write("CONFIG_HZ=1000\nCONFIG_HZ_1000=y\n");
+    CHECK(udev::kernel_hz(path) == 1000);  // the first line
+    write(
+        "#\n# Automatically generated file; DO NOT EDIT.\nCONFIG_HZ_250=y\n# CONFIG_HZ_1000 is not set\n"
+        "CONFIG_HZ=250\nCONFIG_SCHED_HRTICK=y\n");
+    CHECK(udev::kernel_hz(path) == 250);      // CONFIG_HZ_250=y is not the key
+    write("CONFIG_HZ_250=y\nCONFIG_HZ=300");  // the last line, no newline after it
+    CHECK(udev::kernel_hz(path) == 300);
+    write("CONFIG_HZ_250=y\n# CONFIG_HZ=100\n");
+    CHECK_FALSE(udev::kernel_hz(path));  // only a comment names it
+    write("CONFIG_HZ=0\n");
+    CHECK_FALSE(udev::kernel_hz(path));  // out of range
 }

@@ -2,6 +2,7 @@
 // udev rule syntax and the conversion into policy.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include "policy/loader.hpp"
@@ -14,6 +15,16 @@ using namespace blkpolicy::policy;
 using namespace blkpolicy::writers;
 using blkpolicy::test::matches_golden;
 using blkpolicy::test::run_blkpolicy;
+
+namespace {
+
+// Whether one of the import's diagnostics starts with PREFIX.
+bool says(const ImportResult& r, const std::string& prefix) {
+    return std::any_of(r.diagnostics.begin(), r.diagnostics.end(),
+                       [&](const std::string& d) { return d.rfind(prefix, 0) == 0; });
+}
+
+}  // namespace
 
 TEST_CASE("udev tokens: operators, braces, quoting, continuations, comments") {
     auto rules =
@@ -334,4 +345,235 @@ TEST_CASE("emit_rule: the one shape of every rule blkpolicy writes, and check re
     // No match table: every device.
     CHECK(emit_rule({"all", {}, {}, {}, {{"rq_affinity", "2", {}}}}) ==
           "[[rule]]\nname = \"all\"\n[rule.set]\nrq_affinity = 2\n");
+}
+
+TEST_CASE("import: storage writes no policy key takes as written are named with file:line, never dropped (exit 1)") {
+    auto r = run_blkpolicy({"import", "udev-import/70-storage-writes.rules"}, blkpolicy::test::test_data_dir());
+    CHECK(r.exit_code == 1);
+    CAPTURE(r.err);
+    const char* named[] = {
+        "70-storage-writes.rules:6: left out: ATTR{../queue/scheduler}=\"none\": it writes the parent disk's "
+        "queue/scheduler from its child's event",
+        "70-storage-writes.rules:9: left out: ATTR{eh_timeout}=\"30\": the SCSI device's own eh_timeout",
+        "70-storage-writes.rules:12: left out: RUN+=\"/bin/sh -c 'echo 60 > /sys$DEVPATH/device/timeout'\": a program "
+        "it runs writes sysfs",
+        "70-storage-writes.rules:13: left out: RUN+=\"/sbin/blockdev --setra 4096 /dev/%k\": a program it runs tunes "
+        "the device (blockdev)",
+        "70-storage-writes.rules:16: left out: RUN+=\"/lib/udev/hdparm\": a program it runs tunes the device "
+        "(hdparm)",
+        "70-storage-writes.rules:19: left out: ATTR{md/stripe_cache_size}=\"8192\": blkpolicy does not manage md "
+        "arrays' attributes",
+    };
+    for (const char* n : named) {
+        CAPTURE(n);
+        CHECK(r.err.find(n) != std::string::npos);
+    }
+    CHECK(r.err.find(":22:") == std::string::npos);  // the symlink tunes nothing
+    CHECK(r.err.find("0 of 6 tuning rule(s) converted, 6 rule(s) left out") != std::string::npos);
+    // Not a tool's name, only a word that holds one: nothing to name.
+    CHECK(unconvertible_storage_write({"RUN", "", UdevOp::add, "/usr/bin/myblockdevice-helper %k"}).empty());
+    // The output still says what was left out, line by line, and passes check.
+    CHECK(r.out.find("# from ") != std::string::npos);
+    CHECK(load_policy({{"out", r.out}}).ok());
+
+    // Beside a tuning assignment, the same write is left out of the converted rule, by name.
+    auto mixed = import_udev_rules(parse_udev_rules_text("f.rules",
+                                                         "KERNEL==\"sd*[0-9]\", ATTR{queue/nomerges}=\"1\", "
+                                                         "ATTR{../queue/scheduler}=\"none\"\n"),
+                                   {"f.rules"});
+    CHECK(mixed.converted == 1);
+    CHECK(mixed.attributes_left_out == 1);
+    REQUIRE(!mixed.diagnostics.empty());
+    CHECK(mixed.diagnostics.front().find("f.rules:1: left out: ATTR{../queue/scheduler}=\"none\"") == 0);
+}
+
+TEST_CASE("import: a key excluded twice is one unless entry listing both (udevd: neither may match)") {
+    auto r = import_udev_rules(parse_udev_rules_text("f.rules",
+                                                     "KERNEL!=\"sr*\", KERNEL!=\"zram*\", "
+                                                     "ATTR{queue/read_ahead_kb}=\"1024\"\n"),
+                               {"f.rules"});
+    CHECK(r.converted == 1);
+    CHECK(r.toml.find("[rule.unless]\nkernel = [\"sr*\", \"zram*\"]\n") != std::string::npos);
+    auto p = load_policy({{"out", r.toml}});
+    REQUIRE(p.ok());
+    // Matched twice with different patterns is still refused: both must hold.
+    auto both = import_udev_rules(
+        parse_udev_rules_text("f.rules", "KERNEL==\"sd*\", KERNEL==\"*a\", ATTR{queue/nomerges}=\"1\"\n"), {"f.rules"});
+    CHECK(both.converted == 0);
+}
+
+TEST_CASE("import: scheduler names as the kernel takes them: deadline is mq-deadline, noop and cfq never had effect") {
+    auto alias = import_udev_rules(
+        parse_udev_rules_text("f.rules", "KERNEL==\"sd*\", ATTR{queue/scheduler}=\"deadline\"\n"), {"f.rules"});
+    CHECK(alias.converted == 1);
+    CHECK(alias.toml.find("scheduler = \"mq-deadline\"\n") != std::string::npos);
+    // An out-of-tree scheduler (CachyOS's adios) is the user's choice: converted as written.
+    auto adios = import_udev_rules(
+        parse_udev_rules_text("f.rules", "KERNEL==\"nvme[0-9]*\", ATTR{queue/scheduler}=\"adios\"\n"), {"f.rules"});
+    CHECK(adios.converted == 1);
+    CHECK(adios.toml.find("scheduler = \"adios\"\n") != std::string::npos);
+    for (const char* old : {"noop", "cfq"}) {
+        CAPTURE(old);
+        auto r = import_udev_rules(
+            parse_udev_rules_text("f.rules", std::string("KERNEL==\"sd*\", ATTR{queue/scheduler}=\"") + old + "\"\n"),
+            {"f.rules"});
+        CHECK(r.converted == 0);
+        CHECK(r.left_out == 1);
+        REQUIRE(!r.diagnostics.empty());
+        CHECK(r.diagnostics.front().find("never had an effect") != std::string::npos);
+        CHECK(r.toml.find("scheduler =") == std::string::npos);
+    }
+}
+
+TEST_CASE("import: a SCSI device's own timeout and queue depth, on its event, set the disks' device/ attributes") {
+    // The shape of VMware's guest rule: udevd's walk starts at the scsi_device.
+    auto r =
+        import_udev_rules(parse_udev_rules_text("f.rules",
+                                                "ACTION==\"add\", SUBSYSTEMS==\"scsi\", ENV{DEVTYPE}==\"scsi_device\", "
+                                                "ATTRS{vendor}==\"VMware*\", ATTRS{model}==\"Virtual disk*\", "
+                                                "ATTR{timeout}=\"180\"\n"
+                                                "SUBSYSTEM==\"scsi\", ATTR{type}==\"0\", ATTR{queue_depth}=\"64\"\n"),
+                          {"f.rules"});
+    CAPTURE(r.toml);
+    CHECK(r.converted == 2);
+    CHECK(r.left_out == 0);
+    CHECK(r.out_of_scope == 0);
+    CHECK(r.toml.find("[rule.match]\nvendor = \"VMware*\"\nmodel = \"Virtual disk*\"\n[rule.set]\ndevice.timeout = "
+                      "180\n") != std::string::npos);
+    CHECK(r.toml.find("[rule.match]\nattr.\"device/type\" = \"0\"\n[rule.set]\ndevice.queue_depth = 64\n") !=
+          std::string::npos);
+    CHECK(r.toml.find("on the SCSI device's own event") != std::string::npos);
+    CHECK(load_policy({{"out", r.toml}}).ok());
+
+    // KERNEL there is the H:C:T:L address: named, not converted onto disk names.
+    auto hctl = import_udev_rules(
+        parse_udev_rules_text("f.rules", "SUBSYSTEM==\"scsi\", KERNEL==\"0:0:*\", ATTR{timeout}=\"60\"\n"),
+        {"f.rules"});
+    CHECK(hctl.converted == 0);
+    CHECK(hctl.left_out == 1);
+    // A SCSI device's attribute that is no tuning stays out of scope, counted (exit 1).
+    auto other = import_udev_rules(parse_udev_rules_text("f.rules", "SUBSYSTEM==\"scsi\", ATTR{state}=\"running\"\n"),
+                                   {"f.rules"});
+    CHECK(other.out_of_scope == 1);
+    // On a disk's own event, ATTR{timeout} is no attribute of the disk: still named.
+    auto disk = import_udev_rules(
+        parse_udev_rules_text("f.rules", "SUBSYSTEM==\"block\", KERNEL==\"sd*\", ATTR{timeout}=\"60\"\n"), {"f.rules"});
+    CHECK(disk.converted == 0);
+    CHECK(disk.left_out == 1);
+}
+
+TEST_CASE("import: a block device's attribute no policy key sets is named, never passed over") {
+    // The disk's events_poll_msecs; zram's comp_algorithm and disksize on a
+    // line whose comma is missing (udevd reads it all the same).
+    auto r = import_udev_rules(
+        parse_udev_rules_text("f.rules",
+                              "SUBSYSTEM==\"block\", KERNEL==\"sd[a-z]\", ATTR{events_poll_msecs}=\"-1\"\n"
+                              "KERNEL==\"zram0\", ATTR{comp_algorithm}=\"lz4\", ATTR{disksize}=\"2048M\" "
+                              "RUN=\"/usr/bin/mkswap $env{DEVNAME}\"\n"
+                              "KERNEL==\"sd[a-z]\", ATTR{queue/nomerges}=\"1\", ATTR{events_poll_msecs}=\"2000\"\n"),
+        {"f.rules"});
+    CAPTURE(r.diagnostics);
+    CHECK(r.tuning_rules == 3);
+    CHECK(r.left_out == 2);
+    CHECK(r.converted == 1);
+    CHECK(r.attributes_left_out == 1);
+    const char* named[] = {
+        "f.rules:1: left out: ATTR{events_poll_msecs}=\"-1\": blkpolicy does not manage the device's "
+        "events_poll_msecs",
+        "f.rules:2: left out: ATTR{comp_algorithm}=\"lz4\": blkpolicy does not manage the device's comp_algorithm "
+        "(it sets queue/, bdi/ and device/ attributes); ATTR{disksize}=\"2048M\"",
+        "f.rules:3: left out: ATTR{events_poll_msecs}=\"2000\"",
+    };
+    for (const char* n : named) {
+        CAPTURE(n);
+        CHECK(says(r, n));
+    }
+    CHECK(r.toml.find("nomerges = 1") != std::string::npos);
+    // Not storage: another subsystem's device, a write that asks for an event.
+    for (const char* other : {"KERNEL==\"eth0\", ATTR{mtu}=\"9000\"\n",
+                              "SUBSYSTEM==\"block\", KERNEL==\"sd[a-z]\", ATTR{uevent}=\"change\"\n"}) {
+        CAPTURE(other);
+        auto o = import_udev_rules(parse_udev_rules_text("g.rules", other), {"g.rules"});
+        CHECK(o.tuning_rules == 0);
+        CHECK(o.diagnostics.empty());
+    }
+    // A line that tunes a queue is a block device's line, whatever else it says.
+    auto bare = import_udev_rules(
+        parse_udev_rules_text("b.rules", "ATTR{queue/nomerges}=\"1\", ATTR{events_poll_msecs}=\"-1\"\n"), {"b.rules"});
+    CHECK(bare.converted == 1);
+    CHECK(bare.attributes_left_out == 1);
+    CHECK(says(bare, "b.rules:1: left out: ATTR{events_poll_msecs}=\"-1\""));
+    // The file's own filter says block: SUBSYSTEM!="block" jumping past it.
+    auto filtered = import_udev_rules(parse_udev_rules_text("h.rules",
+                                                            "SUBSYSTEM!=\"block\", GOTO=\"end\"\n"
+                                                            "KERNEL==\"foo*\", ATTR{events_poll_msecs}=\"-1\"\n"
+                                                            "LABEL=\"end\"\n"),
+                                      {"h.rules"});
+    CHECK(filtered.left_out == 1);
+}
+
+TEST_CASE("import: a match on what an earlier line wrote reads the written value under udevd: left out by name") {
+    // A flash drive made non-rotational, then the scheduler by rotation:
+    // udevd gives it kyber; a policy matching the device's own claim would
+    // give it bfq. Every line that reads rotational after the write is left
+    // out, naming the write.
+    const std::string flash =
+        "ACTION==\"add\", KERNEL==\"sd[a-z]\", ATTRS{product}==\"*Flash Drive*\", ATTR{queue/rotational}=\"0\"\n"
+        "KERNEL==\"sd[a-z]\", ATTR{queue/rotational}==\"0\", ATTR{queue/scheduler}=\"kyber\"\n"
+        "KERNEL==\"sd[a-z]\", ATTR{queue/rotational}==\"1\", ATTR{queue/scheduler}=\"bfq\"\n"
+        "KERNEL==\"nvme[0-9]n[0-9]\", ATTR{queue/rotational}==\"0\", ATTR{queue/scheduler}=\"none\"\n";
+    auto r = import_udev_rules(parse_udev_rules_text("f.rules", flash), {"f.rules"});
+    CAPTURE(r.diagnostics);
+    CHECK(r.converted == 2);  // the write itself, and nvme's (no sd name can be one)
+    CHECK(r.left_out == 2);
+    for (const char* n : {"f.rules:2: left out: ATTR{queue/rotational}==\"0\": it reads queue/rotational, which "
+                          "f.rules:1 writes (ATTR{queue/rotational}=\"0\") before it",
+                          "f.rules:3: left out: ATTR{queue/rotational}==\"1\": it reads queue/rotational, which "
+                          "f.rules:1 writes"}) {
+        CAPTURE(n);
+        CHECK(says(r, n));
+    }
+    // Across files, in udevd's order: the earlier file's write, the later file's read.
+    auto a = parse_udev_rules_text("59-virt.rules", "KERNEL==\"sd*[!0-9]\", ATTR{queue/rotational}=\"0\"\n");
+    auto b = parse_udev_rules_text(
+        "60-sched.rules", "KERNEL==\"sd[a-z]\", ATTR{queue/rotational}==\"1\", ATTR{queue/scheduler}=\"bfq\"\n");
+    a.insert(a.end(), b.begin(), b.end());
+    auto across = import_udev_rules(a, {"59-virt.rules", "60-sched.rules"});
+    CHECK(across.left_out == 1);
+    CHECK(across.converted == 1);
+    // A scheduler written, then a test for a file only some schedulers make.
+    auto iosched = import_udev_rules(parse_udev_rules_text("f.rules",
+                                                           "KERNEL==\"sd[a-z]\", ATTR{queue/scheduler}=\"bfq\"\n"
+                                                           "KERNEL==\"sd[a-z]\", TEST==\"queue/iosched/low_latency\", "
+                                                           "ATTR{queue/iosched/low_latency}=\"0\"\n"),
+                                     {"f.rules"});
+    CHECK(iosched.left_out == 1);
+    CHECK(iosched.diagnostics.front().find("f.rules:2: left out: TEST==\"queue/iosched/low_latency\"") == 0);
+
+    // Where the write cannot reach the read, nothing changes:
+    const char* apart[] = {
+        // kernel names no device has both of (s390's virtio rule beside an sd rule)
+        "KERNEL==\"vd*[!0-9]\", ATTR{queue/rotational}=\"0\"\n"
+        "KERNEL==\"sd[a-z]\", ATTR{queue/rotational}==\"0\", ATTR{queue/scheduler}=\"kyber\"\n",
+        // the writing line jumps past the reading one
+        "KERNEL==\"loop*\", ATTR{queue/scheduler}=\"none\", GOTO=\"end\"\n"
+        "ATTR{queue/scheduler}==\"none\", GOTO=\"end\"\n"
+        "KERNEL==\"sd*\", ATTR{queue/scheduler}==\"*none*\", ATTR{queue/nomerges}=\"1\"\n"
+        "LABEL=\"end\"\n",
+        // the read comes before the write (a filter at the top)
+        "ATTR{queue/rotational}==\"1\", GOTO=\"end\"\n"
+        "KERNEL==\"sd*\", ATTR{queue/rotational}=\"1\"\n"
+        "KERNEL==\"sd*\", ATTR{queue/nomerges}=\"1\"\n"
+        "LABEL=\"end\"\n",
+        // a test of the file the line writes: a write makes no file
+        "KERNEL==\"sd*\", ATTR{queue/scheduler}=\"none\"\n"
+        "KERNEL==\"sd*\", TEST==\"queue/scheduler\", ATTR{queue/scheduler}=\"mq-deadline\"\n",
+    };
+    for (const char* text : apart) {
+        CAPTURE(text);
+        auto o = import_udev_rules(parse_udev_rules_text("f.rules", text), {"f.rules"});
+        CAPTURE(o.diagnostics);
+        CHECK(o.left_out == 0);
+        CHECK(o.converted == o.tuning_rules);
+    }
 }

@@ -378,9 +378,7 @@ Condition simplify(const Condition& c) {
     return condition_of(simplify_paths(paths_of(c, book), book), book);
 }
 
-std::vector<Condition> line_conditions(const std::vector<UdevRule>& file_rules) {
-    std::vector<Condition> out(file_rules.size());
-    // The lines a GOTO can reach: the first later line with the label.
+std::vector<std::optional<std::size_t>> goto_targets(const std::vector<UdevRule>& file_rules) {
     std::vector<std::optional<std::size_t>> target(file_rules.size());
     for (std::size_t i = 0; i < file_rules.size(); ++i) {
         const auto& r = file_rules[i];
@@ -393,6 +391,13 @@ std::vector<Condition> line_conditions(const std::vector<UdevRule>& file_rules) 
                         if (u.key == "LABEL" && u.value == t.value) target[i] = j;
         }
     }
+    return target;
+}
+
+std::vector<Condition> line_conditions(const std::vector<UdevRule>& file_rules) {
+    std::vector<Condition> out(file_rules.size());
+    // The lines a GOTO can reach: the first later line with the label.
+    const auto target = goto_targets(file_rules);
     Book book;
     Paths reached{{Path{}}, {}};         // falling through from the line before: always, at first
     std::map<std::size_t, Paths> jumps;  // line -> the GOTOs that land there

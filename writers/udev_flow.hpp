@@ -30,6 +30,11 @@ inline constexpr std::size_t kMaxTerms = 32;
 // line's assignments. A line udevd could not parse never applies.
 std::vector<Condition> line_conditions(const std::vector<UdevRule>& file_rules);
 
+// For each rule of one file: the line its GOTO lands on, the first later
+// line with that LABEL (udevd's reading), or none (no GOTO, no such label,
+// a line udevd could not parse).
+std::vector<std::optional<std::size_t>> goto_targets(const std::vector<UdevRule>& file_rules);
+
 // A literal read as "one value of the device is in a set": the value
 // (KERNEL, ENV{ID_MODEL}, ATTR{queue/zoned}, ATTRS{model}), the strings in
 // the set, and whether a device without the value is in it (only values a

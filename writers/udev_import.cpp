@@ -27,9 +27,36 @@ struct ScopeCheck {
     bool add_only = false;
 };
 
-ScopeCheck scope_of(const Literal& l) {
+// A rule on a SCSI device's own event (ENV{DEVTYPE}=="scsi_device",
+// SUBSYSTEM=="scsi"): its ATTR{timeout} and ATTR{queue_depth} are the
+// disk's device/timeout and device/queue_depth, which blkpolicy sets on the
+// disks the SCSI device carries.
+bool on_scsi_device_event(const UdevRule& r) {
+    return std::any_of(r.tokens.begin(), r.tokens.end(), [](const UdevToken& t) {
+        if (t.op != UdevOp::match) return false;
+        if (t.key == "ENV" && t.attr == "DEVTYPE") return udev_pattern_match(t.value, "scsi_device");
+        return t.key == "SUBSYSTEM" && udev_pattern_match(t.value, "scsi") && !udev_pattern_match(t.value, "block");
+    });
+}
+
+// The scsi_device attributes a policy key sets on its disks.
+std::string scsi_device_key(const std::string& attr) {
+    if (attr == "timeout" || attr == "queue_depth") return "device/" + attr;
+    return {};
+}
+
+// The disk's attribute an assignment of rule R sets when R is on a SCSI
+// device's event (ATTR{timeout} -> device/timeout), or empty.
+std::string scsi_tuning(const UdevRule& r, const UdevToken& t) {
+    if (t.key != "ATTR" || !is_assignment(t.op) || !on_scsi_device_event(r)) return {};
+    return scsi_device_key(t.attr);
+}
+
+ScopeCheck scope_of(const Literal& l, bool scsi) {
     const auto v = value_set(l);
     if (!v) return {};
+    if (scsi && v->value == "ENV{DEVTYPE}" && contains(v->strings, "scsi_device")) return {Scope::restated, {}};
+    if (scsi && v->value == "SUBSYSTEM" && contains(v->strings, "scsi")) return {Scope::restated, {}};
     if (v->value == "ACTION") {
         const bool add = contains(v->strings, "add"), change = contains(v->strings, "change");
         if (!add && !change) return {Scope::outside, "it never runs on add or change (" + l.text() + ")"};
@@ -67,9 +94,16 @@ struct PolicyMatch {
     // not, or empty.
     std::string add(bool negated, const std::string& key, const std::vector<std::string>& patterns, bool flag = false) {
         auto& into = negated ? unless : match;
-        for (const auto& m : into) {
+        for (auto& m : into) {
             if (m.key != key) continue;
             if (m.patterns == patterns) return {};
+            if (negated && !m.flag && !flag) {
+                // KEY!="a", KEY!="b": neither may match, which is what one
+                // unless entry listing both says.
+                for (const auto& p : patterns)
+                    if (std::find(m.patterns.begin(), m.patterns.end(), p) == m.patterns.end()) m.patterns.push_back(p);
+                return {};
+            }
             return std::string("it ") + (negated ? "excludes " : "matches ") + key +
                    " twice with different patterns, which a policy cannot express";
         }
@@ -109,9 +143,33 @@ std::string convert_flag(const Literal& l, const std::string& key, PolicyMatch& 
     return m.add(false, key, {one ? "true" : "false"}, true);
 }
 
+// A TEST of the line itself for the one attribute it writes
+// (TEST=="queue/scheduler", ATTR{queue/scheduler}="none"): udevd writes
+// where the file is, and blkpolicy's write of an attribute a device lacks
+// is not made either, so the test adds nothing. LINE and what it writes.
+struct OwnWrites {
+    int line = 0;
+    std::set<std::string> attrs;
+};
+
 // One literal of a path into policy terms; returns why it cannot be one.
-std::string convert_literal(const Literal& l, PolicyMatch& m) {
+std::string convert_literal(const Literal& l, PolicyMatch& m, bool scsi, const OwnWrites& own) {
     const auto& t = l.tests.front();
+    if (scsi && l.tests.size() == 1 && l.undecidable.empty()) {
+        // On the SCSI device's own event, where udevd's walk starts at the
+        // SCSI device: its KERNEL is an H:C:T:L address, its ATTR{}s are
+        // what the disk reads under device/, and SUBSYSTEMS=="scsi" holds.
+        if (t.key == "KERNEL")
+            return t.text() + ": on a scsi_device's event KERNEL is its H:C:T:L address, which a policy cannot match";
+        if (t.key == "SUBSYSTEMS" && t.equal && l.holds && udev_pattern_match(t.pattern, "scsi")) return {};
+        if (t.key == "ATTR") {
+            const bool fact = t.attr == "model" || t.attr == "vendor";
+            const auto alts = alternatives_of(t.pattern, true);
+            const auto key = fact ? t.attr : policy::toml_dotted("attr", "device/" + t.attr);
+            if (t.equal == l.holds) return m.add(false, key, alts);
+            return m.add(true, key, alts);
+        }
+    }
     if (!l.undecidable.empty()) {
         const auto role = udev_key_role(t.key);
         std::string why = "cannot be expressed in a policy";
@@ -127,6 +185,9 @@ std::string convert_literal(const Literal& l, PolicyMatch& m) {
             why = l.undecidable + ", which a policy cannot express";
         return (l.tests.size() == 1 ? t.text() : l.text()) + ": " + why;
     }
+    if (t.key == "TEST" && t.equal && l.holds && l.undecidable.empty() && t.line == own.line &&
+        own.attrs == std::set<std::string>{t.pattern})
+        return {};
     if (t.key == "TEST") return t.text() + ": it tests a file, which a policy cannot express";
     if (l.tests.size() > 1) {
         // Several parent tests that must hold on one level: blkpolicy's
@@ -134,6 +195,9 @@ std::string convert_literal(const Literal& l, PolicyMatch& m) {
         // level that has them) can say that much, and no more.
         if (!l.holds) return l.text() + ": a negation of several parent tests cannot be expressed";
         for (const auto& p : l.tests) {
+            // On a SCSI device's event the walk starts at it: it is the
+            // level in the scsi subsystem, and the one with model and vendor.
+            if (scsi && p.key == "SUBSYSTEMS" && p.equal && udev_pattern_match(p.pattern, "scsi")) continue;
             const bool fact = p.key == "ATTRS" && (p.attr == "model" || p.attr == "vendor" || p.attr == "wwid");
             if (!p.equal || !(fact || p.key == "DRIVERS"))
                 return l.text() + ": these parent tests together cannot be expressed";
@@ -187,6 +251,114 @@ std::string convert_literal(const Literal& l, PolicyMatch& m) {
         return m.add(false, key, with_absent);
     }
     return l.text() + ": cannot be expressed in a policy";
+}
+
+// Whether line I of a file is on a block device's event, as its own keys
+// or the file's filters before it say: SUBSYSTEM=="block", a DEVTYPE of
+// disk or partition, a filesystem found on it, a kernel name of a block
+// driver's, or an earlier SUBSYSTEM!="block" that jumps past it. A line
+// that says none of these (KERNEL=="eth0", ATTR{mtu}) is not storage's.
+bool on_block_event(const std::vector<UdevRule>& rules, const std::vector<std::optional<std::size_t>>& targets,
+                    std::size_t i) {
+    static const std::vector<std::string> kBlockNames = {"sd",   "vd",     "xvd",  "hd",   "nvme", "mmcblk",
+                                                         "zram", "md",     "dm-",  "loop", "sr",   "nbd",
+                                                         "rbd",  "bcache", "dasd", "pmem", "ram"};
+    auto block_name = [&](const std::string& pattern) {
+        const auto alts = alternatives_of(pattern, false);
+        return !alts.empty() && std::all_of(alts.begin(), alts.end(), [&](const std::string& a) {
+            return std::any_of(kBlockNames.begin(), kBlockNames.end(),
+                               [&](const std::string& n) { return a.rfind(n, 0) == 0; });
+        });
+    };
+    for (const auto& t : rules[i].tokens) {
+        if (is_assignment(t.op) || t.op == UdevOp::nomatch) continue;
+        if ((t.key == "SUBSYSTEM" || t.key == "SUBSYSTEMS") && contains({t.value, false}, "block")) return true;
+        if (t.key == "ENV" && t.attr == "DEVTYPE" &&
+            (contains({t.value, false}, "disk") || contains({t.value, false}, "partition")))
+            return true;
+        if (t.key == "ENV" && t.attr == "ID_FS_TYPE") return true;
+        if (t.key == "KERNEL" && block_name(t.value)) return true;
+    }
+    // SUBSYSTEM!="block", GOTO="end" before it, its LABEL after it.
+    for (std::size_t j = 0; j < i; ++j)
+        if (targets[j] > i && std::any_of(rules[j].tokens.begin(), rules[j].tokens.end(), [](const UdevToken& t) {
+                return t.key == "SUBSYSTEM" && t.op == UdevOp::nomatch && contains({t.value, false}, "block");
+            }))
+            return true;
+    return false;
+}
+
+// udevd writes an ATTR the moment it applies the line, and every later
+// line (of this file and the files after it) reads sysfs again: a later
+// match on what an earlier line wrote sees the written value, which a
+// policy's match (the device's own facts) does not. The read of line AT
+// (its own keys and the filters that jump past it) against each earlier
+// line's writes, in udevd's order; a reason to leave it out, or empty.
+// TARGETS: where each GOTO of AT's file lands (goto_targets), by line of
+// the file.
+// Two lines whose KERNEL patterns cannot name one device (bcache* and
+// sd[a-z]) do not meet.
+std::string reads_an_earlier_write(const std::vector<UdevRule>& rules, std::size_t file_first, std::size_t at,
+                                   const std::vector<std::optional<std::size_t>>& targets) {
+    auto literal_prefix = [](const std::string& alt) { return alt.substr(0, alt.find_first_of("*?[")); };
+    auto kernels = [](const UdevRule& r) {
+        std::vector<std::string> out;
+        for (const auto& t : r.tokens)
+            if (t.key == "KERNEL" && t.op == UdevOp::match) {
+                auto alts = alternatives_of(t.value, false);
+                out.insert(out.end(), alts.begin(), alts.end());
+            }
+        return out;
+    };
+    auto disjoint = [&](const std::vector<std::string>& a, const std::vector<std::string>& b) {
+        if (a.empty() || b.empty()) return false;
+        for (const auto& x : a)
+            for (const auto& y : b) {
+                const auto px = literal_prefix(x), py = literal_prefix(y);
+                if (px.rfind(py, 0) == 0 || py.rfind(px, 0) == 0) return false;
+            }
+        return true;
+    };
+    // What line AT reads, each with the line that reads it: its own tests,
+    // and those of the file's earlier lines that jump past it (GOTO to a
+    // LABEL after it), read there, before the lines between.
+    auto jumps_past = [&](std::size_t j) { return targets[j - file_first] > at - file_first; };
+    std::vector<std::pair<const UdevToken*, std::size_t>> reads;
+    auto add_reads = [&](std::size_t j) {
+        for (const auto& t : rules[j].tokens)
+            if ((t.key == "ATTR" || t.key == "ATTRS" || t.key == "TEST") && !is_assignment(t.op))
+                reads.emplace_back(&t, j);
+    };
+    add_reads(at);
+    for (std::size_t j = file_first; j < at; ++j)
+        if (jumps_past(j)) add_reads(j);
+    if (reads.empty()) return {};
+    const auto mine = kernels(rules[at]);
+    for (std::size_t j = 0; j < at; ++j) {
+        const auto& w = rules[j];
+        if (!w.error.empty() || disjoint(kernels(w), mine)) continue;
+        // A line of the same file that jumps past AT after its writes: the
+        // devices it writes never reach AT.
+        if (j >= file_first && jumps_past(j)) continue;
+        for (const auto& t : w.tokens) {
+            if (t.key != "ATTR" || !is_assignment(t.op)) continue;
+            for (const auto& [rd, line] : reads) {
+                if (line <= j) continue;  // read before the write
+                const std::string path = rd->key == "TEST" ? rd->value : rd->attr;
+                // The attribute itself; for TEST, what a scheduler switch
+                // makes or removes (queue/iosched/...) too.
+                const bool same = path == t.attr;
+                const bool made =
+                    rd->key == "TEST" && t.attr == "queue/scheduler" && path.rfind("queue/iosched/", 0) == 0;
+                if (rd->key == "TEST" && same) continue;  // a write makes no file: the test's answer stands
+                if (!same && !made) continue;
+                return rd->text() + ": it reads " + path + ", which " + w.where() + " writes (" + t.text() +
+                       ") before it; under udevd a device that line applies to reads the written value here, "
+                       "and a policy's match reads the device's own";
+            }
+        }
+    }
+    return {};
 }
 
 // ATTR{queue/x}="v" -> set key and TOML value, or a reason it cannot be.
@@ -281,7 +453,7 @@ struct RuleOutcome {
 // The paths to a tuning line in policy terms: each of the condition's
 // terms, the tests that restate blkpolicy's scope dropped, a path that
 // leaves the scope dropped whole; identical paths once.
-RuleOutcome convert_paths(const Condition& when) {
+RuleOutcome convert_paths(const Condition& when, bool scsi, const OwnWrites& own) {
     RuleOutcome o;
     if (!when.too_complex.empty()) {
         o.left_out = when.too_complex;
@@ -293,7 +465,7 @@ RuleOutcome convert_paths(const Condition& when) {
         bool dead = false;
         std::set<int> scope_lines;
         for (const auto& l : term.literals) {
-            const auto sc = scope_of(l);
+            const auto sc = scope_of(l, scsi);
             if (sc.scope == Scope::outside) {
                 dead = true;
                 if (outside.empty()) outside = sc.why;
@@ -310,7 +482,7 @@ RuleOutcome convert_paths(const Condition& when) {
         o.scope_lines.insert(scope_lines.begin(), scope_lines.end());
         PolicyMatch m;
         for (const auto& l : kept.literals) {
-            auto why = convert_literal(l, m);
+            auto why = convert_literal(l, m, scsi, own);
             if (!why.empty()) {
                 o.left_out = why;
                 return o;
@@ -371,9 +543,22 @@ std::string convert_policy_value(const std::string& key, const std::string& raw,
             break;
         }
         case policy::ValueKind::choice:
-        case policy::ValueKind::scheduler:
             given = policy::GivenValue::of_string(policy::trim(raw));
             break;
+        case policy::ValueKind::scheduler: {
+            auto name = policy::trim(raw);
+            // The kernel's own alias (mq-deadline registers "deadline" as
+            // one): the same scheduler, written under its name.
+            if (name == "deadline") name = "mq-deadline";
+            // The single-queue schedulers went with the legacy block layer
+            // (5.0): the write fails on every blk-mq kernel.
+            if (name == "noop" || name == "cfq" || name == "anticipatory")
+                return "\"" + name +
+                       "\" is a scheduler of the legacy block layer, gone since Linux 5.0: on a blk-mq kernel the "
+                       "write fails, so it never had an effect; nothing converted for it";
+            given = policy::GivenValue::of_string(name);
+            break;
+        }
     }
     // The check `blkpolicy check` makes, on the attribute's row.
     const auto checked = policy::check_value(*spec, given);
@@ -401,11 +586,15 @@ ImportResult import_udev_rules(const std::vector<UdevRule>& rules, const std::ve
         while (end < rules.size() && rules[end].file == rules[begin].file) ++end;
         const std::vector<UdevRule> file_rules(rules.begin() + static_cast<std::ptrdiff_t>(begin),
                                                rules.begin() + static_cast<std::ptrdiff_t>(end));
+        const std::size_t first = begin;
         begin = end;
         const bool tunes = std::any_of(file_rules.begin(), file_rules.end(), [](const UdevRule& r) {
-            return r.error.empty() && std::any_of(r.tokens.begin(), r.tokens.end(), is_tuning_assignment);
+            return r.error.empty() && std::any_of(r.tokens.begin(), r.tokens.end(), [&](const UdevToken& t) {
+                       return is_tuning_assignment(t) || !scsi_tuning(r, t).empty();
+                   });
         });
         const auto conditions = tunes ? line_conditions(file_rules) : std::vector<Condition>(file_rules.size());
+        const auto targets = goto_targets(file_rules);
 
         for (std::size_t i = 0; i < file_rules.size(); ++i) {
             const auto& r = file_rules[i];
@@ -424,25 +613,77 @@ ImportResult import_udev_rules(const std::vector<UdevRule>& rules, const std::ve
                 }
                 continue;
             }
-            if (auto why = out_of_scope(r); !why.empty()) {
+            // Storage writes no policy key takes as written: named, never
+            // dropped without a word (the whole line where it tunes nothing
+            // else, the assignment where it does).
+            // A SCSI device's own timeout and queue depth, on its event:
+            // tuning assignments, as the disk's device/ attributes.
+            const bool scsi = on_scsi_device_event(r);
+            auto tuning = [&](const UdevToken& t) { return is_tuning_assignment(t) || !scsi_tuning(r, t).empty(); };
+            std::vector<std::string> storage;
+            for (const auto& t : r.tokens)
+                if (auto why = unconvertible_storage_write(t); !why.empty() && scsi_tuning(r, t).empty())
+                    storage.push_back(t.text() + ": " + why);
+            const bool tunes_queue = std::any_of(r.tokens.begin(), r.tokens.end(), tuning);
+            // Writes named as left out: the whole line where it tunes
+            // nothing else (true: go on to the next line), each write
+            // where it does.
+            auto leave_out = [&](const std::vector<std::string>& whys) {
+                if (whys.empty()) return false;
+                if (!tunes_queue) {
+                    ++out.tuning_rules;
+                    ++out.left_out;
+                    const auto why = policy::join(whys, "; ");
+                    diag("left out: " + why);
+                    body += "\n# from " + policy::comment_text(r.where()) + " (left out: " + policy::comment_text(why) +
+                            ")\n#   " + policy::comment_text(r.text) + "\n";
+                    return true;
+                }
+                for (const auto& why : whys) {
+                    ++out.attributes_left_out;
+                    diag("left out: " + why);
+                    body += "\n# from " + policy::comment_text(r.where()) + ": left out " + policy::comment_text(why) +
+                            "\n";
+                }
+                return false;
+            };
+            if (leave_out(storage)) continue;
+            if (auto why = scsi && tunes_queue ? std::string() : out_of_scope(r); !why.empty()) {
                 ++out.out_of_scope;
                 diag(why);
                 body += "\n# from " + policy::comment_text(r.where()) + " (" + policy::comment_text(why) + ")\n#   " +
                         policy::comment_text(r.text) + "\n";
                 continue;
             }
-            if (!std::any_of(r.tokens.begin(), r.tokens.end(), is_tuning_assignment)) continue;
+            // A block device's own attribute no policy key sets (the
+            // disk's events_poll_msecs, zram's comp_algorithm and disksize):
+            // named the same way, never passed over. A write of uevent asks
+            // for an event and sets nothing.
+            // A line that tunes a queue is a block device's line itself.
+            const bool block = tunes_queue || on_block_event(file_rules, targets, i);
+            std::vector<std::string> unmanaged;
+            for (const auto& t : r.tokens)
+                if (block && unmanaged_block_write(t) && !tuning(t))
+                    unmanaged.push_back(t.text() + ": blkpolicy does not manage the device's " + t.attr +
+                                        " (it sets queue/, bdi/ and device/ attributes)");
+            if (leave_out(unmanaged) || !tunes_queue) continue;
 
             ++out.tuning_rules;
-            auto o = convert_paths(conditions[i]);
+            OwnWrites own{r.line, {}};
+            for (const auto& t : r.tokens)
+                if (tuning(t)) own.attrs.insert(t.attr);
+            auto o = convert_paths(conditions[i], scsi, own);
             for (const auto& t : r.tokens)
                 if (!udev_key_role(t.key)) o.left_out = t.text() + ": not a udev key: udevd ignores the whole line";
             if (!util::valid_utf8(r.text)) o.left_out = "the rule has bytes that are not UTF-8";
+            if (o.left_out.empty()) o.left_out = reads_an_earlier_write(rules, first, first + i, targets);
             Settings settings;
             if (o.left_out.empty()) {
                 for (const auto& t : r.tokens) {
-                    if (t.is_condition() || !is_tuning_assignment(t)) continue;
-                    auto why = convert_assignment(t, settings);
+                    if (t.is_condition() || !tuning(t)) continue;
+                    auto as_disk = t;
+                    if (auto attr = scsi_tuning(r, t); !attr.empty()) as_disk.attr = attr;
+                    auto why = convert_assignment(as_disk, settings);
                     if (!why.empty()) {
                         ++out.attributes_left_out;
                         diag("left out: " + why);
@@ -453,7 +694,8 @@ ImportResult import_udev_rules(const std::vector<UdevRule>& rules, const std::ve
                 if (settings.set.empty()) o.left_out = "none of its assignments can be converted";
             }
             for (const auto& t : r.tokens)
-                if (!t.is_condition() && !is_tuning_assignment(t) && t.key != "GOTO" && t.key != "LABEL")
+                if (!t.is_condition() && !tuning(t) && t.key != "GOTO" && t.key != "LABEL" &&
+                    unconvertible_storage_write(t).empty() && !unmanaged_block_write(t))
                     diag("not converted: " + t.text() + " (blkpolicy writes only queue and device attributes)");
 
             std::string rules_toml;
@@ -506,8 +748,12 @@ ImportResult import_udev_rules(const std::vector<UdevRule>& rules, const std::ve
                 diag(
                     "warning: the rule sets write_cache to write through, which stops cache flushes; the "
                     "converted rule carries the acknowledgement that asks for");
+            const std::string scsi_note =
+                scsi ? "\n#   udev: on the SCSI device's own event; set on the disks it carries (one with no disk, "
+                       "a tape or an enclosure, is not blkpolicy's)"
+                     : "";
             body += "\n# from " + policy::comment_text(r.where()) + "\n#   " + policy::comment_text(r.text) +
-                    flow_note(file_rules, r, o.terms, o.scope_lines) + "\n" + rules_toml;
+                    flow_note(file_rules, r, o.terms, o.scope_lines) + scsi_note + "\n" + rules_toml;
         }
     }
 

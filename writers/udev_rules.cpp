@@ -174,6 +174,56 @@ bool is_tuning_assignment(const UdevToken& t) {
     return t.key == "ATTR" && is_assignment(t.op) && !policy::policy_key_for_attr(t.attr).empty();
 }
 
+bool unmanaged_block_write(const UdevToken& t) {
+    if (t.key != "ATTR" || !is_assignment(t.op) || is_tuning_assignment(t)) return false;
+    if (!unconvertible_storage_write(t).empty()) return false;  // named with its own reason
+    const auto& a = t.attr;
+    return !a.empty() && a != "uevent" && !(a.size() > 7 && a.compare(a.size() - 7, 7, "/uevent") == 0);
+}
+
+std::string unconvertible_storage_write(const UdevToken& t) {
+    if (!is_assignment(t.op)) return {};
+    if (t.key == "ATTR") {
+        if (is_tuning_assignment(t)) return {};
+        const auto& a = t.attr;
+        if (a.rfind("../", 0) == 0) {
+            const auto parent = a.substr(3);
+            if (parent.rfind("queue/", 0) == 0 || parent.rfind("bdi/", 0) == 0 || parent.rfind("device/", 0) == 0)
+                return "it writes the parent disk's " + parent +
+                       " from its child's event (a partition's, say), and a policy has no match on a disk's "
+                       "partitions";
+            return {};
+        }
+        if (a.rfind("md/", 0) == 0) return "blkpolicy does not manage md arrays' attributes (" + a + ") yet";
+        if (a == "timeout" || a == "queue_depth")
+            return "a SCSI device's own " + a +
+                   ", which blkpolicy converts from a rule on that device's event "
+                   "(ENV{DEVTYPE}==\"scsi_device\") as the disk's device/" +
+                   a + ": this rule is not one";
+        if (a == "eh_timeout" || a == "queue_type")
+            return "the SCSI device's own " + a + ", which blkpolicy does not manage";
+        return {};
+    }
+    if (t.key == "RUN" || t.key == "PROGRAM") {
+        const auto& v = t.value;
+        const bool sysfs = v.find("/sys/") != std::string::npos || v.find("/sys$") != std::string::npos ||
+                           v.find("$sys") != std::string::npos || v.find("%S") != std::string::npos;
+        const bool writes = v.find('>') != std::string::npos || v.find("tee ") != std::string::npos;
+        // The tool as a word of the command: /sbin/blockdev --setra ...,
+        // hdparm's own /lib/udev/hdparm (which applies /etc/hdparm.conf).
+        for (const std::string tool : {"blockdev", "hdparm", "sdparm"})
+            for (auto at = v.find(tool); at != std::string::npos; at = v.find(tool, at + 1)) {
+                const bool starts = at == 0 || v[at - 1] == '/' || v[at - 1] == ' ' || v[at - 1] == '\'';
+                const auto end = at + tool.size();
+                const bool ends = end == v.size() || v[end] == ' ' || v[end] == '\'';
+                if (starts && ends)
+                    return "a program it runs tunes the device (" + tool + "), which blkpolicy cannot read as values";
+            }
+        if (sysfs && writes) return "a program it runs writes sysfs, which blkpolicy cannot read as values";
+    }
+    return {};
+}
+
 std::vector<WriterAssignment> parse_udev_rules(const std::string& file, const std::string& text) {
     std::vector<WriterAssignment> out;
     const auto rules = parse_udev_rules_text(file, text);

@@ -65,4 +65,21 @@ std::vector<WriterAssignment> parse_udev_rules(const std::string& file, const st
 // policy key (ATTR{queue/scheduler}="none", ATTR{device/timeout}="60").
 bool is_tuning_assignment(const UdevToken& t);
 
+// Why an assignment that writes storage settings blkpolicy cannot take
+// over as written: a partition's event writing its disk's queue through
+// the parent (ATTR{../queue/scheduler}), an md array's attribute
+// (ATTR{md/stripe_cache_size}), the SCSI device's own timeout
+// (ATTR{timeout} on a scsi_device), a program that writes sysfs or runs
+// blockdev, hdparm or sdparm (RUN, PROGRAM). Empty when it writes none of
+// those (a tuning assignment included): an import names such a line with
+// its file:line, never drops it without a word.
+std::string unconvertible_storage_write(const UdevToken& t);
+
+// An ATTR{} assignment that is neither a tuning assignment nor one of the
+// storage writes above: on a block device's event, an attribute of the
+// device no policy key sets (events_poll_msecs, zram's disksize). A write
+// of uevent (ATTR{uevent}, ATTR{block/*/uevent}) asks for an event and is
+// not one. Import names these too.
+bool unmanaged_block_write(const UdevToken& t);
+
 }  // namespace blkpolicy::writers

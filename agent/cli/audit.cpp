@@ -28,11 +28,9 @@ int run_audit(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::ostr
     auto in = audit_input(sysfs, pol ? &*pol : nullptr, std::move(rules), o.udev_db(), host_plan_context(),
                           running_kernel_version());
     in.include_empty = o.all;
-    if (pol) {
-        in.policy_digest = pol->digest;
-        in.initramfs_digest = read_initramfs_digest(o.config_root);
-        if (auto boot = read_boot_record(o.state_dir)) in.boot_digest = boot_record_from(*boot).policy_digest;
-    }
+    if (pol) initramfs_audit_input(*pol, o.config_root, in);
+    // This boot's initramfs, with a policy or without.
+    if (auto boot = read_boot_record(o.state_dir)) boot_audit_input(boot_record_from(*boot), in);
     auto findings = kernel::audit(in);
     if (!o.devices.empty()) {
         std::erase_if(findings, [&](const kernel::Finding& f) {

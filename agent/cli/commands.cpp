@@ -37,6 +37,13 @@ json errors_json(const std::vector<policy::PolicyError>& errors) {
     return arr;
 }
 
+// {path: digest} of each policy file (what the initramfs hook notes).
+json file_digests_json(const policy::Policy& p) {
+    json out = json::object();
+    for (std::size_t i = 0; i < p.files.size() && i < p.file_digests.size(); ++i) out[p.files[i]] = p.file_digests[i];
+    return out;
+}
+
 int check(const Options& o, std::ostream& out, std::ostream& err) {
     auto loaded = load_policy_from(o.policies);
     const auto warnings = policy::policy_warnings(loaded.policy);
@@ -46,6 +53,7 @@ int check(const Options& o, std::ostream& out, std::ostream& err) {
                     {"files", loaded.policy.files},
                     {"rules", loaded.policy.rules.size()},
                     {"digest", loaded.ok() ? json(loaded.policy.digest) : json(nullptr)},
+                    {"file_digests", file_digests_json(loaded.policy)},
                     {"errors", errors_json(loaded.errors)},
                     {"warnings", errors_json(warnings)}}
                    .dump(2)

@@ -92,7 +92,25 @@ public:
         if (auto boot = read_boot_record(opts_.state_dir)) {
             boot_record_ = *boot;
             const auto r = boot_record_from(*boot);
-            log_->log(r.ok && r.exit_code == 0 ? LOG_INFO : LOG_WARNING, "this boot's " + boot_line(r));
+            log_->log(r.ok && r.exit_code == 0 && r.bound.empty() ? LOG_INFO : LOG_WARNING,
+                      "this boot's " + boot_line(r));
+            // Each run the runner in the initramfs stopped, or saw crash, fail
+            // or not start: an alert of its own; this first pass applies
+            // what it did not.
+            for (const auto& b : r.bound) {
+                systemd::Alert a;
+                a.kind = systemd::AlertKind::failed;
+                a.device = b.what == "pass" ? "*" : b.what;
+                a.attribute = "initramfs";
+                a.actual = b.outcome;
+                a.message = "in the initramfs, blkpolicy's " +
+                            (b.what == "pass" ? std::string("pass") : "run for " + b.what) + " " + b.outcome +
+                            (b.detail.empty() ? "" : ": " + b.detail) + "; the daemon applies the policy now";
+                char up[32];
+                std::snprintf(up, sizeof up, "%.2f", b.uptime);
+                a.fields = {{"INITRAMFS_OUTCOME", b.outcome}, {"INITRAMFS_DETAIL", b.detail}, {"INITRAMFS_UPTIME", up}};
+                log_->alert(a);
+            }
         }
         set_measuring();
         // Devices found at start were added before: not in a driver's setup.
@@ -424,9 +442,8 @@ private:
         const auto& pol = reconciler_.policy();
         auto in = audit_input(sysfs_, &pol, writers_, opts_.udev_db(), host_plan_context(opts_.sysfs_root),
                               running_kernel_version());
-        in.policy_digest = pol.digest;
-        in.initramfs_digest = read_initramfs_digest(opts_.config_root);
-        if (boot_record_.is_object()) in.boot_digest = boot_record_from(boot_record_).policy_digest;
+        initramfs_audit_input(pol, opts_.config_root, in);
+        if (boot_record_.is_object()) boot_audit_input(boot_record_from(boot_record_), in);
         findings_ = kernel::audit(in);
         audit_unix_ = now_unix();
         write_reports();  // rare (see above): not worth the report gap

@@ -192,6 +192,42 @@ TEST_CASE("daemon: kernel revert and manual drift are alerted and restored - qui
     CHECK(d.wait_notification("STOPPING=1", 1s));
 }
 
+TEST_CASE("daemon: each run the initramfs runner did not see end well is an alert, and in daemon.json") {
+    require_journald();
+    Workdir w;
+    std::filesystem::create_directories(w.dir / "state");
+    // As /usr/lib/blkpolicy/early-boot leaves them: a disk's run crashed, the pass was stopped.
+    std::ofstream(w.dir / "state/boot-bound")
+        << "loop250\tcrashed\tkilled by signal 11\t3.41\n"
+        << "pass\tstopped\tstill running when the boot's budget of 5 s ran out, waiting in the kernel: killed, "
+           "not waited for\t8.02\n";
+    DaemonProcess d(w.args(w.policy("read_ahead_kb = 128")));
+    REQUIRE(d.wait_notification("READY=1", 10s));
+    REQUIRE(d.wait_journal(alert_is("*", "failed", "initramfs"), 5s));
+    auto pass = find_alert(d, "*", "failed", "initramfs");
+    CHECK(pass["BLKPOLICY_INITRAMFS_OUTCOME"] == "stopped");
+    CHECK(pass["BLKPOLICY_INITRAMFS_UPTIME"] == "8.02");
+    CHECK(pass["MESSAGE"].find("in the initramfs, blkpolicy's pass stopped: still running when the boot's budget") ==
+          0);
+    CHECK(pass["MESSAGE"].find("the daemon applies the policy now") != std::string::npos);
+    auto disk = find_alert(d, "loop250", "failed", "initramfs");
+    CHECK(disk["BLKPOLICY_INITRAMFS_OUTCOME"] == "crashed");
+    CHECK(disk["BLKPOLICY_INITRAMFS_DETAIL"] == "killed by signal 11");
+    // The line the daemon says of this boot's pass, at warning.
+    bool said = false;
+    for (const auto& e : d.journal())
+        if (e.count("MESSAGE") &&
+            e.at("MESSAGE").find("this boot's initramfs pass: nothing set: the pass stopped") == 0)
+            said = e.at("PRIORITY") == "4";
+    CHECK(said);
+    REQUIRE(eventually([&] { return std::filesystem::exists(w.dir / "state/daemon.json"); }, 10s));
+    std::ifstream in(w.dir / "state/daemon.json");
+    const auto doc = nlohmann::json::parse(in);
+    REQUIRE(doc["initramfs"]["bound"].size() == 2);
+    CHECK(doc["initramfs"]["bound"][0]["what"] == "loop250");
+    CHECK(doc["initramfs"]["ok"] == false);
+}
+
 TEST_CASE("daemon: observe mode alerts and does not write") {
     require_journald();
     Workdir w;

@@ -19,19 +19,19 @@ for f in "$prefix/sbin/blkpolicy" "${unit_dir#/}/blkpolicy.service" "${catalog_d
          "$prefix/share/initramfs-tools/hooks/blkpolicy" "$prefix/share/initramfs-tools/scripts/init-premount/blkpolicy" \
          "$prefix/share/blkpolicy/initramfs/60-blkpolicy-early.rules" \
          "$prefix/lib/dracut/modules.d/90blkpolicy/module-setup.sh" \
-         "$prefix/lib/dracut/modules.d/90blkpolicy/blkpolicy-boot.sh"; do
+         "$prefix/lib/dracut/modules.d/90blkpolicy/blkpolicy-boot.sh" "$prefix/lib/blkpolicy/early-boot"; do
     [[ -e "$dest/$f" ]] || { echo "not installed: /$f"; find "$dest" -type f; exit 1; }
 done
 grep -q "^ExecStart=/$prefix/sbin/blkpolicy run\$" "$dest/${unit_dir#/}/blkpolicy.service"
 # The early-boot scripts are executable, parse as sh (bash for dracut's),
 # and the initramfs's udev rule runs the binary where it is installed.
 for f in "$prefix/share/initramfs-tools/hooks/blkpolicy" "$prefix/share/initramfs-tools/scripts/init-premount/blkpolicy" \
-         "$prefix/lib/dracut/modules.d/90blkpolicy/blkpolicy-boot.sh"; do
+         "$prefix/lib/dracut/modules.d/90blkpolicy/blkpolicy-boot.sh" "$prefix/lib/blkpolicy/early-boot"; do
     [[ -x "$dest/$f" ]] || { echo "not executable: /$f"; exit 1; }
     sh -n "$dest/$f"
 done
 bash -n "$dest/$prefix/lib/dracut/modules.d/90blkpolicy/module-setup.sh"
-grep -q 'RUN+="/usr/sbin/blkpolicy apply $kernel"' "$dest/$prefix/share/blkpolicy/initramfs/60-blkpolicy-early.rules"
+grep -q 'RUN+="/usr/lib/blkpolicy/early-boot disk $kernel"' "$dest/$prefix/share/blkpolicy/initramfs/60-blkpolicy-early.rules"
 "$dest/$prefix/sbin/blkpolicy" check --policy "$dest/etc/blkpolicy/policy.toml"
 # The installed rules pass their own unit tests where they were installed.
 if command -v promtool >/dev/null; then

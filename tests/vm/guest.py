@@ -136,10 +136,15 @@ class Disk:
     # root port their props name, once it runs again.
     UNMIGRATABLE = ("nvme",)
 
-    def __init__(self, node, size, device, **props):
+    def __init__(self, node, size, device, throttle=None, **props):
         self.node = node          # also the serial, so tests find it by serial
         self.size = size
         self.device = device      # virtio-blk-pci, scsi-hd, nvme, ide-hd
+        # THROTTLE (ThrottleLimits, e.g. {"bps-write": 64}): no file but
+        # qemu's null-co (reads give zeroes, writes go nowhere) behind a
+        # throttle group with these limits from the first instruction, so
+        # that the guest's early boot meets a write qemu holds.
+        self.throttle = throttle
         self.props = props
         self.migratable = device not in self.UNMIGRATABLE
 
@@ -161,6 +166,13 @@ class Disk:
         return path
 
     def drive_args(self, run_dir):
+        if self.throttle is not None:
+            size = int(self.size[:-1]) << {"K": 10, "M": 20, "G": 30}[self.size[-1]]
+            group = {"qom-type": "throttle-group", "id": "tg-" + self.node, "limits": self.throttle}
+            return ["-object", json.dumps(group),
+                    "-blockdev", f"driver=null-co,node-name={self.node}-null,size={size},read-zeroes=on",
+                    "-blockdev", f"driver=throttle,node-name={self.node},file={self.node}-null,"
+                                 f"throttle-group=tg-{self.node}"]
         return ["-blockdev", f"driver=qcow2,node-name={self.node},file.driver=file,file.filename={self.create(run_dir)}"]
 
     def device_props(self):
@@ -218,7 +230,7 @@ class Guest:
     CPU_MODEL = "max"
 
     def __init__(self, image, run_dir, disks=(), share=None, memory_mb=2048, cpus=2, controllers=(),
-                 append="", snapshot=None):
+                 append="", snapshot=None, smbios=None):
         self.image = image
         # Another initrd for the next boots (one the guest made itself, say),
         # and another root (an LVM volume's, say).
@@ -231,6 +243,9 @@ class Guest:
         self.cpus = cpus
         self.controllers = list(controllers)
         self.append = append
+        # SMBIOS type 1 (e.g. {"manufacturer": ..., "product": ...}): the
+        # guest's DMI sys_vendor and product_name, as a cloud sets them.
+        self.smbios = dict(smbios or {})
         self.snapshot = snapshot
         self.proc = None
         self.agent = None
@@ -257,7 +272,7 @@ class Guest:
     def __exit__(self, *exc):
         self.poweroff()
 
-    def start(self, timeout=240):
+    def start(self, timeout=420):
         """From the snapshot when the guest has one, else a boot."""
         return self.restore(timeout) if self.snapshot else self.boot(timeout)
 
@@ -265,7 +280,7 @@ class Guest:
         """qemu's CPU time so far, the running process's included."""
         return self.cpu_seconds + (_cpu_seconds(self.proc.pid) if self.proc else 0.0)
 
-    def boot(self, timeout=240):
+    def boot(self, timeout=420):
         """Boots (the overlay persists between boots of one Guest, like a
         disk), and returns once the guest agent answers. A guest whose
         kernel dies before userspace (seen under TCG: an int3 Oops while the
@@ -370,6 +385,8 @@ class Guest:
             "-qmp", f"unix:{self.qmp_path},server=on,wait=off",
             "-no-reboot",
         ]
+        if self.smbios:
+            cmd += ["-smbios", "type=1," + ",".join(f"{k}={v}" for k, v in self.smbios.items())]
         for c in self.controllers:
             cmd += ["-device", c]
         for d in self.disks:
@@ -425,10 +442,13 @@ class Guest:
             # The agent can answer before the 9p transport has bound the
             # share's virtio device; mounting then fails with "no channels
             # available for device share" (seen on Debian 13 under load).
+            # Loading the modules can itself take a minute on a starved
+            # vCPU (a soft lockup in module_decompress, 58 s, seen on
+            # Debian 13's one-vCPU boot guest beside another guest).
             self.sh("mkdir -p /mnt/share; mountpoint -q /mnt/share && exit 0; modprobe 9pnet_virtio; "
                     "for i in $(seq 150); do "
                     "grep -qs share /sys/bus/virtio/drivers/9pnet_virtio/*/mount_tag && break; sleep 0.2; done; "
-                    "mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 share /mnt/share", timeout=60)
+                    "mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 share /mnt/share", timeout=180)
         self.hold_tracepoints()
 
     def save(self, path, timeout=300):
@@ -504,7 +524,12 @@ class Guest:
         dirs = " ".join(f"{t}/instances/{i}" for i in self.HOLD_INSTANCES)
         self.sh(f"mountpoint -q {t} || mount -t tracefs tracefs {t}; for d in {dirs}; do mkdir -p $d; "
                 f"echo 0 > $d/tracing_on; done; "
-                f"for f in {enables}; do [ -e $f ] && echo 1 > $f; done; true", timeout=60)
+                f"for f in {enables}; do [ -e $f ] && echo 1 > $f; done; true",
+                # Right after a boot a one-vCPU guest on a loaded host can
+                # spend most of a minute loading a module (soft lockups of
+                # 44 s in load_module seen after Debian 13's dracut boots,
+                # 2026-12-07): this waits behind that.
+                timeout=180)
 
     def serial_tail(self, n=40):
         try:
@@ -534,7 +559,7 @@ class Guest:
         finally:
             self._disconnect()
 
-    def reboot(self, timeout=240):
+    def reboot(self, timeout=420):
         self.poweroff()
         return self.boot(timeout)
 
@@ -591,6 +616,10 @@ class Guest:
     MARK = "@bp-harness-end@"
     END_MARK = f"\n{MARK}\n"
 
+    # One agent call's answer (not the command's run: that is polled). Under
+    # TCG beside two other guests a call went unanswered for 60 s once.
+    AGENT_TIMEOUT = 150
+
     def run(self, cmd, timeout=300, check=True, stdin=None, retries=0):
         """Runs CMD (a shell command line) in the guest; returns
         (exit code, stdout, stderr). A reply whose output did not come back
@@ -610,11 +639,35 @@ class Guest:
         args = {"path": "/bin/sh", "arg": ["-c", wrapped], "capture-output": True}
         if stdin is not None:
             args["input-data"] = base64.b64encode(stdin.encode()).decode()
-        pid = self._agent_call("guest-exec", args)["pid"]
+        try:
+            pid = self._agent_call("guest-exec", args)["pid"]
+        except TimeoutError:  # not asked again: the command may have started
+            try:  # a late answer must not be read as the next call's
+                self.agent.connect(time.monotonic() + self.AGENT_TIMEOUT, alive=lambda: self.proc.poll() is None)
+            except GuestError:
+                pass
+            raise GuestError(f"the guest agent did not answer guest-exec in {self.AGENT_TIMEOUT} s: `{cmd[:120]}`; "
+                             f"serial log {self.serial_log}:\n" + self.serial_tail()) from None
         deadline = time.monotonic() + timeout
         delay = 0.02
         while True:
-            st = self._agent_call("guest-exec-status", {"pid": pid})
+            try:
+                st = self._agent_call("guest-exec-status", {"pid": pid})
+            except TimeoutError:
+                # No answer in the agent's time: a starved vCPU (three
+                # guests on two CPUs; seen once in CI, 2026-12-06, right
+                # after a dracut boot) or a lost reply. The status is only
+                # read: connect again and ask once more; a second silence
+                # is the guest's.
+                log(f"{self.image.suite}: the guest agent did not answer guest-exec-status for `{cmd[:80]}`; "
+                    "connecting again")
+                self.agent.connect(time.monotonic() + self.AGENT_TIMEOUT, alive=lambda: self.proc.poll() is None)
+                try:
+                    st = self._agent_call("guest-exec-status", {"pid": pid})
+                except TimeoutError:
+                    raise GuestError(f"the guest agent did not answer in {self.AGENT_TIMEOUT} s, twice, while "
+                                     f"running `{cmd[:120]}`; serial log {self.serial_log}:\n" +
+                                     self.serial_tail()) from None
             if st.get("exited"):
                 break
             if time.monotonic() > deadline:
@@ -641,7 +694,9 @@ class Guest:
         (qemu gone, with the kernel's last words) rather than a bare
         BrokenPipeError."""
         try:
-            return self.agent.call(command, arguments)
+            return self.agent.call(command, arguments, timeout=self.AGENT_TIMEOUT)
+        except TimeoutError:
+            raise
         except OSError as e:
             time.sleep(1)
             rc = self.proc.poll() if self.proc else None

@@ -24,7 +24,9 @@ def _newc_entry(name, mode, data, ino):
 
 def newc(files):
     """An uncompressed newc archive of FILES ({path: (mode, bytes)}, paths
-    relative to the initramfs root), its directories before them."""
+    relative to the initramfs root), its directories before them. A mode
+    without a file type is a regular file's; stat.S_IFLNK | 0o777 makes a
+    symbolic link to the bytes."""
     dirs = sorted({"/".join(p.split("/")[:i]) for p in files for i in range(1, p.count("/") + 1)})
     out, ino = b"", 0x626c6b00  # inode numbers of its own ("blk\0"...)
     for d in dirs:
@@ -32,7 +34,7 @@ def newc(files):
         out += _newc_entry(d, stat.S_IFDIR | 0o755, b"", ino)
     for path, (mode, data) in sorted(files.items()):
         ino += 1
-        out += _newc_entry(path, stat.S_IFREG | mode, data, ino)
+        out += _newc_entry(path, mode if stat.S_IFMT(mode) else stat.S_IFREG | mode, data, ino)
     out += _newc_entry("TRAILER!!!", 0, b"", 0)
     return out + b"\0" * (-len(out) % 512)
 

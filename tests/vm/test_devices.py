@@ -1092,6 +1092,8 @@ ACTION=="add|change", SUBSYSTEM=="block", KERNEL=="vd[a-z]", ATTR{bdi/read_ahead
 ACTION=="add|change", SUBSYSTEM=="block", KERNEL=="sd[a-z]", ATTRS{model}=="QEMU HARDDISK   ", ATTR{queue/nr_requests}="128"
 # SCSI command timeouts by vendor and model
 ACTION=="add|change", SUBSYSTEM=="block", KERNEL=="sd[a-z]", ATTRS{vendor}=="SEAGATE ", ATTRS{model}=="ST4000NM0035*", ATTR{device/timeout}="90"
+# the SCSI device's own timeout, on its event (VMware's guest rule's shape)
+ACTION=="add|change", SUBSYSTEMS=="scsi", ENV{DEVTYPE}=="scsi_device", ATTRS{vendor}=="SAMSUNG*", ATTR{timeout}="180"
 """
 COMPARED = ["scheduler", "read_ahead_kb", "nr_requests", "rotational", "wbt_lat_usec", "rq_affinity", "nomerges",
             "max_sectors_kb", "write_cache"]

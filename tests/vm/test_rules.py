@@ -15,9 +15,17 @@ Debian's archive (the image carries amazon-ec2-utils and btrfs-progs):
    (exit 0); the rules masked the way an admin does, a reboot: the daemon
    gives the same values, status exits 0, and an echo to io_timeout or to
    the scheduler raises a drift alert and is put back.
+3. udevd as the judge of import (between the two): each rule file of
+   tests/data/udev-corpus installed alone, an add event on every disk
+   (SCSI disks with the vendors, models and serials the files key on among
+   them), udevd's values read; then, from the same starting values, the
+   values the file's import applies. A value that differs must come from a
+   line the import named (left out, out of scope).
 """
 
 import json
+import os
+import shutil
 import time
 
 import machine
@@ -203,6 +211,143 @@ def clouds(ctx):
         g.unplug("bp-gce-pd")
 
 
+# udevd as the judge of an import (issue 51): the values each corpus file
+# makes udevd set on this guest's disks, against the values the file's
+# import sets from the same starting point. Read and put back by one shell
+# script in the guest (sh's own read: no process per file).
+ORACLE_ATTRS = ("queue/scheduler queue/rotational queue/read_ahead_kb queue/nr_requests queue/rq_affinity "
+                "queue/add_random queue/nomerges queue/max_sectors_kb queue/wbt_lat_usec queue/io_timeout "
+                "queue/iosched/read_lat_nsec queue/iosched/back_seek_penalty queue/iosched/low_latency "
+                "bdi/read_ahead_kb bdi/strict_limit device/timeout events_poll_msecs")
+ORACLE_SCRIPT = """#!/bin/sh
+# blkpolicy's guest test: read (or put back, from a file of "disk attr value"
+# lines) the values a rule file may set, on every whole disk.
+ATTRS="__ATTRS__"
+tab=$(printf '\\t')
+disks() { for d in /sys/block/sd* /sys/block/vd* /sys/block/nvme*n*; do [ -e "$d/device" ] && echo "${d##*/}"; done; }
+case $1 in
+read)
+    for n in $(disks); do
+        for a in $ATTRS; do
+            f=/sys/block/$n/$a
+            [ -e "$f" ] || continue
+            v=
+            read -r v <"$f" 2>/dev/null
+            case $a in queue/scheduler) v=${v#*\\[}; v=${v%%\\]*} ;; esac
+            printf '%s\\t%s\\t%s\\n' "$n" "$a" "$v"
+        done
+    done ;;
+reset)
+    # The scheduler first (a switch resets nr_requests and makes iosched/
+    # anew), the readaheads last (a rotational or max_sectors_kb write
+    # moves them on newer kernels).
+    for pass in scheduler rest readahead; do
+        while IFS="$tab" read -r n a v; do
+            case $pass:$a in
+            scheduler:queue/scheduler | readahead:*read_ahead_kb) ;;
+            rest:queue/scheduler | rest:*read_ahead_kb | rest:queue/iosched/* | scheduler:* | readahead:*) continue ;;
+            esac
+            f=/sys/block/$n/$a
+            cur=
+            read -r cur <"$f" 2>/dev/null
+            case $a in queue/scheduler) cur=${cur#*\\[}; cur=${cur%%\\]*} ;; esac
+            [ "$cur" = "$v" ] || echo "$v" >"$f" 2>/dev/null
+        done <"$2"
+    done ;;
+esac
+""".replace("__ATTRS__", ORACLE_ATTRS)
+# Disks with the vendors, models and serials the corpus keys on (as QEMU
+# can give them): Pure's array, VMware's virtual disk, HPE Nimble's serial.
+ORACLE_DISKS = (("bp-o-pure", {"vendor": "PURE", "product": "FlashArray"}),
+                ("bp-o-vmware", {"vendor": "VMware", "product": "Virtual disk"}),
+                ("bp-o-6c9ce9", {}))
+
+
+def _oracle_values(g):
+    return {(n, a): v for n, a, v in (l.split("\t", 2) for l in g.sh("sh /tmp/bp-oracle.sh read", retries=2).splitlines()
+                                      if l.count("\t") == 2)}
+
+
+def _named_texts(toml):
+    """The text of each rule and assignment the import left out or called
+    out of scope: the comment lines of its output."""
+    texts, lines = [], toml.splitlines()
+    for i, l in enumerate(lines):
+        if not l.startswith("# from "):
+            continue
+        if "(left out" in l or "(out of blkpolicy's scope" in l:
+            texts.append(lines[i + 1] if i + 1 < len(lines) else l)
+        elif ": left out " in l:
+            texts.append(l)
+    return texts
+
+
+def udevd_oracle(ctx):
+    """Each file of tests/data/udev-corpus, installed on its own: udevd's
+    values on every disk after an add event, then, from the same starting
+    values, the values its import applies. A value that differs must come
+    from a line the import named (left out, out of scope); anything else is
+    a disagreement."""
+    g, s, R = ctx.guest, ctx.suite, ctx.results
+    corpus = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "udev-corpus")
+    files = sorted(f for f in os.listdir(corpus) if f.endswith(".rules"))
+    with R.step(s, f"rules: udevd as the judge of import: {len(files)} rule files of real hosts' shapes, each "
+                   "installed alone, udevd's values on every disk against its import's from the same start; every "
+                   "difference comes from a line the import named"):
+        g.sh(f"systemctl disable --now {UNIT} 2>/dev/null; mkdir -p /mnt/share/corpus")
+        shutil.copytree(corpus, os.path.join(ctx.share, "corpus"), dirs_exist_ok=True)
+        g.write_file("/tmp/bp-oracle.sh", ORACLE_SCRIPT)
+        for node, props in ORACLE_DISKS:
+            machine.hot_add(g, node, **props)
+        try:
+            # What the guest's own rules give at an add event is the start.
+            disks = sorted({n for n, _ in _oracle_values(g)})
+            paths = " ".join(f"/sys/block/{n}" for n in disks)
+            g.sh(f"udevadm trigger --settle --action=add {paths}", timeout=180)
+            start = _oracle_values(g)
+            g.write_file("/tmp/bp-oracle.start", "".join(f"{n}\t{a}\t{v}\n" for (n, a), v in start.items()))
+            rows, disagreements = [], []
+            for i, f in enumerate(files):
+                g.sh(f"sh /tmp/bp-oracle.sh reset /tmp/bp-oracle.start; cp /mnt/share/corpus/{f} /etc/udev/rules.d/{f} "
+                     f"&& udevadm control --reload && udevadm trigger --settle --action=add {paths}; "
+                     f"rm -f /etc/udev/rules.d/{f}; udevadm control --reload", timeout=180)
+                by_udev = _oracle_values(g)
+                rc, toml, err = g.run(f"sh /tmp/bp-oracle.sh reset /tmp/bp-oracle.start; "
+                                      f"blkpolicy import /mnt/share/corpus/{f} > /tmp/bp-oracle.toml 2>/tmp/bp-oracle.err; "
+                                      f"blkpolicy apply --policy /tmp/bp-oracle.toml --state-dir /tmp/bp-oracle-state{i} "
+                                      f">/dev/null 2>&1; cat /tmp/bp-oracle.toml", check=False)
+                by_bp = _oracle_values(g)
+                named = _named_texts(toml)
+                set_udev = {k for k, v in by_udev.items() if start.get(k) != v}
+                set_bp = {k for k, v in by_bp.items() if start.get(k) != v}
+                differ = sorted(k for k in set(by_udev) | set(by_bp) if by_udev.get(k) != by_bp.get(k))
+                explained = {k for k in differ if any(k[1] in t or k[1].rsplit("/", 1)[-1] in t for t in named)}
+                # What the kernel derives from a named write goes with it:
+                # a scheduler switch makes iosched/ anew, resets
+                # nr_requests and (to bfq) turns wbt off; io_timeout and a
+                # SCSI disk's device/timeout are one timer.
+                for n, a in list(explained):
+                    if a == "queue/scheduler":
+                        explained |= {k for k in differ if k[0] == n and (
+                            k[1].startswith("queue/iosched/") or k[1] in ("queue/nr_requests", "queue/wbt_lat_usec"))}
+                    if a in ("device/timeout", "queue/io_timeout"):
+                        explained |= {k for k in differ if k[0] == n and k[1] in ("device/timeout", "queue/io_timeout")}
+                wrong = [k for k in differ if k not in explained]
+                rows.append(f"{f}: udevd set {len(set_udev)}, the import {len(set_bp)}, alike "
+                            f"{len(set_udev & set_bp) - len([k for k in differ if k in set_udev & set_bp])}, "
+                            f"differ {len(differ)} (named {len(explained)}, not {len(wrong)})")
+                disagreements += [f"{f}: {n} {a}: udevd {by_udev.get((n, a))!r}, the import {by_bp.get((n, a))!r} "
+                                  f"(from {start.get((n, a))!r})" for n, a in wrong]
+            R.figure(s, "udevd against the import, per file", rows)
+            expect(not disagreements, "values udevd set that the import did not, or the other way, with no line "
+                                      "named:\n" + "\n".join(disagreements))
+        finally:
+            g.sh("sh /tmp/bp-oracle.sh reset /tmp/bp-oracle.start 2>/dev/null; true")
+            for node, _ in ORACLE_DISKS:
+                g.unplug(node)
+
+
 def run(ctx):
     zoned_btrfs(ctx)
+    udevd_oracle(ctx)
     clouds(ctx)

@@ -1,13 +1,11 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# blkpolicy's pass in a dracut initramfs (pre-mount hook): as the
-# initramfs-tools script does, bounded, recorded in /run/blkpolicy/boot.json,
-# one line in the kernel log; the boot goes on whatever it returns.
-if [ -x /usr/sbin/blkpolicy ] || command -v blkpolicy >/dev/null 2>&1; then
-    if command -v timeout >/dev/null 2>&1; then
-        timeout 20 blkpolicy apply --boot >/dev/null 2>&1
-    else
-        blkpolicy apply --boot >/dev/null 2>&1
-    fi
+# blkpolicy's pass in a dracut initramfs (pre-mount hook, sourced by
+# dracut's own script: no exit here): as the initramfs-tools script does,
+# within the boot's budget for blkpolicy (/usr/lib/blkpolicy/early-boot),
+# recorded in /run/blkpolicy/boot.json, one line in the kernel log; the
+# boot goes on whatever it returns.
+if [ -x /usr/lib/blkpolicy/early-boot ]; then
+    /usr/lib/blkpolicy/early-boot pass
 fi
 true
