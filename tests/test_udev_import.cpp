@@ -252,7 +252,8 @@ TEST_CASE("import: every udev key is a condition, an effect or control flow; no 
     // KEY-part of a rule that also sets nr_requests on every nvme disk.
     struct Case {
         const char* token;
-        const char* outcome;  // "converted", "noted" (converted, the token listed as not converted), "left out"
+        const char* outcome;  // "converted", "noted" (converted, the token listed as not converted), "named"
+                              // (converted, the token left out by name: exit 1), "left out"
         const char* why;      // a part of the reason, for what is left out
     };
     const Case cases[] = {
@@ -293,7 +294,8 @@ TEST_CASE("import: every udev key is a condition, an effect or control flow; no 
         {"OWNER=\"root\"", "noted", ""},
         {"GROUP=\"disk\"", "noted", ""},
         {"MODE=\"0660\"", "noted", ""},
-        {"RUN+=\"/bin/logger tuned\"", "noted", ""},
+        // A program: blkpolicy runs none and cannot see what it sets.
+        {"RUN+=\"/bin/logger tuned\"", "named", "a program run on the block device's event"},
         {"TAG+=\"fast\"", "noted", ""},
         {"ENV{FAST}=\"1\"", "noted", ""},
         {"OPTIONS+=\"last_rule\"", "noted", ""},
@@ -317,6 +319,9 @@ TEST_CASE("import: every udev key is a condition, an effect or control flow; no 
             CHECK(r.converted == 1);
             CHECK(r.left_out == 0);
             CHECK((diags.find("not converted: ") != std::string::npos) == (outcome == "noted"));
+            CHECK((r.attributes_left_out == 1) == (outcome == "named"));
+            if (outcome == "named")
+                CHECK(diags.find(std::string("left out: ") + c.token + ": " + c.why) != std::string::npos);
         }
     }
 }
@@ -510,6 +515,42 @@ TEST_CASE("import: a block device's attribute no policy key sets is named, never
                                                             "LABEL=\"end\"\n"),
                                       {"h.rules"});
     CHECK(filtered.left_out == 1);
+}
+
+TEST_CASE("import: a program run on a block device's event is named, never passed over (it stops with the file)") {
+    // Lustre's shape: a GOTO block keeps ext4 targets, and a program tunes
+    // them; nothing in the line says what it writes.
+    auto r =
+        import_udev_rules(parse_udev_rules_text("l.rules",
+                                                "ACTION!=\"add|change\", GOTO=\"end\"\n"
+                                                "SUBSYSTEM!=\"block\", GOTO=\"end\"\n"
+                                                "ENV{ID_FS_TYPE}!=\"ext4\", GOTO=\"end\"\n"
+                                                "ENV{ID_FS_LABEL}==\"*-OST*\", RUN+=\"/usr/sbin/l_tunedisk /dev/%k\"\n"
+                                                "LABEL=\"end\"\n"),
+                          {"l.rules"});
+    CAPTURE(r.diagnostics);
+    CHECK(r.tuning_rules == 1);
+    CHECK(r.left_out == 1);
+    CHECK(says(r,
+               "l.rules:4: left out: RUN+=\"/usr/sbin/l_tunedisk /dev/%k\": a program run on the block device's "
+               "event, whose writes blkpolicy cannot see"));
+    // Beside a converted write: that write converts, the program is named.
+    auto both = import_udev_rules(
+        parse_udev_rules_text("m.rules",
+                              "SUBSYSTEM==\"block\", KERNEL==\"sd[a-z]\", ATTR{queue/nomerges}=\"1\", "
+                              "RUN+=\"/usr/local/bin/tune %k\"\n"),
+        {"m.rules"});
+    CHECK(both.converted == 1);
+    CHECK(both.attributes_left_out == 1);
+    CHECK(says(both, "m.rules:1: left out: RUN+=\"/usr/local/bin/tune %k\""));
+    // Not a block device's event, or udevd's own builtin: nothing to say.
+    for (const char* other : {"SUBSYSTEM==\"net\", KERNEL==\"eth0\", RUN+=\"/usr/bin/ethtool -K eth0 tso off\"\n",
+                              "SUBSYSTEM==\"block\", RUN{builtin}+=\"blkid\"\n"}) {
+        CAPTURE(other);
+        auto o = import_udev_rules(parse_udev_rules_text("g.rules", other), {"g.rules"});
+        CHECK(o.tuning_rules == 0);
+        CHECK(o.diagnostics.empty());
+    }
 }
 
 TEST_CASE("import: a match on what an earlier line wrote reads the written value under udevd: left out by name") {

@@ -661,11 +661,24 @@ ImportResult import_udev_rules(const std::vector<UdevRule>& rules, const std::ve
             // for an event and sets nothing.
             // A line that tunes a queue is a block device's line itself.
             const bool block = tunes_queue || on_block_event(file_rules, targets, i);
+            // A program run on a block device's event (RUN+=, not one of
+            // udevd's builtins) may tune it in ways no rule line shows
+            // (Lustre's l_tunedisk sets the scheduler and max_sectors_kb):
+            // blkpolicy runs no programs, so deleting the file stops it.
+            auto runs_program = [&](const UdevToken& t) {
+                return block && t.key == "RUN" && is_assignment(t.op) && t.attr != "builtin" &&
+                       unconvertible_storage_write(t).empty();
+            };
             std::vector<std::string> unmanaged;
-            for (const auto& t : r.tokens)
+            for (const auto& t : r.tokens) {
                 if (block && unmanaged_block_write(t) && !tuning(t))
                     unmanaged.push_back(t.text() + ": blkpolicy does not manage the device's " + t.attr +
                                         " (it sets queue/, bdi/ and device/ attributes)");
+                if (runs_program(t))
+                    unmanaged.push_back(t.text() +
+                                        ": a program run on the block device's event, whose writes blkpolicy cannot "
+                                        "see; blkpolicy runs no programs (keep this line where it tunes the device)");
+            }
             if (leave_out(unmanaged) || !tunes_queue) continue;
 
             ++out.tuning_rules;
@@ -695,7 +708,7 @@ ImportResult import_udev_rules(const std::vector<UdevRule>& rules, const std::ve
             }
             for (const auto& t : r.tokens)
                 if (!t.is_condition() && !tuning(t) && t.key != "GOTO" && t.key != "LABEL" &&
-                    unconvertible_storage_write(t).empty() && !unmanaged_block_write(t))
+                    unconvertible_storage_write(t).empty() && !unmanaged_block_write(t) && !runs_program(t))
                     diag("not converted: " + t.text() + " (blkpolicy writes only queue and device attributes)");
 
             std::string rules_toml;

@@ -257,9 +257,11 @@ reset)
 esac
 """.replace("__ATTRS__", ORACLE_ATTRS)
 # Disks with the vendors, models and serials the corpus keys on (as QEMU
-# can give them): Pure's array, VMware's virtual disk, HPE Nimble's serial.
+# can give them): Pure's array, VMware's virtual disk, IBM's SAN Volume
+# Controller, HPE Nimble's serial.
 ORACLE_DISKS = (("bp-o-pure", {"vendor": "PURE", "product": "FlashArray"}),
                 ("bp-o-vmware", {"vendor": "VMware", "product": "Virtual disk"}),
+                ("bp-o-ibm", {"vendor": "IBM", "product": "2145"}),
                 ("bp-o-6c9ce9", {}))
 
 
