@@ -31,19 +31,19 @@ made with it: images.py).
    edited; right after the package's trigger made it (2) and after
    dracut's (4), it says nothing, and after a drop-in's edit it names it.
 6. Faults at boot, in both initramfs systems (initramfs-tools on Debian 12
-   before 3, dracut on Debian 13 after 4), two boots each with files of the
-   test's laid over the initramfs: the pass hanging while every disk's run
-   meets a policy that cannot be read; a disk whose writes qemu holds
-   (blkpolicy leaves its queue alone rather than freeze it behind the held
-   write, and a sysfs write held in the kernel, state D, is stopped at the
-   budget and left behind) while the root disk's run crashes, with the
-   budget set on the kernel command line (blkpolicy.boot_budget=10). Each boot
-   reaches multi-user.target, the root mounted no later than the good
-   boot's plus the runner's budget and TCG's noise (and the held write's
-   own hold, which holds every reader of that disk); the runner's lines are
-   in the kernel log and /run/blkpolicy/boot-bound, and after boot the
-   daemon alerts each, status and audit say it, and the values are in
-   place.
+   before 3, dracut on Debian 13 after 4), one boot each with files of the
+   test's laid over the initramfs and the budget set on the kernel command
+   line (blkpolicy.boot_budget=10): the root disk's run crashes, another
+   disk's run meets a policy that cannot be read, a disk whose writes qemu
+   holds is left alone (blkpolicy will not freeze its queue behind the
+   held write), and the pass is held in the kernel by that disk (state D,
+   dracut) or hangs (state S, initramfs-tools), stopped at the budget and
+   left behind. Each boot reaches multi-user.target, the root mounted no
+   later than the good boot's plus the runner's budget and TCG's noise
+   (and the held write's own hold, which holds every reader of that
+   disk); the runner's lines are in the kernel log and
+   /run/blkpolicy/boot-bound, and after boot the daemon alerts each,
+   status and audit say it, and the values are in place.
 
 A job of its own that boots its guest (run.py's OWN_GUEST): the boot is
 the point here.
@@ -185,39 +185,50 @@ BROKEN_POLICY = '[[rule]]\nname = "x"\n[rule.set]\nread_ahead = 1\n'
 # wrapper of the test's in place of /usr/sbin/blkpolicy, or a policy file
 # that cannot be read. Nothing in the product knows of them.
 BUDGET = 5  # the runner's default (packaging/early-boot/early-boot)
-# The held disk's boot sets the budget on the kernel command line, at the
+# The fault boot sets the budget on the kernel command line, at the
 # runner's most: its disks' runs side by side (the held disk's waits for
 # its stuck write, blkpolicy's own window) spent the default 5 s before
 # they ended on a one-vCPU guest slowed 2.3 times by a loaded host (CI,
 # 2026-12-07: the good boot's root at 54 s, 23.5 s alone).
-HELD_BUDGET = 10
-HANG_PASS = """#!/bin/sh
-# blkpolicy's guest test, a fault at boot: the pass hangs; each disk's run is the real one
-case "$1 $2" in
-"apply --boot") exec sleep 600 ;;
-esac
-exec /usr/sbin/blkpolicy.real "$@"
-"""
-# The held disk: qemu holds its writes (64 bytes a second, so a 4 KiB page
-# takes a minute) from the first instruction on; at its add event the
-# wrapper puts a write in flight (direct writes with the guest's own dd:
-# the first passes, the second is held) and then runs blkpolicy, which must
-# leave the disk's queue alone (a scheduler switch would freeze it behind
-# the held write, and every reader of the disk with it): busy, exit 1. The
-# pass's wrapper then makes the switch itself, the way a write of
-# blkpolicy's own would be held in the kernel (state D): the runner stops
-# it at the budget and the boot goes on (nothing else reads the disk).
+FAULT_BUDGET = 10
+# The held disk: qemu holds its writes from the first instruction on; at
+# its add event the wrapper puts a write in flight (direct writes with the
+# guest's own dd: the first passes, the second is held) and then runs
+# blkpolicy, which must leave the disk's queue alone (a scheduler switch
+# would freeze it behind the held write, and every reader of the disk with
+# it): busy, exit 1.
 HELD = "bp-held"
 # How long qemu holds the second 4 KiB write (4096 / 204 bytes a second):
-# past the held boot's budget, so that the pass's own switch is still held
-# in the kernel when the budget runs out on a fast boot too.
+# past the budget, so that a pass's own switch is still held in the
+# kernel when the budget runs out on a fast boot too.
 HOLD_SECONDS = 20
-HELD_WRAPPER = """#!/bin/sh
-# blkpolicy's guest test, a fault at boot: a write held in flight on the held
-# disk, and the root disk's run crashing
+# The disk whose run meets a policy that cannot be read (exit 3).
+UNREADABLE = "bp-lvmroot"
+# What the pass does, per initramfs system: under dracut it makes the held
+# disk's scheduler switch itself, the way a write of blkpolicy's own would
+# be held in the kernel (state D); under initramfs-tools it hangs in a
+# sleep (state S). The runner stops either at the budget, and the boot
+# goes on (nothing else writes the held disk).
+PASS_HELD = """    # The pass: a sysfs write the kernel holds (the held disk's scheduler
+    # switch waits for the held write, in state D), in the process the
+    # runner watches.
+    for d in /sys/block/vd*; do
+        read -r serial <$d/serial 2>/dev/null
+        [ "$serial" = "__HELD__" ] && echo none >$d/queue/scheduler
+    done"""
+PASS_HANG = """    # The pass hangs.
+    exec sleep 600"""
+FAULTS_WRAPPER = """#!/bin/sh
+# blkpolicy's guest test, faults at boot: the root disk's run crashing, a
+# disk's run meeting a policy that cannot be read, a write held in flight
+# on the held disk, and the pass held or hanging
 [ "$1 $2" = "apply vda" ] && kill -SEGV $$
 serial=
 [ "$1" = apply ] && [ "$2" != --boot ] && read -r serial </sys/block/$2/serial 2>/dev/null
+if [ "$serial" = "__UNREADABLE__" ]; then
+    shift
+    exec /usr/sbin/blkpolicy.real apply --policy /nonexistent/policy.toml "$@"
+fi
 if [ "$serial" = "__HELD__" ]; then
     # Two direct 4 KiB writes (the guest's own dd, laid in beside): the
     # first passes, the second is held.
@@ -234,16 +245,10 @@ if [ "$serial" = "__HELD__" ]; then
     echo "<6>blkpolicy-test: $2: writes in flight: $w after $i looks" >/dev/kmsg
 fi
 if [ "$1 $2" = "apply --boot" ]; then
-    # The pass: a sysfs write the kernel holds, as a write of blkpolicy's own
-    # would be held (the held disk's scheduler switch waits for the held
-    # write, in state D), in the process the runner watches.
-    for d in /sys/block/vd*; do
-        read -r serial <$d/serial 2>/dev/null
-        [ "$serial" = "__HELD__" ] && echo none >$d/queue/scheduler
-    done
+__PASS__
 fi
 exec /usr/sbin/blkpolicy.real "$@"
-""".replace("__HELD__", HELD)
+""".replace("__HELD__", HELD).replace("__UNREADABLE__", UNREADABLE)
 HELD_POLICY = f"""# blkpolicy's guest test: the held disk's scheduler, a switch that freezes its queue
 [[rule]]
 name = "the held disk"
@@ -306,11 +311,13 @@ def dmi_rules(ctx, g):
 
 
 def boot_faults(ctx, g, system, base, good_mount):
-    """Boots with faults in the initramfs BASE (made by SYSTEM:
-    initramfs-tools or dracut): the pass hanging and a policy that cannot
-    be read (every disk's run exits 3); a disk whose scheduler switch waits
-    for a write qemu holds (state D) and the root disk's run crashing. Each
-    boot reaches multi-user.target with the root mounted no later than the
+    """A boot with faults in the initramfs BASE (made by SYSTEM:
+    initramfs-tools or dracut): the root disk's run crashing, another
+    disk's meeting a policy that cannot be read (exit 3), a disk whose
+    writes qemu holds (its run leaves the queue alone: exit 1), and the
+    pass held in the kernel by that disk (state D, dracut) or hanging
+    (state S, initramfs-tools). The boot reaches multi-user.target with
+    the root mounted no later than the
     good boot's (GOOD_MOUNT s) plus the budget, and what did not finish is
     said in the kernel log, /run/blkpolicy/boot-bound, the daemon's alerts,
     status and audit; the daemon then applies the policy."""
@@ -320,28 +327,34 @@ def boot_faults(ctx, g, system, base, good_mount):
         real = f.read()
     with open(os.path.join(ctx.share, "bp-held-dd"), "rb") as f:
         dd = f.read()  # needs only the C library, which both initramfs systems carry
-    # Two boots, each with several faults: the pass in state S and every
-    # disk's run exiting 3; the pass in state D, one disk's run crashing and
-    # one finding its queue busy (exit 1). A disk's run that hung would
-    # spend the budget before the pass starts: the hang is the pass's.
+    # One boot with every fault: the root disk's run crashing, another
+    # disk's run meeting a policy that cannot be read (exit 3), the held
+    # disk's finding its queue busy (exit 1), and the pass held in the
+    # kernel (state D, dracut) or hanging (state S, initramfs-tools): each
+    # of the runner's ways to end a run once per boot, the two states of a
+    # stopped pass once per suite. A disk's run that hung would spend the
+    # budget before the pass starts: the hang is the pass's.
+    held_pass = system == "dracut"
+    wrapper = FAULTS_WRAPPER.replace("__PASS__", PASS_HELD.replace("__HELD__", HELD) if held_pass else PASS_HANG)
+    stopped = (rf"^pass\t(stopped\tstill running when the boot's budget of {FAULT_BUDGET} s ran out, waiting in the "
+               rf"kernel|skipped\tthe boot's budget of {FAULT_BUDGET} s was spent\t)" if held_pass else
+               rf"^pass\tstopped\tstill running when the boot's budget of {FAULT_BUDGET} s ran out, state S: killed, "
+               rf"not waited for\t")
     faults = [
-        ("the pass hanging, every disk's run meeting a policy that cannot be read (exit 3)", BUDGET,
-         {"usr/sbin/blkpolicy": (0o755, HANG_PASS), "usr/sbin/blkpolicy.real": (0o755, real),
-          "etc/blkpolicy/policy.toml": (stat.S_IFLNK | 0o777, "/nonexistent/policy.toml")},
-         [r"^pass\tstopped\tstill running when the boot's budget of 5 s ran out, state S: killed, not waited for\t",
-          r"^vda\tfailed\texit status 3: the policy is invalid or cannot be read\t"]),
-        ("a disk whose writes qemu holds: no queue write freezes it, a write held in the kernel (state D) is "
-         "left behind; the root disk's run crashing (SIGSEGV); the budget from the kernel command line", HELD_BUDGET,
-         {"usr/sbin/blkpolicy": (0o755, HELD_WRAPPER), "usr/sbin/blkpolicy.real": (0o755, real),
+        (f"the root disk's run crashing (SIGSEGV), a disk's run meeting a policy that cannot be read (exit 3), a "
+         f"disk whose writes qemu holds left alone (no queue write freezes it), the pass "
+         f"{'held in the kernel (state D) and left behind' if held_pass else 'hanging'}; the budget from the kernel "
+         f"command line", FAULT_BUDGET,
+         {"usr/sbin/blkpolicy": (0o755, wrapper), "usr/sbin/blkpolicy.real": (0o755, real),
           "usr/bin/bp-held-dd": (0o755, dd),
           "etc/blkpolicy/policy.d/60-held.toml": (0o644, HELD_POLICY)},
-         # The pass: stopped in the kernel where budget was left for it; under
-         # dracut on one TCG vCPU the disks' runs can spend the budget first
-         # (seen 2026-12-06 with 5 s), and then it starts nothing.
-         [r"^vd[b-z]\tfailed\texit status 1: a value failed, did not stick or was refused\t",
-          r"^vda\tcrashed\tkilled by signal 11\t",
-          rf"^pass\t(stopped\tstill running when the boot's budget of {HELD_BUDGET} s ran out, waiting in the kernel"
-          rf"|skipped\tthe boot's budget of {HELD_BUDGET} s was spent\t)"]),
+         # The held pass: stopped in the kernel where budget was left for
+         # it; under dracut on one TCG vCPU the disks' runs can spend the
+         # budget first (seen 2026-12-06 with 5 s), and then it starts nothing.
+         [r"^vda\tcrashed\tkilled by signal 11\t",
+          r"^vd[b-z]\tfailed\texit status 3: the policy is invalid or cannot be read\t",
+          r"^vd[b-z]\tfailed\texit status 1: a value failed, did not stick or was refused\t",
+          stopped]),
     ]
     saved, saved_root, saved_append = g.initrd, g.root_arg, g.append
     try:

@@ -492,6 +492,7 @@ kernel = "vda"
 [rule.set]
 """ + "".join(f"{k} = {v}\n" for k, v in ROOT_VALUES)
 ROOT_POLICY_PATH = "/etc/blkpolicy/policy.d/60-bp-root.toml"
+ROOT_ROW_POLICY_TOML = "# blkpolicy beside its peers (tests/vm/test_peers.py): the root row's rule is a drop-in\n"
 # The rule says in the kernel log when its assignments are done (RUN runs
 # after them): an upper bound of when the values were in place.
 ROOT_RULE = ('ACTION=="add", SUBSYSTEM=="block", KERNEL=="vda", '
@@ -547,6 +548,13 @@ def root_disk(ctx):
     machine.initramfs_updates(g, True)  # the run turned it off (run.py)
     release = g.sh("uname -r").strip()
     saved = g.initrd
+    # blkpolicy sets what the udev rule sets and nothing else: the other
+    # rows' policy (kyber on every other disk) aside for this row, so that
+    # the hook's cost is its runs' (one per disk at its add event, and the
+    # pass), not five scheduler switches and a module load the rule never
+    # makes (the series of 2026-12-06 and the first of 2026-12-07 carried it).
+    other_policy = g.sh("cat /etc/blkpolicy/policy.toml 2>/dev/null || true")
+    g.write_file("/etc/blkpolicy/policy.toml", ROOT_ROW_POLICY_TOML)
     kinds = {"blkpolicy": "the package's unit, the image's initramfs (no hook)",
              "blkpolicy, initramfs hook": "the package's unit and the initramfs the guest made with the hook",
              "udev": f"{ROOT_RULE_PATH}, in the initramfs the guest made (the package's hook off)"}
@@ -616,6 +624,7 @@ def root_disk(ctx):
                              "; ".join(runs))
     finally:
         g.initrd = saved
+        g.write_file("/etc/blkpolicy/policy.toml", other_policy)
         machine.initramfs_updates(g, False)
         g.sh(f"rm -f {ROOT_POLICY_PATH} {ROOT_RULE_PATH} /mnt/share/initrd-peers-root.img; chmod +x {HOOK}; "
              f"systemctl disable {UNIT} bp-peers-root-poll.service 2>/dev/null || true")
