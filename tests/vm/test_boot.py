@@ -53,7 +53,6 @@ import json
 import os
 import re
 import shutil
-import stat
 
 import initrd
 import machine
