@@ -77,6 +77,17 @@ struct DeviceFacts {
     // and every level's, the device first, that has the attribute.
     std::map<std::string, std::string> own_attributes;
     std::map<std::string, std::vector<std::string>> parent_attributes;
+    // The device and its parents, the device first, as udev's KERNELS,
+    // SUBSYSTEMS, DRIVERS and ATTRS walk them: read only for a policy's
+    // parent tables, each level with the attributes they name (absent: not
+    // there).
+    struct Level {
+        std::string kernel;
+        std::string subsystem;
+        std::string driver;
+        std::map<std::string, std::string> attributes;
+    };
+    std::vector<Level> levels;
     // True when rotational/removable came from the state directory rather
     // than from this read of sysfs.
     bool facts_frozen = false;

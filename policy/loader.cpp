@@ -368,6 +368,10 @@ private:
                       "unknown " + section + " key " + in_quotes(name) + " (known: " + known_match_keys_text() + ")");
                 continue;
             }
+            if (*mk == MatchKey::parent) {
+                load_parent_match(v, k, rule, section, negated);
+                continue;
+            }
             if (match_key_is_named(*mk)) {
                 load_named_match(*mk, v, k, rule, section, negated);
                 continue;
@@ -442,6 +446,64 @@ private:
             c.negated = negated;
             rule.match.push_back(std::move(c));
         }
+    }
+
+    // parent.kernel, parent.subsystem, parent.driver and parent.attr.NAME:
+    // one clause, every test on one level (udev's KERNELS, SUBSYSTEMS,
+    // DRIVERS and ATTRS of one rule).
+    void load_parent_match(const toml::node& node, const toml::key& key, Rule& rule, const std::string& section,
+                           bool negated) {
+        const std::string family = section + ".parent";
+        const auto* tbl = node.as_table();
+        if (!tbl || tbl->empty()) {
+            error(pos(key), family + " must be a table of " + named_match_example(MatchKey::parent));
+            return;
+        }
+        MatchClause c;
+        c.key = MatchKey::parent;
+        c.pos = pos(key);
+        c.negated = negated;
+        bool bad = false;
+        for (auto&& [k, v] : *tbl) {
+            const auto what = std::string(k.str());
+            if (what == "kernel" || what == "subsystem" || what == "driver") {
+                auto list = pattern_list(v, family + "." + what);
+                if (!list) {
+                    bad = true;
+                    continue;
+                }
+                c.parent.push_back({what, {}, std::move(*list)});
+                continue;
+            }
+            if (what != "attr") {
+                error(pos(k), "unknown key " + in_quotes(what) + " in " + family +
+                                  " (known: kernel, subsystem, driver, attr.<sysfs attribute>)");
+                bad = true;
+                continue;
+            }
+            const auto* attrs = v.as_table();
+            if (!attrs || attrs->empty()) {
+                error(pos(k), family + ".attr must be a table of sysfs attributes, e.g. " + family +
+                                  ".attr.idVendor = \"0781\"");
+                bad = true;
+                continue;
+            }
+            for (auto&& [ak, av] : *attrs) {
+                const auto name = std::string(ak.str());
+                if (auto why = invalid_match_name(MatchKey::attrs, name); !why.empty()) {
+                    error(pos(ak), family + ".attr." + name + ": " + why);
+                    bad = true;
+                    continue;
+                }
+                auto list = pattern_list(av, family + ".attr." + name);
+                if (!list) {
+                    bad = true;
+                    continue;
+                }
+                c.parent.push_back({"attr", name, std::move(*list)});
+            }
+        }
+        if (!bad) rule.match.push_back(std::move(c));
     }
 
     void load_set(const toml::node& node, const toml::key& key, Rule& rule) {

@@ -57,6 +57,7 @@ constexpr MatchKeyRow kMatchKeys[] = {
     {MatchKey::env, "env", Compare::named, kFactProperties, [](const DeviceFacts&) { return FactTexts{}; }},
     {MatchKey::attr, "attr", Compare::named, kFactAttributes, [](const DeviceFacts&) { return FactTexts{}; }},
     {MatchKey::attrs, "attrs", Compare::named, kFactAttributes, [](const DeviceFacts&) { return FactTexts{}; }},
+    {MatchKey::parent, "parent", Compare::named, kFactAttributes, [](const DeviceFacts&) { return FactTexts{}; }},
     {MatchKey::host, "host", Compare::named, 0, [](const DeviceFacts&) { return FactTexts{}; }},
 };
 static_assert(util::in_enum_order(kMatchKeys));
@@ -213,6 +214,9 @@ std::string named_match_example(MatchKey k) {
     if (k == MatchKey::host)
         return "host facts (" + join(host_fact_names(), ", ") + "), e.g. host.kernel = \">= 6.17\"";
     if (k == MatchKey::attr) return "sysfs attributes of the device, e.g. attr.\"queue/zoned\" = \"host-managed\"";
+    if (k == MatchKey::parent)
+        return "tests one level of the device and its parents meets together: kernel, subsystem, driver, "
+               "attr.<sysfs attribute>, e.g. parent.subsystem = \"usb\" with parent.attr.idVendor = \"0781\"";
     return "sysfs attributes of the device or a parent, e.g. attrs.nsid = \"?*\"";
 }
 
@@ -253,6 +257,10 @@ AttributeNames attribute_names(const Policy& policy) {
         for (const auto& c : rule.match) {
             if (c.key == MatchKey::attr) names.own.insert(c.name);
             if (c.key == MatchKey::attrs) names.parents.insert(c.name);
+            if (c.key != MatchKey::parent) continue;
+            names.levels = true;
+            for (const auto& t : c.parent)
+                if (t.what == "attr") names.level_attributes.insert(t.name);
         }
     return names;
 }
@@ -263,6 +271,7 @@ std::string known_match_keys_text() {
         out += (out.empty() ? "" : ", ") + std::string(row.name) +
                (row.value == MatchKey::env      ? ".<udev property>"
                 : row.value == MatchKey::host   ? ".<host fact>"
+                : row.value == MatchKey::parent ? ".<level test>"
                 : row.compare == Compare::named ? ".<sysfs attribute>"
                                                 : "");
     return out;
@@ -298,7 +307,28 @@ std::vector<std::string> named_values(const MatchClause& clause, const DeviceFac
     return it->second;
 }
 
+// A parent table: one level (the device itself or a parent) meeting every
+// test, as udevd requires of one rule's parent keys. A level without an
+// attribute reads it as "", which only the empty pattern matches.
+bool parent_matches(const MatchClause& clause, const DeviceFacts& facts) {
+    return std::any_of(facts.levels.begin(), facts.levels.end(), [&](const DeviceFacts::Level& level) {
+        return std::all_of(clause.parent.begin(), clause.parent.end(), [&](const ParentTest& t) {
+            std::string value;
+            if (t.what == "kernel") value = level.kernel;
+            if (t.what == "subsystem") value = level.subsystem;
+            if (t.what == "driver") value = level.driver;
+            if (t.what == "attr") {
+                auto it = level.attributes.find(t.name);
+                if (it != level.attributes.end()) value = it->second;
+            }
+            return std::any_of(t.patterns.begin(), t.patterns.end(),
+                               [&](const std::string& p) { return glob_match(p, value); });
+        });
+    });
+}
+
 bool clause_matches(const MatchClause& clause, const DeviceFacts& facts) {
+    if (clause.key == MatchKey::parent) return parent_matches(clause, facts);
     std::vector<std::string> values =
         match_key_is_named(clause.key) ? named_values(clause, facts) : fact_values(clause.key, facts);
     const auto compare = row_of(clause.key).compare;

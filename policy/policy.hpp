@@ -43,10 +43,13 @@ enum class MatchKey {
     md_level,
     rotational,
     removable,
-    env,    // a udev property (env.NAME), from udev's database when udevd runs
-    attr,   // a sysfs attribute of the device (attr.NAME), as udev's ATTR{NAME}==
-    attrs,  // a sysfs attribute of the device or a parent (attrs.NAME), as udev's ATTRS{NAME}==
-    host,   // a fact of the host (host.kernel, host.virtualization, ...): see HostFacts
+    env,     // a udev property (env.NAME), from udev's database when udevd runs
+    attr,    // a sysfs attribute of the device (attr.NAME), as udev's ATTR{NAME}==
+    attrs,   // a sysfs attribute of the device or a parent (attrs.NAME), as udev's ATTRS{NAME}==
+    parent,  // one level of the device and its parents meeting every test of a table (parent.kernel,
+             // parent.subsystem, parent.driver, parent.attr.NAME), as one udev rule's KERNELS, SUBSYSTEMS,
+             // DRIVERS and ATTRS, which udevd requires of one device
+    host,    // a fact of the host (host.kernel, host.virtualization, ...): see HostFacts
 };
 // Names, how each key matches and what it reads: one table, policy/match.cpp.
 const char* to_string(MatchKey k);
@@ -54,10 +57,21 @@ std::optional<MatchKey> match_key_from_string(std::string_view s);
 std::vector<std::string> match_key_names();  // in declaration order
 bool match_key_is_flag(MatchKey k);          // true/false, not globs (rotational, removable)
 
+// One test of a parent table: what of a level it compares (kernel,
+// subsystem, driver or attr), the attribute's name for attr, any of the
+// patterns (globs).
+struct ParentTest {
+    std::string what;
+    std::string name;
+    std::vector<std::string> patterns;
+    bool operator==(const ParentTest&) const = default;
+};
+
 struct MatchClause {
     MatchKey key = MatchKey::kernel;
     std::vector<std::string> patterns;  // any of (globs); for flags "true"/"false"
     std::string name;                   // env, attr, attrs: the property or attribute
+    std::vector<ParentTest> parent;     // parent: every test, on one level
     bool negated = false;               // from [rule.unless]: the rule applies only where this does not match
     SourcePos pos;
 };
@@ -117,7 +131,11 @@ struct DaemonConfig {
 struct AttributeNames {
     std::set<std::string> own;      // attr.NAME: the device's own
     std::set<std::string> parents;  // attrs.NAME: the device's and its parents'
-    bool empty() const { return own.empty() && parents.empty(); }
+    // A parent table: every level's kernel name, subsystem and driver, and
+    // the attributes its tables name, level by level.
+    bool levels = false;
+    std::set<std::string> level_attributes;
+    bool empty() const { return own.empty() && parents.empty() && !levels; }
 };
 
 struct Policy {

@@ -211,6 +211,36 @@ TEST_CASE("facts are read per need, and identity falls back without a diskseq") 
     }
 }
 
+TEST_CASE("a parent table's levels: the device and each parent that is a device, with the attributes named") {
+    FakeSysfs t;
+    test::build_fleet(t);
+    udev::Sysfs s(t.root());
+    policy::AttributeNames names;
+    names.levels = true;
+    names.level_attributes = {"model", "vendor"};
+    auto f = udev::read_facts(s, "sda", {}, policy::kFactAttributes, names);
+    REQUIRE(f.has_value());
+    std::vector<std::string> seen;
+    for (const auto& l : f->levels) seen.push_back(l.kernel + "|" + l.subsystem + "|" + l.driver);
+    std::string shown;
+    for (const auto& l : seen) shown += l + " ";
+    CAPTURE(shown);
+    CHECK(seen == std::vector<std::string>{"sda|block|", "0:0:0:0|scsi|sd", "target0:0:0|scsi|", "host0|scsi|",
+                                           "virtio2|virtio|virtio_scsi", "0000:00:03.0|pci|virtio-pci",
+                                           "pci0000:00||"});
+    REQUIRE(f->levels.size() > 1);
+    CHECK(f->levels[0].attributes.empty());  // the disk has no model of its own
+    CHECK(f->levels[1].attributes ==
+          std::map<std::string, std::string>{{"model", "QEMU HARDDISK"}, {"vendor", "QEMU"}});
+    // Without a parent table, no levels are read.
+    policy::AttributeNames parents_only;
+    parents_only.parents = {"model"};
+    auto plain = udev::read_facts(s, "sda", {}, policy::kFactAttributes, parents_only);
+    REQUIRE(plain.has_value());
+    CHECK(plain->levels.empty());
+    CHECK(plain->parent_attributes.at("model") == std::vector<std::string>{"QEMU HARDDISK"});
+}
+
 TEST_CASE("sysfs reads: attributes past one buffer, links resolved to the same directory") {
     FakeSysfs t;
     test::build_fleet(t);

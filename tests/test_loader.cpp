@@ -150,11 +150,11 @@ TEST_CASE("validation messages - exactly") {
         {"[[rule]]\nname = \"x\"\n[rule.match]\nmodel_name = \"x\"\n[rule.set]\nnomerges = 1\n",
          "p.toml:4:1: unknown match key \"model_name\" (known: kernel, driver, model, vendor, serial, wwid, "
          "stack, dm_name, dm_uuid, md_level, rotational, removable, env.<udev property>, attr.<sysfs attribute>, "
-         "attrs.<sysfs attribute>, host.<host fact>)"},
+         "attrs.<sysfs attribute>, parent.<level test>, host.<host fact>)"},
         {"[[rule]]\nname = \"x\"\n[rule.unless]\nmodel_name = \"x\"\n[rule.set]\nnomerges = 1\n",
          "p.toml:4:1: unknown unless key \"model_name\" (known: kernel, driver, model, vendor, serial, wwid, "
          "stack, dm_name, dm_uuid, md_level, rotational, removable, env.<udev property>, attr.<sysfs attribute>, "
-         "attrs.<sysfs attribute>, host.<host fact>)"},
+         "attrs.<sysfs attribute>, parent.<level test>, host.<host fact>)"},
         {"[[rule]]\nname = \"x\"\n[rule.unless]\n[rule.set]\nnomerges = 1\n",
          "p.toml:3:7: [rule.unless] is empty: leave it out"},
         {"[[rule]]\nname = \"x\"\n[rule.unless]\nrotational = \"yes\"\n[rule.set]\nnomerges = 1\n",
@@ -165,6 +165,20 @@ TEST_CASE("validation messages - exactly") {
         {"[[rule]]\nname = \"x\"\n[rule.match]\nattrs = \"model\"\n[rule.set]\nnomerges = 1\n",
          "p.toml:4:1: match.attrs must be a table of sysfs attributes of the device or a parent, e.g. attrs.nsid = "
          "\"?*\""},
+        {"[[rule]]\nname = \"x\"\n[rule.match]\nparent = \"usb\"\n[rule.set]\nnomerges = 1\n",
+         "p.toml:4:1: match.parent must be a table of tests one level of the device and its parents meets together: "
+         "kernel, subsystem, driver, attr.<sysfs attribute>, e.g. parent.subsystem = \"usb\" with "
+         "parent.attr.idVendor = \"0781\""},
+        {"[[rule]]\nname = \"x\"\n[rule.match]\nparent.bus = \"usb\"\n[rule.set]\nnomerges = 1\n",
+         "p.toml:4:8: unknown key \"bus\" in match.parent (known: kernel, subsystem, driver, attr.<sysfs attribute>)"},
+        {"[[rule]]\nname = \"x\"\n[rule.unless]\nparent.attr = \"idVendor\"\n[rule.set]\nnomerges = 1\n",
+         "p.toml:4:8: unless.parent.attr must be a table of sysfs attributes, e.g. unless.parent.attr.idVendor = "
+         "\"0781\""},
+        {"[[rule]]\nname = \"x\"\n[rule.match]\nparent.attr.\"../idVendor\" = \"0781\"\n[rule.set]\nnomerges = 1\n",
+         "p.toml:4:13: match.parent.attr.../idVendor: a sysfs attribute is a relative path of letters, digits, "
+         "'_', '-', '.' and ':' (at most 128 characters, no empty, '.' or '..' part)"},
+        {"[[rule]]\nname = \"x\"\n[rule.match]\nparent.subsystem = 3\n[rule.set]\nnomerges = 1\n",
+         "p.toml:4:20: match.parent.subsystem must be a string or an array of strings, not an integer"},
         {"[[rule]]\nname = \"x\"\n[rule.unless]\nattr.\"queue/zoned\" = []\n[rule.set]\nnomerges = 1\n",
          "p.toml:4:22: unless.attr.queue/zoned must not be an empty array (it could never match)"},
         {"[[rule]]\nname = \"x\"\n[rule.set]\nio_timeout = 0\n",

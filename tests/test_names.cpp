@@ -46,7 +46,7 @@ TEST_CASE("every name the product prints parses back to the same value") {
         REQUIRE(k);
         CHECK(to_string(*k) == n);
     }
-    CHECK(match_key_names().size() == 16);
+    CHECK(match_key_names().size() == 17);
     for (const auto m : {Mode::enforce, Mode::observe}) CHECK(mode_from_string(to_string(m)) == m);
     CHECK_FALSE(mode_from_string("enforcing"));
 }

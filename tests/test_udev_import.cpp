@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "policy/loader.hpp"
+#include "policy/match.hpp"
 #include "support/run_binary.hpp"
 #include "support/temp_dir.hpp"
 #include "writers/udev_import.hpp"
@@ -86,13 +87,15 @@ TEST_CASE("import: a converted rule never matches more than the original") {
         "PROGRAM==\"/bin/x\"",
         "TEST==\"/sys/x\"",
         "RESULT==\"1\"",
-        "SUBSYSTEMS==\"scsi\"",
+        "SUBSYSTEMS!=\"scsi\"",
         "TAGS==\"systemd\"",
         "CONST{virt}==\"kvm\"",
         "IMPORT{builtin}==\"blkid\"",
         "KERNELS!=\"host*\"",
         "DEVPATH==\"/devices/virtual/*\"",
-        "ATTRS{vendor}==\"ATA\", ATTRS{queue_depth}==\"32\"",
+        "ATTRS{vendor}==\"ATA\", ATTRS{queue_depth}!=\"32\"",
+        "ATTRS{vendor}==\"ATA\", ATTRS{vendor}==\"A*\"",
+        "ATTRS{vendor}==\"ATA\", TAGS==\"systemd\"",
     };
     for (const char* cond : unexpressible) {
         CAPTURE(cond);
@@ -123,6 +126,16 @@ TEST_CASE("import: negations and sysfs attributes convert exactly, as udevd deci
         {"ATTRS{nsid}!=\"1\"", "[rule.match]\nattrs.nsid = \"?*\"\n[rule.unless]\nattrs.nsid = \"1\"\n"},
         {"ATTRS{model}==\"QEMU HARDDISK   \"", "[rule.match]\nmodel = \"QEMU HARDDISK\"\n"},
         {"ATTR{queue/rotational}==\"0|1\", KERNEL==\"vd*\"", "[rule.match]\nkernel = \"vd*\"\n"},
+        // Parent tests of one line hold on one device of the walk: a parent
+        // table. Model, vendor and wwid alone stay the device's own facts.
+        {"ATTRS{vendor}==\"ATA\", ATTRS{model}==\"WDC*\"", "[rule.match]\nvendor = \"ATA\"\nmodel = \"WDC*\"\n"},
+        {"SUBSYSTEMS==\"usb\", ATTRS{idVendor}==\"0781\", ATTRS{idProduct}==\"5581|5583\"",
+         "[rule.match]\nparent.subsystem = \"usb\"\nparent.attr.idVendor = \"0781\"\nparent.attr.idProduct = "
+         "[\"5581\", \"5583\"]\n"},
+        {"DRIVERS==\"ahci\", ATTRS{vendor}==\"ATA\"",
+         "[rule.match]\nparent.driver = \"ahci\"\nparent.attr.vendor = \"ATA\"\n"},
+        {"KERNELS==\"host6\"", "[rule.match]\nparent.kernel = \"host6\"\n"},
+        {"SUBSYSTEMS==\"usb\"", "[rule.match]\nparent.subsystem = \"usb\"\n"},
     };
     for (const auto& c : cases) {
         CAPTURE(c.condition);
@@ -132,6 +145,42 @@ TEST_CASE("import: negations and sysfs attributes convert exactly, as udevd deci
         CHECK(r.toml.find(std::string(c.match) + "[rule.set]\nnomerges = 1\n") != std::string::npos);
         CHECK(load_policy({{"out", r.toml}}).ok());
     }
+}
+
+TEST_CASE("import: a line's parent tests on one device, a skipped line's as an unless table, two lines' refused") {
+    // GOTO past the tuning line where the USB stick is found: no level of the
+    // device may meet both tests.
+    auto r =
+        import_udev_rules(parse_udev_rules_text("f.rules",
+                                                "ATTRS{idVendor}==\"0781\", ATTRS{idProduct}==\"5581\", GOTO=\"end\"\n"
+                                                "KERNEL==\"sd*\", ATTR{queue/nomerges}=\"1\"\nLABEL=\"end\"\n"),
+                          {"f.rules"});
+    CHECK(r.converted == 1);
+    CHECK(r.toml.find("[rule.unless]\nparent.attr.idVendor = \"0781\"\nparent.attr.idProduct = \"5581\"\n") !=
+          std::string::npos);
+    auto loaded = load_policy({{"out", r.toml}});
+    REQUIRE(loaded.ok());
+    REQUIRE(loaded.policy.rules.size() == 1);
+    DeviceFacts stick, other;
+    stick.name = other.name = "sdb";
+    stick.levels = {{"sdb", "block", "", {}}, {"1-1", "usb", "usb", {{"idVendor", "0781"}, {"idProduct", "5581"}}}};
+    other.levels = {{"sdb", "block", "", {}}, {"1-1", "usb", "usb", {{"idVendor", "0781"}, {"idProduct", "5530"}}}};
+    CHECK_FALSE(rule_matches(loaded.policy.rules[0], stick));
+    CHECK(rule_matches(loaded.policy.rules[0], other));
+
+    // Two lines' parent tests: udevd meets each on a device of its own,
+    // which one table (every test on one device) would narrow.
+    auto two =
+        import_udev_rules(parse_udev_rules_text("g.rules",
+                                                "SUBSYSTEMS==\"usb\", GOTO=\"tune\"\nGOTO=\"end\"\nLABEL=\"tune\"\n"
+                                                "ATTRS{idVendor}==\"0781\", ATTRS{idProduct}==\"5581\", "
+                                                "ATTR{queue/nomerges}=\"1\"\nLABEL=\"end\"\n"),
+                          {"g.rules"});
+    CHECK(two.converted == 0);
+    CHECK(two.left_out == 1);
+    std::string diags;
+    for (const auto& d : two.diagnostics) diags += d + "\n";
+    CHECK(diags.find("a rule has one parent table") != std::string::npos);
 }
 
 TEST_CASE("import: values blkpolicy would reject are left out with the check's own message") {
@@ -279,8 +328,8 @@ TEST_CASE("import: every udev key is a condition, an effect or control flow; no 
         {"IMPORT{builtin}=\"path_id\"", "left out", "only where the import finds"},
         {"RESULT==\"fast\"", "left out", "program's output"},
         {"TEST==\"/sys/module/bfq\"", "left out", "tests a file"},
-        {"KERNELS==\"0:0:0:0\"", "left out", "cannot be expressed"},
-        {"SUBSYSTEMS==\"scsi\"", "left out", "cannot be expressed"},
+        {"KERNELS==\"0:0:0:0\"", "converted", ""},
+        {"SUBSYSTEMS==\"scsi\"", "converted", ""},
         {"DEVPATH==\"/devices/pci*\"", "left out", "cannot be expressed"},
         {"TAGS==\"systemd\"", "left out", "cannot be expressed"},
         {"CONST{virt}==\"kvm\"", "left out", "cannot be expressed"},

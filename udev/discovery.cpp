@@ -300,11 +300,17 @@ std::optional<DeviceFacts> read_facts(const Sysfs& s, const std::string& name, c
     if ((needs & policy::kFactAttributes) && !attributes.empty()) {
         for (const auto& a : attributes.own)
             if (auto v = read_attribute(s, dir + "/" + a)) f.own_attributes[a] = *v;
-        if (!attributes.parents.empty()) {
+        if (!attributes.parents.empty() || attributes.levels) {
             const auto syspath = f.syspath.empty() ? s.resolve(dir) : std::optional<std::string>(f.syspath);
-            for (const auto& level : syspath ? device_levels(s, *syspath) : std::vector<DeviceLevel>{})
+            for (const auto& level : syspath ? device_levels(s, *syspath) : std::vector<DeviceLevel>{}) {
                 for (const auto& a : attributes.parents)
                     if (auto v = read_attribute(s, level.dir + "/" + a)) f.parent_attributes[a].push_back(*v);
+                if (!attributes.levels) continue;
+                policy::DeviceFacts::Level l{level.kernel, level.subsystem, level.driver, {}};
+                for (const auto& a : attributes.level_attributes)
+                    if (auto v = read_attribute(s, level.dir + "/" + a)) l.attributes[a] = *v;
+                f.levels.push_back(std::move(l));
+            }
         }
     }
     return f;

@@ -152,6 +152,37 @@ struct OwnWrites {
     std::set<std::string> attrs;
 };
 
+// One udev line's parent tests (KERNELS, SUBSYSTEMS, DRIVERS, ATTRS),
+// which udevd requires of one device on the walk up: the policy's parent
+// table, in [rule.match] where they hold on the path and in [rule.unless]
+// where they must not (no level meets them all). Returns why not, or empty.
+std::string add_parent_table(const Literal& l, PolicyMatch& m) {
+    const bool negated = !l.holds;
+    const auto& into = negated ? m.unless : m.match;
+    if (std::any_of(into.begin(), into.end(), [](const MatchEntry& e) { return e.key.rfind("parent.", 0) == 0; }))
+        return l.text() +
+               ": a second line's parent tests, which udevd may meet on another parent than the first line's: a "
+               "rule has one parent table";
+    std::set<std::string> keys;
+    for (const auto& p : l.tests) {
+        if (!p.equal) return l.text() + ": a != among parent tests that must hold on one parent cannot be expressed";
+        std::string key;
+        if (p.key == "KERNELS") key = "parent.kernel";
+        if (p.key == "SUBSYSTEMS") key = "parent.subsystem";
+        if (p.key == "DRIVERS") key = "parent.driver";
+        if (p.key == "ATTRS") {
+            if (auto why = policy::invalid_match_name(policy::MatchKey::attrs, p.attr); !why.empty())
+                return p.text() + ": " + why;
+            key = policy::toml_dotted("parent.attr", p.attr);
+        }
+        if (key.empty()) return l.text() + ": " + p.key + " cannot be expressed in a policy";
+        if (!keys.insert(key).second)
+            return l.text() + ": the same parent key tested twice on one parent cannot be expressed";
+        if (auto why = m.add(negated, key, alternatives_of(p.pattern, p.key == "ATTRS")); !why.empty()) return why;
+    }
+    return {};
+}
+
 // One literal of a path into policy terms; returns why it cannot be one.
 std::string convert_literal(const Literal& l, PolicyMatch& m, bool scsi, const OwnWrites& own) {
     const auto& t = l.tests.front();
@@ -190,21 +221,31 @@ std::string convert_literal(const Literal& l, PolicyMatch& m, bool scsi, const O
         return {};
     if (t.key == "TEST") return t.text() + ": it tests a file, which a policy cannot express";
     if (l.tests.size() > 1) {
-        // Several parent tests that must hold on one level: blkpolicy's
-        // driver chain and its model, vendor and wwid (read from the one
-        // level that has them) can say that much, and no more.
-        if (!l.holds) return l.text() + ": a negation of several parent tests cannot be expressed";
-        for (const auto& p : l.tests) {
-            // On a SCSI device's event the walk starts at it: it is the
-            // level in the scsi subsystem, and the one with model and vendor.
-            if (scsi && p.key == "SUBSYSTEMS" && p.equal && udev_pattern_match(p.pattern, "scsi")) continue;
-            const bool fact = p.key == "ATTRS" && (p.attr == "model" || p.attr == "vendor" || p.attr == "wwid");
-            if (!p.equal || !(fact || p.key == "DRIVERS"))
-                return l.text() + ": these parent tests together cannot be expressed";
-            const auto why = m.add(false, fact ? p.attr : "driver", alternatives_of(p.pattern, fact));
-            if (!why.empty()) return why;
+        // Several parent tests that must hold on one level. Model, vendor
+        // and wwid alone are blkpolicy's own facts, read from the one level
+        // that has them (on a SCSI device's event the walk starts at it: it
+        // is the level in the scsi subsystem, and the one with model and
+        // vendor). Anything else is a parent table: the driver chain, say,
+        // is any level's, and DRIVERS=="ahci" with ATTRS{vendor}=="ATA" is
+        // met by no one level.
+        auto scsi_level = [&](const UdevTest& p) {
+            return scsi && p.key == "SUBSYSTEMS" && p.equal && udev_pattern_match(p.pattern, "scsi");
+        };
+        auto fact = [](const UdevTest& p) {
+            return p.equal && p.key == "ATTRS" && (p.attr == "model" || p.attr == "vendor" || p.attr == "wwid");
+        };
+        if (l.holds &&
+            std::all_of(l.tests.begin(), l.tests.end(), [&](const auto& p) { return scsi_level(p) || fact(p); })) {
+            for (const auto& p : l.tests) {
+                if (scsi_level(p)) continue;
+                if (auto why = m.add(false, p.attr, alternatives_of(p.pattern, true)); !why.empty()) return why;
+            }
+            return {};
         }
-        return {};
+        // On a SCSI device's event udevd's walk starts above the disk, where
+        // a policy's levels start at it.
+        if (scsi) return l.text() + ": these parent tests together cannot be expressed";
+        return add_parent_table(l, m);
     }
     const auto alts = alternatives_of(t.pattern, t.key == "ATTR" || t.key == "ATTRS");
     if (t.key == "KERNEL") return m.add(!t.equal, "kernel", alts);
@@ -227,6 +268,8 @@ std::string convert_literal(const Literal& l, PolicyMatch& m, bool scsi, const O
         if (t.equal && !l.holds) return m.add(true, "driver", alts);
         return l.text() + ": cannot be expressed";
     }
+    // KERNELS=="...", SUBSYSTEMS=="...": the device or a parent, a parent table of one test.
+    if ((t.key == "KERNELS" || t.key == "SUBSYSTEMS") && t.equal) return add_parent_table(l, m);
     if (t.key == "ATTR" && (t.attr == "queue/rotational" || t.attr == "removable")) {
         // As the kernel reported it at add (blkpolicy freezes the flag it saw first).
         return convert_flag(l, t.attr == "removable" ? "removable" : "rotational", m);

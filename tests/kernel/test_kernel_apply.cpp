@@ -143,6 +143,23 @@ TEST_CASE("kernel: a second apply is a no-op - and frozen facts keep the rule ma
     CHECK(rc == 0);
 }
 
+TEST_CASE("kernel: a parent table reads the device's levels as the running kernel lays them out") {
+    LoopDevice loop;
+    Scratch s;
+    // The loop device is its own level: subsystem block, its loop/ attributes.
+    const std::string own =
+        "parent.subsystem = \"block\"\nparent.attr.\"loop/backing_file\" = \"" + loop.backing() + "\"";
+    int rc = -1;
+    auto hit = s.run("plan", s.policy(loop.name(), "nomerges = 2", own), loop.name(), &rc);
+    CHECK(rc == 0);
+    CHECK(hit["devices"][0]["matched"].size() == 1);
+    // Every test on one level: no level of a loop device is in another subsystem.
+    const std::string other = "parent.subsystem = \"virtual\"\nparent.attr.\"loop/backing_file\" = \"?*\"";
+    auto miss = s.run("plan", s.policy(loop.name(), "nomerges = 2", other), loop.name(), &rc);
+    CHECK(rc == 0);
+    CHECK(miss["devices"][0]["matched"].empty());
+}
+
 TEST_CASE("kernel: read_ahead_kb is page-rounded and reported as applied - not as a failure") {
     LoopDevice loop;
     Scratch s;

@@ -163,6 +163,7 @@ void FakeSysfs::add_virtio_disk(const std::string& name, int virtio_index, const
     const std::string pcidir = "devices/pci0000:00/" + pci;
     const std::string vdev = pcidir + "/virtio" + std::to_string(virtio_index);
     link(pcidir + "/driver", "bus/pci/drivers/virtio-pci");
+    link(pcidir + "/subsystem", "bus/pci");
     link(vdev + "/driver", "bus/virtio/drivers/virtio_blk");
     link(vdev + "/subsystem", "bus/virtio");
     file(vdev + "/vendor", "0x1af4");
@@ -191,8 +192,12 @@ void FakeSysfs::add_scsi_qemu_harddisk(const std::string& name, const std::strin
     const std::string host = pcidir + "/virtio2/host0";
     const std::string sdev = host + "/target0:0:0/" + hctl;
     link(pcidir + "/driver", "bus/pci/drivers/virtio-pci");
+    link(pcidir + "/subsystem", "bus/pci");
     link(pcidir + "/virtio2/driver", "bus/virtio/drivers/virtio_scsi");
     link(pcidir + "/virtio2/subsystem", "bus/virtio");
+    // The SCSI host and target are devices of the scsi bus too.
+    link(host + "/subsystem", "bus/scsi");
+    link(host + "/target0:0:0/subsystem", "bus/scsi");
     link(sdev + "/driver", "bus/scsi/drivers/sd");
     link(sdev + "/subsystem", "bus/scsi");
     file(sdev + "/vendor", "QEMU    ");         // 8 bytes, space padded
@@ -229,6 +234,7 @@ void FakeSysfs::add_scsi_disk(const std::string& name, const std::string& hctl, 
     const std::string host = hctl.substr(0, hctl.find(':'));
     const std::string pcidir = "devices/pci0000:00/0000:00:1f.2";
     link(pcidir + "/driver", "bus/pci/drivers/ahci");
+    link(pcidir + "/subsystem", "bus/pci");
     const std::string sdev =
         pcidir + "/ata" + host + "/host" + host + "/target" + hctl.substr(0, hctl.rfind(':')) + "/" + hctl;
     link(sdev + "/driver", "bus/scsi/drivers/sd");
@@ -239,6 +245,8 @@ void FakeSysfs::add_scsi_disk(const std::string& name, const std::string& hctl, 
     file(sdev + "/queue_depth", "32");
     file(sdev + "/scsi_disk/" + hctl + "/cache_type", cache_type);
     const std::string ata = pcidir + "/ata" + host;
+    link(ata + "/host" + host + "/subsystem", "bus/scsi");
+    link(fs::path(sdev).parent_path().string() + "/subsystem", "bus/scsi");
     for (const auto& d : {std::string("devices/pci0000:00"), pcidir, ata, ata + "/host" + host,
                           fs::path(sdev).parent_path().string(), sdev})
         file(d + "/uevent", "");
@@ -267,6 +275,7 @@ void FakeSysfs::add_nvme(const std::string& name) {
     const std::string pcidir = "devices/pci0000:00/0000:00:04.0";
     const std::string ctrl = pcidir + "/nvme/nvme0";
     link(pcidir + "/driver", "bus/pci/drivers/nvme");
+    link(pcidir + "/subsystem", "bus/pci");
     link(ctrl + "/subsystem", "class/nvme");
     file(ctrl + "/model", "QEMU NVMe Ctrl                          ");  // 40 bytes, space padded
     file(ctrl + "/serial", "deadbeef            ");                     // 20 bytes, space padded
@@ -317,6 +326,7 @@ void FakeSysfs::add_nvme_multipath(int subsys, int ns, const std::vector<int>& c
             "devices/pci0000:00/0000:00:0" + std::to_string(3 + c) + ".0/0000:0" + std::to_string(1 + c) + ":00.0";
         const std::string ctrl = pci + "/nvme/nvme" + C;
         link(pci + "/driver", "bus/pci/drivers/nvme");
+        link(pci + "/subsystem", "bus/pci");
         link(ctrl + "/subsystem", "class/nvme");
         link(ctrl + "/device", pci);
         for (const auto& d : {std::string("devices/pci0000:00"), pci, ctrl}) file(d + "/uevent", "");

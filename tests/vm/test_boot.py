@@ -53,6 +53,7 @@ import json
 import os
 import re
 import shutil
+import time
 
 import initrd
 import machine
@@ -491,11 +492,15 @@ def dracut_root(ctx, g):
         # needs, a smaller image made sooner.
         g.sh("mkdir -p /etc/dracut.conf.d && echo 'hostonly=\"yes\"' > /etc/dracut.conf.d/50-bp-test.conf")
         # Installing it removes initramfs-tools; its own trigger makes the initramfs.
+        t0 = time.monotonic()
         g.sh("DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends dracut >/dev/null 2>&1",
              timeout=900)
+        R.figure(s, "dracut installed, its initramfs made", round(time.monotonic() - t0, 1), "s")
         expect(g.run("dpkg-query -W -f '${Status}' initramfs-tools 2>/dev/null | grep -q ' installed'",
                      check=False)[0] != 0, "initramfs-tools is still installed beside dracut")
+        t0 = time.monotonic()
         listing = g.sh("lsinitrd /boot/initrd.img-$(uname -r)", timeout=300)
+        R.figure(s, "lsinitrd", round(time.monotonic() - t0, 1), "s")
         wanted = {"the module": r"^blkpolicy$", "the binary": r"usr/sbin/blkpolicy$",
                   "the policy": r"etc/blkpolicy/policy\.d/50-early-boot\.toml$",
                   "the pre-mount hook": r"dracut/hooks/pre-mount/10-blkpolicy-boot\.sh$",
@@ -569,15 +574,21 @@ def run(ctx):
     try:
         with R.step(s, "early boot: with the package's hook, / mounts with ssd; the pass precedes the root mount; "
                        "the daemon goes on from its facts with no alert", fatal=True):
+            t0 = time.monotonic()
             machine.install_package(g, timeout=900)  # the trigger makes the initramfs
+            R.figure(s, "the package installed, update-initramfs with it", round(time.monotonic() - t0, 1), "s")
             g.sh(f"systemctl enable {UNIT} 2>/dev/null")
+            t0 = time.monotonic()
             packed = g.sh("lsinitramfs /boot/initrd.img-$(uname -r)", timeout=300).splitlines()
+            R.figure(s, "lsinitramfs", round(time.monotonic() - t0, 1), "s")
             for what, rx in (("blkpolicy", r"usr/sbin/blkpolicy$"), ("bfq", r"kernel/block/bfq\.ko"),
                              ("kyber", r"kernel/block/kyber-iosched\.ko")):
                 expect(any(re.search(rx, l) for l in packed), f"the initramfs has no {what}")
             digest = g.sh("head -n 1 /var/lib/blkpolicy/initramfs-policy.digest").strip()
             g.initrd = _initrd_out(g, ctx.share, "initrd-hook.img")
+            t0 = time.monotonic()
             g.reboot()
+            R.figure(s, "the reboot with the hook's initramfs", round(time.monotonic() - t0, 1), "s")
             opts = _root_options(g)
             ours, mount, lines = _kmsg_order(g)
             good_mount = _root_mount_at(g)

@@ -25,10 +25,12 @@ Debian's archive (the image carries amazon-ec2-utils and btrfs-progs):
 
 import json
 import os
+import re
 import shutil
 import time
 
 import machine
+from guest import GuestError
 from harness import expect, expect_eq
 from machine import cursor, disks_by_serial, read_queue, since, wait_journal
 
@@ -224,7 +226,13 @@ ORACLE_SCRIPT = """#!/bin/sh
 # lines) the values a rule file may set, on every whole disk.
 ATTRS="__ATTRS__"
 tab=$(printf '\\t')
-disks() { for d in /sys/block/sd* /sys/block/vd* /sys/block/nvme*n*; do [ -e "$d/device" ] && echo "${d##*/}"; done; }
+disks() {
+    for d in /sys/block/sd* /sys/block/vd* /sys/block/nvme*n*; do [ -e "$d/device" ] && echo "${d##*/}"; done
+    # The stacks: bound loop devices, dm and md (no device link of their own).
+    for d in /sys/block/loop* /sys/block/dm-* /sys/block/md*; do
+        { [ -e "$d/loop/backing_file" ] || [ -e "$d/dm" ] || [ -e "$d/md" ]; } && [ -e "$d/queue" ] && echo "${d##*/}"
+    done
+}
 case $1 in
 read)
     for n in $(disks); do
@@ -263,6 +271,48 @@ ORACLE_DISKS = (("bp-o-pure", {"vendor": "PURE", "product": "FlashArray"}),
                 ("bp-o-vmware", {"vendor": "VMware", "product": "Virtual disk"}),
                 ("bp-o-ibm", {"vendor": "IBM", "product": "2145"}),
                 ("bp-o-6c9ce9", {}))
+# Besides them, what the corpus's rules select by kernel name, bus or stack
+# (KERNEL=="loop*|dm-*|md*", ENV{ID_BUS}=="usb", ATTR{removable}): a USB
+# flash drive (QEMU's usb-storage, removable, on an xHCI controller
+# hot-added on a free root port), a loop device, a dm-linear volume and an
+# md raid1, the last three on loop devices over files of the root (built in
+# the guest; their members are loop devices the oracle reads too).
+ORACLE_USB = "bp-o-usb"
+ORACLE_STACKS = """set -e
+for f in a b c d; do truncate -s 64M /root/bp-o-$f.img; done
+la=$(losetup --find --show /root/bp-o-a.img)
+lb=$(losetup --find --show /root/bp-o-b.img)
+lc=$(losetup --find --show /root/bp-o-c.img)
+ld=$(losetup --find --show /root/bp-o-d.img)
+dmsetup create bp-o-linear --table "0 $(blockdev --getsz $lb) linear $lb 0"
+mdadm --create /dev/md/bp-o --level=1 --raid-devices=2 --metadata=1.2 --assume-clean --run --quiet $lc $ld
+udevadm settle
+"""
+ORACLE_STACKS_DOWN = ("mdadm --stop /dev/md/bp-o >/dev/null 2>&1; dmsetup remove bp-o-linear 2>/dev/null; "
+                      "for f in a b c d; do for l in $(losetup -j /root/bp-o-$f.img -O NAME -n 2>/dev/null); do "
+                      "losetup -d $l; done; rm -f /root/bp-o-$f.img; done; udevadm settle; true")
+
+
+def _usb_flash(g):
+    """Hot-adds the USB flash drive; returns its kernel name."""
+    g.qmp.call("device_add", driver="qemu-xhci", id="bp-o-xhci", bus="rp1")
+    g.qmp.call("blockdev-add", driver="null-co", **{"node-name": ORACLE_USB, "size": 256 << 20, "read-zeroes": True})
+    g.qmp.call("device_add", driver="usb-storage", id="dev-" + ORACLE_USB, drive=ORACLE_USB, bus="bp-o-xhci.0",
+               serial=ORACLE_USB, removable=True)
+    find = "for d in /sys/block/sd*; do readlink -f $d | grep -q /usb && echo ${d##*/}; done | head -n 1 | grep ."
+    name = g.wait_for(find, timeout=60, what="the USB flash drive").strip()
+    g.sh("udevadm settle")
+    return name
+
+
+def _usb_flash_gone(g):
+    """Takes the drive and its controller away (what of them was added)."""
+    for undo in (lambda: g.unplug(ORACLE_USB), lambda: g.qmp.call("device_del", id="bp-o-xhci")):
+        try:
+            undo()
+        except GuestError:
+            pass
+    g.wait_for("! ls -d /sys/bus/pci/drivers/xhci_hcd/0000:* >/dev/null 2>&1", timeout=60, what="the xHCI gone")
 
 
 def _oracle_values(g):
@@ -301,9 +351,21 @@ def udevd_oracle(ctx):
         g.write_file("/tmp/bp-oracle.sh", ORACLE_SCRIPT)
         for node, props in ORACLE_DISKS:
             machine.hot_add(g, node, **props)
+        usb = None
         try:
+            usb = ""  # (the controller and drive added: taken away again however this ends)
+            usb = _usb_flash(g)
+            g.write_file("/tmp/bp-oracle-stacks.sh", ORACLE_STACKS)
+            g.sh("sh /tmp/bp-oracle-stacks.sh", timeout=120)
             # What the guest's own rules give at an add event is the start.
             disks = sorted({n for n, _ in _oracle_values(g)})
+            kinds = g.sh("for n in " + " ".join(disks) + "; do echo $n $(readlink -f /sys/block/$n | "
+                         "grep -o '/usb\\|/virtual/block\\|/virtio\\|/nvme\\|/host' | head -n 1); done")
+            R.figure(s, "the oracle's devices", " ".join(l.replace(" ", ":") for l in kinds.splitlines()))
+            for want, rx in (("USB", r"^%s:/usb" % usb), ("loop", r"^loop\d+:"), ("dm", r"^dm-\d+:"),
+                             ("md", r"^md\d+:")):
+                expect(any(re.search(rx, l.replace(" ", ":")) for l in kinds.splitlines()),
+                       f"the oracle reads no {want} device: {kinds}")
             paths = " ".join(f"/sys/block/{n}" for n in disks)
             g.sh(f"udevadm trigger --settle --action=add {paths}", timeout=180)
             start = _oracle_values(g)
@@ -345,8 +407,11 @@ def udevd_oracle(ctx):
                                       "named:\n" + "\n".join(disagreements))
         finally:
             g.sh("sh /tmp/bp-oracle.sh reset /tmp/bp-oracle.start 2>/dev/null; true")
+            g.sh(ORACLE_STACKS_DOWN, timeout=120)
             for node, _ in ORACLE_DISKS:
                 g.unplug(node)
+            if usb is not None:
+                _usb_flash_gone(g)
 
 
 def run(ctx):
