@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include <doctest/doctest.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -7,6 +8,7 @@
 #include <fstream>
 
 #include "agent/policy_files.hpp"
+#include "agent/policy_watch.hpp"
 #include "support/temp_dir.hpp"
 
 using namespace blkpolicy;
@@ -157,4 +159,43 @@ TEST_CASE("a policy file over the size limit is an error naming the file") {
     REQUIRE(loaded.errors.size() == 1);
     CHECK(loaded.errors[0].str() ==
           (t.root / "big.toml").string() + ": the file is 3145728 bytes; a policy file may have at most 1 MiB");
+}
+
+TEST_CASE("watches: each place the policy is read from, and the names there that concern it") {
+    Tree t;
+    t.put("etc/blkpolicy/policy.toml", rule("main"));
+    t.put("etc/blkpolicy/policy.d/50-site.toml", rule("site"));
+    fs::create_directories(t.root / "run/blkpolicy");  // its policy.d not made yet
+    // /usr/lib/blkpolicy not there at all: nothing to watch.
+    using W = agent::PolicyWatch;
+    const auto r = t.root.string();
+    CHECK(agent::policy_watches({}, t.locations()) == std::vector<W>{{r + "/etc/blkpolicy", "policy.toml"},
+                                                                     {r + "/run/blkpolicy", "policy.d"},
+                                                                     {r + "/etc/blkpolicy/policy.d", ""}});
+    // --policy: a file's directory for its name, a directory for its drop-ins.
+    CHECK(agent::policy_watches({r + "/etc/blkpolicy/policy.toml", r + "/etc/blkpolicy/policy.d"}) ==
+          std::vector<W>{{r + "/etc/blkpolicy", "policy.toml"}, {r + "/etc/blkpolicy/policy.d", ""}});
+    CHECK(agent::policy_watches({r + "/nowhere/policy.toml"}).empty());
+
+    const W dropins{r + "/etc/blkpolicy/policy.d", ""};
+    const W main_file{r + "/etc/blkpolicy", "policy.toml"};
+    // Written and closed, moved in or out, deleted: read again.
+    for (std::uint32_t m : {IN_CLOSE_WRITE, IN_MOVED_TO, IN_MOVED_FROM, IN_DELETE}) {
+        CAPTURE(m);
+        CHECK(agent::concerns_policy(dropins, "60-new.toml", m));
+        CHECK(agent::concerns_policy(main_file, "policy.toml", m));
+        CHECK_FALSE(agent::concerns_policy(main_file, "other.toml", m));
+        CHECK_FALSE(agent::concerns_policy(dropins, "README", m));
+        // A tool's temporary file (hidden), an editor's backup: not read.
+        CHECK_FALSE(agent::concerns_policy(dropins, ".60-new.toml.tmp", m));
+        CHECK_FALSE(agent::concerns_policy(dropins, ".60-new.toml", m));
+        CHECK_FALSE(agent::concerns_policy(dropins, "60-new.toml~", m));
+    }
+    // A file created is read at its close, not before; a link or a
+    // directory created is whole.
+    CHECK_FALSE(agent::concerns_policy(dropins, "60-new.toml", IN_CREATE));
+    CHECK(agent::concerns_policy(dropins, "60-new.toml", IN_CREATE, true));
+    CHECK(agent::concerns_policy({r + "/run/blkpolicy", "policy.d"}, "policy.d", IN_CREATE | IN_ISDIR));
+    // A write still going on is never asked for.
+    CHECK((agent::policy_watch_mask() & IN_MODIFY) == 0u);
 }

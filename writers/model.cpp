@@ -4,7 +4,9 @@
 #include <fnmatch.h>
 
 #include <algorithm>
+#include <iterator>
 
+#include "policy/attributes.hpp"
 #include "policy/values.hpp"
 #include "util/names.hpp"
 #include "writers/patterns.hpp"
@@ -113,6 +115,57 @@ Tri condition_value(const Condition& c, const UdevDevice& d, const std::string& 
     return any;
 }
 
+// What the kernel moves when a queue attribute is written (KERNEL.md): a
+// scheduler switch makes iosched/ anew and resets nr_requests and wbt; a
+// rotational write recomputes wbt's default and, on newer kernels, the
+// readahead, as a limits write (max_sectors_kb) does.
+bool moved_by(const std::string& written, const std::string& path) {
+    if (written == "queue/scheduler")
+        return path.rfind("queue/iosched/", 0) == 0 || path == "queue/nr_requests" || path == "queue/wbt_lat_usec";
+    if (written == "queue/rotational")
+        return path == "queue/wbt_lat_usec" || path == "queue/read_ahead_kb" || path == "bdi/read_ahead_kb";
+    if (written == "queue/max_sectors_kb") return path == "queue/read_ahead_kb" || path == "bdi/read_ahead_kb";
+    return false;
+}
+
+// udevd writes an ATTR the moment it applies a line, and every later line
+// (of the file and of the files after it) reads sysfs again. After udev
+// rule W, which selects the device as VERDICT says: a certain write leaves
+// its value to be read, as the kernel shows it (a scheduler's bracketed
+// list is not its value: not known); a possible one leaves the attribute
+// not known; what the kernel moves with it is not known either.
+void after_write(UdevDevice& d, const WriterAssignment& w, Selects verdict) {
+    if (w.kind != WriterKind::udev_rule || verdict == Selects::no || d.levels.empty()) return;
+    const auto spec = policy::find_attribute(w.attribute);
+    if (!spec) return;
+    auto& attrs = d.levels.front().attributes;
+    std::vector<std::string> paths = {spec->path};
+    if (spec->path == "queue/read_ahead_kb" || spec->path == "bdi/read_ahead_kb")
+        paths = {"queue/read_ahead_kb", "bdi/read_ahead_kb"};  // one value, two files
+    for (auto it = attrs.begin(); it != attrs.end();)
+        it = moved_by(spec->path, it->first) ? attrs.erase(it) : std::next(it);
+    const bool known = verdict == Selects::yes && !w.value.empty() && spec->path != "queue/scheduler";
+    for (const auto& p : paths) {
+        if (known)
+            attrs[p] = w.value;
+        else
+            attrs.erase(p);
+    }
+}
+
+// Each writer's selection of the device, in udevd's order, each decided on
+// the device as the udev rules before it left it.
+std::vector<Selection> selections(const std::vector<WriterAssignment>& writers, const UdevDevice& device) {
+    std::vector<Selection> out;
+    out.reserve(writers.size());
+    UdevDevice seen = device;
+    for (const auto& w : writers) {
+        out.push_back(w.selects(seen));
+        after_write(seen, w, out.back().verdict);
+    }
+    return out;
+}
+
 bool glob_any(const std::vector<std::string>& patterns, const std::string& name) {
     return std::any_of(patterns.begin(), patterns.end(),
                        [&](const std::string& p) { return ::fnmatch(p.c_str(), name.c_str(), 0) == 0; });
@@ -189,11 +242,13 @@ UdevReads reads_of(const std::vector<WriterAssignment>& writers) {
 
 FoundWriter find_writer(const std::vector<WriterAssignment>& writers, const UdevDevice& device,
                         const std::string& attribute, const std::string& current) {
+    const auto all = selections(writers, device);
     for (const Selects wanted : {Selects::yes, Selects::may}) {
         FoundWriter first;
-        for (const auto& w : writers) {
+        for (std::size_t i = 0; i < writers.size(); ++i) {
+            const auto& w = writers[i];
             if (w.attribute != attribute) continue;
-            auto s = w.selects(device);
+            const auto& s = all[i];
             if (s.verdict != wanted) continue;
             if (!current.empty() && !w.value.empty() && policy::trim(w.value) == policy::trim(current)) return {&w, s};
             if (!first) first = {&w, s};
@@ -205,10 +260,9 @@ FoundWriter find_writer(const std::vector<WriterAssignment>& writers, const Udev
 
 std::vector<FoundWriter> writers_of(const std::vector<WriterAssignment>& writers, const UdevDevice& device) {
     std::vector<FoundWriter> out;
-    for (const auto& w : writers) {
-        auto s = w.selects(device);
-        if (s.verdict != Selects::no) out.push_back({&w, s});
-    }
+    const auto all = selections(writers, device);
+    for (std::size_t i = 0; i < writers.size(); ++i)
+        if (all[i].verdict != Selects::no) out.push_back({&writers[i], all[i]});
     return out;
 }
 

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "agent/daemon/daemon.hpp"
 
+#include <sys/inotify.h>
+#include <sys/stat.h>
 #include <syslog.h>
 #include <systemd/sd-event.h>
 #include <unistd.h>
@@ -21,6 +23,7 @@
 #include "agent/daemon/pending.hpp"
 #include "agent/daemon/reconciler.hpp"
 #include "agent/policy_files.hpp"
+#include "agent/policy_watch.hpp"
 #include "agent/snapshot.hpp"
 #include "agent/state.hpp"
 #include "measure/session.hpp"
@@ -51,6 +54,11 @@ double thread_cpu_seconds() { return clock_seconds(CLOCK_THREAD_CPUTIME_ID); }
 
 // Bound on devices with queued events (each entry is a name and a trigger).
 constexpr std::size_t kMaxPending = 65536;
+
+// A policy file added, changed or removed is read once nothing more has
+// changed there for this long: a tool writing several files, or moving
+// one in after another, is read once, when it is done.
+constexpr std::uint64_t kPolicySettleUsec = 1'000'000;
 
 class Daemon {
 public:
@@ -184,6 +192,12 @@ private:
         if (r < 0) return r;
         report_timer_ = keep(s);
         sd_event_source_set_enabled(report_timer_, SD_EVENT_OFF);
+        r = sd_event_add_time_relative(event, &s, CLOCK_MONOTONIC, kPolicySettleUsec, 0, &Daemon::on_policy_settled,
+                                       this);
+        if (r < 0) return r;
+        settle_timer_ = keep(s);
+        sd_event_source_set_enabled(settle_timer_, SD_EVENT_OFF);
+        watch_policy_files();
         // WATCHDOG=1 pings at half of WatchdogSec= when the unit sets it.
         sd_event_set_watchdog(event, 1);
         return 0;
@@ -249,6 +263,67 @@ private:
         return 0;
     }
 
+    // A policy file added, changed or removed: noted, and read once the
+    // directory has been still for kPolicySettleUsec.
+    static int on_policy_file(sd_event_source*, const struct inotify_event* e, void* userdata) {
+        auto* w = static_cast<PolicyWatchSource*>(userdata);
+        const std::string name = e->len ? std::string(e->name) : std::string();
+        const std::string path = name.empty() ? w->watch.dir : w->watch.dir + "/" + name;
+        bool relevant = (e->mask & (IN_Q_OVERFLOW | IN_DELETE_SELF | IN_MOVE_SELF)) != 0;
+        if (!relevant) {
+            struct stat st {};
+            const bool link = ::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode);
+            relevant = concerns_policy(w->watch, name, e->mask, link);
+        }
+        if (relevant) w->daemon->policy_file_changed(path);
+        return 0;
+    }
+
+    static int on_policy_settled(sd_event_source*, uint64_t, void* userdata) {
+        auto* d = static_cast<Daemon*>(userdata);
+        std::string which;
+        for (const auto& f : d->changed_policy_files_) which += (which.empty() ? "" : ", ") + f;
+        d->changed_policy_files_.clear();
+        d->log_->log(LOG_INFO, "policy files changed (" + which + "): reading the policy again");
+        d->reload(true);
+        return 0;
+    }
+
+    void policy_file_changed(const std::string& path) {
+        changed_policy_files_.insert(path);
+        sd_event_source_set_time_relative(settle_timer_, kPolicySettleUsec);
+        sd_event_source_set_enabled(settle_timer_, SD_EVENT_ONESHOT);
+    }
+
+    // Watches what the policy is read from (agent/policy_watch): at start,
+    // and after a reload where that changed (a drop-in directory made since
+    // is watched from then on). The new sources are added before the old
+    // ones go, so a directory watched before and after never goes unwatched.
+    void watch_policy_files() {
+        auto wanted = policy_watches(opts_.policies);
+        std::vector<PolicyWatch> have;
+        for (const auto& t : policy_watch_targets_) have.push_back(t->watch);
+        if (wanted == have && !policy_watch_targets_.empty()) return;
+        std::vector<util::Owned<sd_event_source, sd_event_source_unref>> sources;
+        std::vector<std::unique_ptr<PolicyWatchSource>> targets;
+        for (auto& w : wanted) {
+            auto target = std::make_unique<PolicyWatchSource>(PolicyWatchSource{this, std::move(w)});
+            sd_event_source* s = nullptr;
+            const int r = sd_event_add_inotify(event_.get(), &s, target->watch.dir.c_str(), policy_watch_mask(),
+                                               &Daemon::on_policy_file, target.get());
+            if (r < 0) {
+                log_->log(LOG_WARNING, "cannot watch " + target->watch.dir + " for policy files: " + std::strerror(-r) +
+                                           "; a change there takes effect at the next reload");
+                continue;
+            }
+            sources.emplace_back(s);
+            targets.push_back(std::move(target));
+        }
+        policy_watch_sources_.swap(sources);
+        sources.clear();  // the old sources, before what they point at
+        policy_watch_targets_.swap(targets);
+    }
+
     static int on_stop(sd_event_source* s, const struct signalfd_siginfo*, void*) {
         systemd::notify_stopping();
         return sd_event_exit(sd_event_source_get_event(s), 0);
@@ -308,9 +383,16 @@ private:
         after_pass();
     }
 
-    void reload() {
-        systemd::notify_reloading();
+    // FROM_FILES: a policy file changed (not SIGHUP): a policy that reads
+    // the same as the one in force is left as it is.
+    void reload(bool from_files = false) {
         auto loaded = load_policy_from(opts_.policies);
+        if (from_files && loaded.ok() && loaded.policy.digest == reconciler_.policy().digest) {
+            log_->log(LOG_INFO, "the policy read is the one in force (" + loaded.policy.digest + "): nothing to do");
+            watch_policy_files();
+            return;
+        }
+        systemd::notify_reloading();
         ++reload_.generation;
         reload_.ok = loaded.ok();
         reload_.errors.clear();
@@ -338,6 +420,7 @@ private:
         }
         // At once, not after the report gap: `blkpolicy reload` waits for it.
         write_reports();
+        watch_policy_files();
         systemd::notify_ready(status_line());
     }
 
@@ -621,6 +704,10 @@ private:
         Daemon* daemon = nullptr;
         udev::Monitor* monitor = nullptr;
     };
+    struct PolicyWatchSource {
+        Daemon* daemon = nullptr;
+        PolicyWatch watch;
+    };
 
     Options opts_;
     std::unique_ptr<systemd::EventLog> log_;
@@ -631,6 +718,10 @@ private:
     sd_event_source* defer_ = nullptr;  // these three borrow from sources_
     sd_event_source* timer_ = nullptr;
     sd_event_source* report_timer_ = nullptr;
+    sd_event_source* settle_timer_ = nullptr;  // borrows from sources_ too
+    std::set<std::string> changed_policy_files_;
+    // What each inotify source reads (userdata): goes after its sources.
+    std::vector<std::unique_ptr<PolicyWatchSource>> policy_watch_targets_;
     // What the last rewrite of the reports cost (report_gap() in outputs.hpp).
     std::chrono::steady_clock::duration last_write_took_{};
     std::chrono::steady_clock::duration report_gap() const { return agent::report_gap(last_write_took_, interval_); }
@@ -662,6 +753,7 @@ private:
     // before the monitors and watches its sources point at.
     util::Owned<sd_event, sd_event_unref> event_;
     std::vector<util::Owned<sd_event_source, sd_event_source_unref>> sources_;
+    std::vector<util::Owned<sd_event_source, sd_event_source_unref>> policy_watch_sources_;
     // The measuring window's sources, after the loop so that they go before
     // it; the session they read goes after them (declared above).
     std::vector<util::Owned<sd_event_source, sd_event_source_unref>> measure_sources_;

@@ -279,6 +279,71 @@ TEST_CASE("daemon: SIGHUP with a broken policy keeps the old one") {
     CHECK(eventually([&] { return loop.queue("read_ahead_kb") == "256"; }, 5s));
 }
 
+TEST_CASE("daemon: a policy file added, changed or removed takes effect by itself; never one still being written") {
+    require_journald();
+    Workdir w;
+    LoopDevice loop;
+    const auto dir = w.dir / "policy.d";
+    std::filesystem::create_directories(dir);
+    auto rule = [](const std::string& name, const std::string& set) {
+        return "[[rule]]\nname = \"" + name + "\"\n[rule.match]\n" + kMatchTestLoops + "[rule.set]\n" + set + "\n";
+    };
+    std::ofstream(dir / "10-base.toml") << "[daemon]\nverify_interval = \"500ms\"\n"
+                                        << rule("base", "read_ahead_kb = 128");
+    const auto nomerges_before = loop.queue("nomerges");
+    const auto rq_before = loop.queue("rq_affinity");
+    REQUIRE(nomerges_before != "1");
+    REQUIRE(rq_before != "2");
+    DaemonProcess d(w.args(dir.string()));
+    REQUIRE(d.wait_notification("READY=1", 10s));
+    REQUIRE(eventually([&] { return loop.queue("read_ahead_kb") == "128"; }, 5s));
+    auto said = [&](const std::string& needle) {
+        return [needle](const JournalEntry& e) {
+            auto m = e.find("MESSAGE");
+            return m != e.end() && m->second.find(needle) != std::string::npos;
+        };
+    };
+
+    // Written aside and moved in, as configuration management does: taken
+    // without a SIGHUP.
+    std::ofstream(dir / ".20-more.toml.tmp") << rule("more", "nomerges = 1");
+    std::filesystem::rename(dir / ".20-more.toml.tmp", dir / "20-more.toml");
+    CHECK(eventually([&] { return loop.queue("nomerges") == "1"; }, 10s));
+    CHECK(d.wait_journal(said("policy files changed (" + (dir / "20-more.toml").string() + ")"), 2s));
+
+    // A file still open for writing is not read, complete as its first
+    // rule may look; its close is.
+    {
+        std::ofstream partial(dir / "30-partial.toml");
+        partial << rule("partial", "rq_affinity = 2") << std::flush;
+        std::this_thread::sleep_for(3s);
+        CHECK(loop.queue("rq_affinity") == rq_before);
+        CHECK_FALSE(d.wait_journal(said("30-partial.toml"), 1ms));
+        partial << "# the rest\n";
+    }
+    CHECK(eventually([&] { return loop.queue("rq_affinity") == "2"; }, 10s));
+
+    // A broken one: the old policy is kept and enforced, the error has its
+    // file:line:col.
+    std::ofstream(dir / "40-broken.toml") << rule("broken", "rq_affinity = 3");
+    CHECK(d.wait_journal(said((dir / "40-broken.toml").string() + ":6:15: rq_affinity = 3 is out of range"), 10s));
+    CHECK(d.wait_journal(said("policy reload failed, keeping the old policy"), 2s));
+    loop.write_queue("read_ahead_kb", "512");
+    CHECK(eventually([&] { return loop.queue("read_ahead_kb") == "128"; }, 5s));
+
+    // Removed: what only it set goes back to what the device had.
+    std::filesystem::remove(dir / "40-broken.toml");
+    std::filesystem::remove(dir / "20-more.toml");
+    CHECK(eventually([&] { return loop.queue("nomerges") == nomerges_before; }, 10s));
+    CHECK(loop.queue("rq_affinity") == "2");
+
+    // The same text written again: nothing to do.
+    const auto base = rule("base", "read_ahead_kb = 128");
+    std::ofstream(dir / "10-base.toml", std::ios::trunc) << "[daemon]\nverify_interval = \"500ms\"\n" << base;
+    CHECK(d.wait_journal(said("the policy read is the one in force"), 10s));
+    CHECK(d.alive());
+}
+
 TEST_CASE("daemon: a value the policy stops setting goes back at a reload; a restart puts nothing back") {
     require_journald();
     Workdir w;

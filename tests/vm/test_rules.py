@@ -279,18 +279,31 @@ ORACLE_DISKS = (("bp-o-pure", {"vendor": "PURE", "product": "FlashArray"}),
 # the guest; their members are loop devices the oracle reads too).
 ORACLE_USB = "bp-o-usb"
 ORACLE_STACKS = """set -e
-for f in a b c d; do truncate -s 64M /root/bp-o-$f.img; done
+for f in a b c d e f g h; do truncate -s 64M /root/bp-o-$f.img; done
 la=$(losetup --find --show /root/bp-o-a.img)
 lb=$(losetup --find --show /root/bp-o-b.img)
 lc=$(losetup --find --show /root/bp-o-c.img)
 ld=$(losetup --find --show /root/bp-o-d.img)
 dmsetup create bp-o-linear --table "0 $(blockdev --getsz $lb) linear $lb 0"
 mdadm --create /dev/md/bp-o --level=1 --raid-devices=2 --metadata=1.2 --assume-clean --run --quiet $lc $ld
+mdadm --create /dev/md/bp-o5 --level=5 --raid-devices=3 --metadata=1.2 --assume-clean --run --quiet \
+    $(losetup --find --show /root/bp-o-e.img) $(losetup --find --show /root/bp-o-f.img) \
+    $(losetup --find --show /root/bp-o-g.img)
+# One MBR partition from sector 2048 to the end (type 83), ext4 on it.
+printf '\\000\\000\\000\\000\\203\\000\\000\\000\\000\\010\\000\\000\\000\\370\\001\\000' |
+    dd of=/root/bp-o-h.img bs=1 seek=446 conv=notrunc status=none
+printf '\\125\\252' | dd of=/root/bp-o-h.img bs=1 seek=510 conv=notrunc status=none
+lh=$(losetup -P --find --show /root/bp-o-h.img)
 udevadm settle
+mkfs.ext4 -q ${lh}p1
+udevadm trigger --settle --action=change ${lh}p1
 """
-ORACLE_STACKS_DOWN = ("mdadm --stop /dev/md/bp-o >/dev/null 2>&1; dmsetup remove bp-o-linear 2>/dev/null; "
-                      "for f in a b c d; do for l in $(losetup -j /root/bp-o-$f.img -O NAME -n 2>/dev/null); do "
-                      "losetup -d $l; done; rm -f /root/bp-o-$f.img; done; udevadm settle; true")
+ORACLE_STACKS_DOWN = ("mdadm --stop /dev/md/bp-o >/dev/null 2>&1; mdadm --stop /dev/md/bp-o5 >/dev/null 2>&1; "
+                      "dmsetup remove bp-o-linear 2>/dev/null; "
+                      "for f in a b c d e f g h; do for l in $(losetup -j /root/bp-o-$f.img -O NAME -n 2>/dev/null); "
+                      "do losetup -d $l; done; rm -f /root/bp-o-$f.img; done; udevadm settle; true")
+# The partition the oracle's add events reach beside the whole devices.
+ORACLE_PARTITION = ("for p in /sys/block/loop*/loop*p1; do [ -e \"$p\" ] && echo ${p##*/}; done | head -n 1")
 
 
 def _usb_flash(g):
@@ -361,12 +374,18 @@ def udevd_oracle(ctx):
             disks = sorted({n for n, _ in _oracle_values(g)})
             kinds = g.sh("for n in " + " ".join(disks) + "; do echo $n $(readlink -f /sys/block/$n | "
                          "grep -o '/usb\\|/virtual/block\\|/virtio\\|/nvme\\|/host' | head -n 1); done")
-            R.figure(s, "the oracle's devices", " ".join(l.replace(" ", ":") for l in kinds.splitlines()))
+            R.figure(s, "the oracle's devices", " ".join(l.replace(" ", ":") for l in kinds.splitlines()) +
+                     f"; the partition {part} (ext4)")
             for want, rx in (("USB", r"^%s:/usb" % usb), ("loop", r"^loop\d+:"), ("dm", r"^dm-\d+:"),
                              ("md", r"^md\d+:")):
                 expect(any(re.search(rx, l.replace(" ", ":")) for l in kinds.splitlines()),
                        f"the oracle reads no {want} device: {kinds}")
-            paths = " ".join(f"/sys/block/{n}" for n in disks)
+            part = g.sh(ORACLE_PARTITION).strip()
+            fs_type = g.sh(f"udevadm info -q property -n {part} | sed -n 's/^ID_FS_TYPE=//p'").strip() if part else ""
+            expect(part and fs_type == "ext4", f"the oracle's partition: {part!r}, filesystem {fs_type!r}")
+            levels = g.sh("cat /sys/block/md*/md/level 2>/dev/null").split()
+            expect(sorted(levels) == ["raid1", "raid5"], f"the oracle's md arrays: {levels}")
+            paths = " ".join([f"/sys/block/{n}" for n in disks] + ([f"/sys/class/block/{part}"] if part else []))
             g.sh(f"udevadm trigger --settle --action=add {paths}", timeout=180)
             start = _oracle_values(g)
             g.write_file("/tmp/bp-oracle.start", "".join(f"{n}\t{a}\t{v}\n" for (n, a), v in start.items()))
