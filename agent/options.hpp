@@ -18,15 +18,17 @@ enum ExitCode : int {
     kExitUsage = 2,    // bad command line, unknown device
     kExitPolicy = 3,   // the policy is invalid or cannot be read
     kExitRuntime = 4,  // the system could not be read (no sysfs, ...)
+    kExitChanges = 5,  // plan --detailed-exitcode: writes are pending (configuration management's "changed")
 };
 
 struct Options {
     std::string command;
     std::vector<std::string> policies;
-    bool no_policy = false;     // --no-policy (explain, audit): the kernel side only
-    bool all = false;           // --all (audit): also devices without a medium
-    bool kernel_rules = false;  // --kernel-rules (explain): the kernel rows instead of a device
-    bool boot = false;          // --boot (apply): the initramfs's pass: bounded, recorded, said in the kernel log
+    bool no_policy = false;      // --no-policy (explain, audit): the kernel side only
+    bool all = false;            // --all (audit): also devices without a medium
+    bool kernel_rules = false;   // --kernel-rules (explain): the kernel rows instead of a device
+    bool boot = false;           // --boot (apply): the initramfs's pass: bounded, recorded, said in the kernel log
+    bool detailed_exit = false;  // --detailed-exitcode (plan): 5 when a write would change a value
     std::string sysfs_root = "/sys";
     std::string state_dir = "/run/blkpolicy";
     bool json = false;

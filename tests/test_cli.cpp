@@ -251,3 +251,42 @@ TEST_CASE("--help: every options block is set off by a blank line") {
         prev = line;
     }
 }
+
+TEST_CASE("plan --detailed-exitcode: 5 when a write would change a value, 0 when none would; errors stay errors") {
+    FakeSysfs t;
+    build_fleet(t);
+    const auto now = t.read(t.devpath_of("vdb") + "/queue/nomerges");
+    const auto other = now == "0" ? "1" : "0";
+    auto policy = [&](const std::string& value) {
+        const auto path = (t.root() / "p.toml").string();
+        t.file("p.toml",
+               "[[rule]]\nname = \"vdb\"\n[rule.match]\nkernel = \"vdb\"\n[rule.set]\nnomerges = " + value + "\n");
+        return path;
+    };
+    auto plan = [&](const std::string& value, bool json) {
+        std::vector<std::string> args = {
+            "plan",         "--detailed-exitcode", "--policy",    policy(value),
+            "--sysfs-root", t.root().string(),     "--state-dir", (t.root() / "state").string()};
+        if (json) args.push_back("--json");
+        return run_blkpolicy(args);
+    };
+    auto pending = plan(other, false);
+    CHECK(pending.exit_code == 5);
+    CHECK(pending.out.find("1 write(s) planned") != std::string::npos);
+    auto doc = nlohmann::json::parse(plan(other, true).out);
+    CHECK(doc["writes"] == 1);
+    auto none = plan(now, true);
+    CHECK(none.exit_code == 0);
+    CHECK(nlohmann::json::parse(none.out)["writes"] == 0);
+    // Without the flag, pending writes are no failure.
+    auto plain = run_blkpolicy({"plan", "--policy", policy(other), "--sysfs-root", t.root().string(), "--state-dir",
+                                (t.root() / "state").string()});
+    CHECK(plain.exit_code == 0);
+    // An invalid policy is 3, as ever.
+    t.file("bad.toml", "[[rule]]\nname = \"x\"\n[rule.set]\nrq_affinity = 3\n");
+    auto bad = run_blkpolicy({"plan", "--detailed-exitcode", "--policy", (t.root() / "bad.toml").string(),
+                              "--sysfs-root", t.root().string()});
+    CHECK(bad.exit_code == 3);
+    // Only plan takes it.
+    CHECK(run_blkpolicy({"apply", "--detailed-exitcode"}).exit_code == 2);
+}

@@ -201,7 +201,8 @@ int with_devices(Kind kind, const Options& o, udev::Sysfs& sysfs, std::ostream& 
         }
     }
     report->finish();
-    const int rc = gone != kExitOk ? gone : report->found_something() ? kExitPartial : kExitOk;
+    int rc = gone != kExitOk ? gone : report->found_something() ? kExitPartial : kExitOk;
+    if (rc == kExitOk && kind == Kind::plan && o.detailed_exit && report->changes_pending()) rc = kExitChanges;
     return boot ? boot->finish(rc, err) : rc;
 }
 

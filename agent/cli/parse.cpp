@@ -167,6 +167,9 @@ constexpr OptionRow kOptions[] = {
     {"--all", "", "", "audit", "explain and audit",
      "(audit) also devices without a medium (unbound\nloop devices, empty removable drives)", set_flag<&Options::all>},
 
+    {"--detailed-exitcode", "", "", "plan", "plan",
+     "(plan) exit 5 when a write would change a value,\n0 when none would: a check for configuration\nmanagement",
+     set_flag<&Options::detailed_exit>},
     {"--boot", "", "", "apply", "apply",
      "(apply) the pass in early boot, before the root\nis mounted: at most 10 s, recorded in\nSTATE-DIR/boot.json, "
      "one line in the kernel log",

@@ -31,6 +31,8 @@ public:
     // Whether the command found something to exit 1 for (status: drift;
     // apply: a failure, a value that did not stick, a refusal).
     virtual bool found_something() const = 0;
+    // Whether a write would change a value (plan).
+    virtual bool changes_pending() const { return false; }
     // The fact groups it shows: all of them in JSON, the identity line in text.
     policy::FactNeeds facts_shown() const;
     // The policy the devices were planned under: its host facts are shown.

@@ -29,6 +29,7 @@ public:
     PlanReport(bool as_json, std::ostream& out, std::optional<std::vector<std::string>> loadable)
         : DeviceReport(as_json, out), loadable_(std::move(loadable)) {}
     bool found_something() const override { return false; }
+    bool changes_pending() const override { return writes_ > 0; }
 
 private:
     void add_json(json& d, const DeviceView& v, const DeviceResult*) const override {
@@ -55,6 +56,10 @@ private:
     }
     void add_json_summary(json& doc) const override {
         doc["loadable_schedulers"] = loadable_ ? json(*loadable_) : json(nullptr);
+        // What --detailed-exitcode decides on: writes that change a value,
+        // and values only read again before a write.
+        doc["writes"] = writes_;
+        doc["rechecks"] = rechecks_;
     }
     void print_footer() const override {
         out_ << writes_ << " write(s) planned";
