@@ -372,6 +372,7 @@ def udevd_oracle(ctx):
             g.sh("sh /tmp/bp-oracle-stacks.sh", timeout=120)
             # What the guest's own rules give at an add event is the start.
             disks = sorted({n for n, _ in _oracle_values(g)})
+            part = g.sh(ORACLE_PARTITION).strip()
             kinds = g.sh("for n in " + " ".join(disks) + "; do echo $n $(readlink -f /sys/block/$n | "
                          "grep -o '/usb\\|/virtual/block\\|/virtio\\|/nvme\\|/host' | head -n 1); done")
             R.figure(s, "the oracle's devices", " ".join(l.replace(" ", ":") for l in kinds.splitlines()) +
@@ -380,7 +381,6 @@ def udevd_oracle(ctx):
                              ("md", r"^md\d+:")):
                 expect(any(re.search(rx, l.replace(" ", ":")) for l in kinds.splitlines()),
                        f"the oracle reads no {want} device: {kinds}")
-            part = g.sh(ORACLE_PARTITION).strip()
             fs_type = g.sh(f"udevadm info -q property -n {part} | sed -n 's/^ID_FS_TYPE=//p'").strip() if part else ""
             expect(part and fs_type == "ext4", f"the oracle's partition: {part!r}, filesystem {fs_type!r}")
             levels = g.sh("cat /sys/block/md*/md/level 2>/dev/null").split()
