@@ -29,9 +29,7 @@ PolicyError file_error(const std::string& path, const std::string& message) {
     return e;
 }
 
-bool is_toml_file(const fs::directory_entry& e) {
-    return e.path().extension() == ".toml" && e.path().filename().string().front() != '.';
-}
+bool is_toml_file(const fs::directory_entry& e) { return is_policy_file_name(e.path().filename().string()); }
 
 // A drop-in that is a link to /dev/null (or empty) masks the same name in
 // lower-priority directories, as with systemd.
@@ -51,6 +49,10 @@ std::vector<std::string> toml_files_in(const fs::path& dir) {
 }
 
 }  // namespace
+
+bool is_policy_file_name(std::string_view name) {
+    return !name.empty() && name.front() != '.' && fs::path(name).extension() == ".toml";
+}
 
 PolicyFileList find_policy_files(const std::vector<std::string>& explicit_paths, const PolicyLocations& defaults) {
     PolicyFileList list;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "policy/loader.hpp"
@@ -17,6 +18,10 @@ struct PolicyLocations {
     std::vector<std::string> dropin_dirs = {"/usr/lib/blkpolicy/policy.d", "/run/blkpolicy/policy.d",
                                             "/etc/blkpolicy/policy.d"};
 };
+
+// Whether a file name in a drop-in or --policy directory is a policy file
+// that is read: *.toml, not hidden (a tool's ".x.toml.tmp" is not).
+bool is_policy_file_name(std::string_view name);
 
 // The files to read, in order. With `explicit_paths` (from --policy) each is a
 // file or a directory of *.toml files; otherwise the default locations.

@@ -46,7 +46,7 @@ bool concerns_policy(const PolicyWatch& w, std::string_view name, std::uint32_t 
     if (name.empty()) return false;
     if (!w.name.empty()) {
         if (name != w.name) return false;
-    } else if (name.front() == '.' || name.size() <= 5 || name.substr(name.size() - 5) != ".toml") {
+    } else if (!is_policy_file_name(name)) {
         return false;
     }
     // Created: a directory or a link is whole; a file is read at its close.
