@@ -57,6 +57,18 @@ cache_state=warm
 if [[ -z "$(ls -d "${BLKPOLICY_VM_CACHE:-/var/cache/blkpolicy-vm}"/image-* 2>/dev/null)" ]]; then
     cache_state=cold
 fi
+# The failed assertions of the host tests, last of all: CI keeps only a
+# part of a long output, and ctest's full text of a failed test can be
+# thousands of lines before it.
+failure_digest() {
+    local log
+    for log in build/Testing/Temporary/LastTest.log build-sanitize/Testing/Temporary/LastTest.log; do
+        [[ -f $log ]] && grep -qE ': (FATAL )?ERROR: ' "$log" || continue
+        echo "== failed assertions in $log (the first 60 lines):"
+        awk '/^TEST CASE: /{tc=$0; shown=0} / (FATAL )?ERROR: /{if (!shown) print "  " tc; shown=1; print "    " $0; n=2; next}
+             n > 0 {if ($0 != "") print "      " $0; n--}' "$log" | head -n 60
+    done
+}
 print_budget() {
     local target=30
     [[ $cache_state == warm ]] || target=45
@@ -70,6 +82,7 @@ print_budget() {
         /usr/bin/python3 tests/vm/run.py --budget "$results" || true
     fi
     printf '  %6s %6d  the whole run (%d:%02d)\n' "" "$SECONDS" $((SECONDS / 60)) $((SECONDS % 60))
+    failure_digest
     if ((SECONDS > target * 60)); then
         echo "== OVER BUDGET: $((SECONDS / 60)) minutes with $cache_state caches, against a target of $target"
     fi
