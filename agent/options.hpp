@@ -28,6 +28,7 @@ struct Options {
     bool all = false;            // --all (audit): also devices without a medium
     bool kernel_rules = false;   // --kernel-rules (explain): the kernel rows instead of a device
     bool boot = false;           // --boot (apply): the initramfs's pass: bounded, recorded, said in the kernel log
+    bool by_serial = false;      // --by-serial (export): every rule keyed by serial too
     bool detailed_exit = false;  // --detailed-exitcode (plan): 5 when a write would change a value
     std::string sysfs_root = "/sys";
     std::string state_dir = "/run/blkpolicy";

@@ -324,6 +324,22 @@ void derive_io_timeout(Explanation& e, const policy::DeviceFacts& f, const polic
     }
 }
 
+void derive_nomerges(Explanation& e, const policy::DeviceFacts&, const policy::Values&, const ExplainContext&) {
+    e.kernel_default = "0";
+    e.derivation = "a queue is made with merging on; only a write turns it off";
+    e.disturbs = "nothing the kernel does later";
+}
+
+void derive_rq_affinity(Explanation& e, const policy::DeviceFacts&, const policy::Values&, const ExplainContext& ctx) {
+    if (ctx.hw_queues == 0) {
+        e.derivation = "bio-based queue: no request completes here";
+        return;
+    }
+    e.kernel_default = "1";
+    e.derivation = "a blk-mq queue is made completing each request in the submitting CPU's cache group";
+    e.disturbs = "nothing the kernel does later";
+}
+
 // The attributes whose kernel side explain derives, each with its
 // derivation, in the order the ones the policy leaves alone are listed.
 using Derive = void (*)(Explanation&, const policy::DeviceFacts&, const policy::Values&, const ExplainContext&);
@@ -336,6 +352,7 @@ constexpr Derivation kDerivations[] = {
     {Key::nr_requests, derive_nr_requests},    {Key::async_depth, derive_async_depth},
     {Key::wbt_lat_usec, derive_wbt},           {Key::write_cache, derive_write_cache},
     {Key::max_sectors_kb, derive_max_sectors}, {Key::io_timeout, derive_io_timeout},
+    {Key::nomerges, derive_nomerges},          {Key::rq_affinity, derive_rq_affinity},
     {Key::read_ahead_kb, derive_read_ahead},
 };
 

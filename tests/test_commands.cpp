@@ -51,7 +51,8 @@ TEST_CASE("commands: each name once, each found by name, each in --help") {
     }
     CHECK(find_command("frobnicate") == nullptr);
     CHECK(parse_command_line({"frobnicate"}).error ==
-          "unknown command frobnicate (commands: check, plan, apply, status, explain, restore, audit, measure, import, "
+          "unknown command frobnicate (commands: check, plan, apply, status, explain, export, restore, audit, measure, "
+          "import, "
           "import-udev, run, reload)");
 }
 

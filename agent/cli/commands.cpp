@@ -237,6 +237,10 @@ constexpr Command kCommands[] = {
      "for each attribute of DEVICE: the value now, the policy's value\nand rule, the kernel's own default and how it "
      "derived it",
      Operands::devices, run_explain},
+    {"export", "",
+     "write the values the devices have now that differ from the\nkernel's own defaults as a policy, on stdout "
+     "(keyed by\ndriver or stack, model and rotational; each value says\nwhat the kernel's default is)",
+     Operands::devices, run_export},
     {"restore", "",
      "put back every value blkpolicy changed to what the device had\nbefore (unless someone else set it since); the "
      "daemon does this\nitself when its policy stops setting a value",

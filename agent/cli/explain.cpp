@@ -56,6 +56,8 @@ std::vector<std::string> walk(const std::map<std::string, DeviceView>& views, co
     return out;
 }
 
+}  // namespace
+
 kernel::StackView stack_of(const std::map<std::string, DeviceView>& views, const std::string& name) {
     kernel::StackView s;
     for (const auto& up : walk(views, name, true)) {
@@ -76,7 +78,28 @@ kernel::StackView stack_of(const std::map<std::string, DeviceView>& views, const
     return s;
 }
 
-}  // namespace
+kernel::ExplainContext host_explain_context(const Options& o, const udev::Sysfs& sysfs,
+                                            const policy::PlanContext& plan_context) {
+    kernel::ExplainContext ctx;
+    ctx.kernel = o.kernel_release.empty() ? running_kernel_version() : plan_context.kernel;
+    ctx.loadable_schedulers = plan_context.loadable_schedulers;
+    if (auto nvme = udev::read_attribute(sysfs, "module/nvme_core/parameters/io_timeout"))
+        ctx.nvme_io_timeout_s = policy::parse_int(*nvme);
+    return ctx;
+}
+
+void read_device_context(kernel::ExplainContext& ctx, const udev::Sysfs& sysfs, const DeviceView& v) {
+    const auto& name = v.facts.name;
+    ctx.wbt_state = udev::read_wbt_state(sysfs, name);
+    ctx.hw_queues = udev::count_hw_queues(sysfs, name);
+    ctx.hw_tags = udev::hw_tags(sysfs, name);
+    ctx.rotation_rate = udev::rotation_rate(sysfs, name);
+    const auto backing = udev::loop_backing_store(sysfs, v.facts.loop_backing_file);
+    ctx.backing_known = backing.known;
+    ctx.backing_store = backing.what;
+    ctx.backing_rotational = backing.rotational;
+    ctx.lowers_rotational = udev::lowers_rotational(sysfs, name);
+}
 
 int run_explain(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::ostream& err) {
     if (o.kernel_rules) {
@@ -107,15 +130,11 @@ int run_explain(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::os
     std::map<std::string, DeviceView> views;
     for (auto& v : all) views.emplace(v.facts.name, std::move(v));
 
-    kernel::ExplainContext ctx;
-    ctx.kernel = o.kernel_release.empty() ? running_kernel_version() : how.context.kernel;
-    ctx.loadable_schedulers = how.context.loadable_schedulers;
+    auto ctx = host_explain_context(o, sysfs, how.context);
     std::vector<std::string> writer_warnings;
     ctx.writers = writers::scan_writers({o.udev_rules_dirs, o.config_root}, &writer_warnings);
     for (const auto& w : writer_warnings) err << "blkpolicy: warning: " << w << '\n';
     const auto reads = writers::reads_of(ctx.writers);
-    if (auto nvme = udev::read_attribute(sysfs, "module/nvme_core/parameters/io_timeout"))
-        ctx.nvme_io_timeout_s = policy::parse_int(*nvme);
     json docs = json::array();
     bool first = true;
     // The running daemon's last measured figures, where it measures.
@@ -124,15 +143,7 @@ int run_explain(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::os
         const auto it = views.find(name);
         if (it == views.end()) return device_went_away(name, err);
         const auto& v = it->second;
-        ctx.wbt_state = udev::read_wbt_state(sysfs, name);
-        ctx.hw_queues = udev::count_hw_queues(sysfs, name);
-        ctx.hw_tags = udev::hw_tags(sysfs, name);
-        ctx.rotation_rate = udev::rotation_rate(sysfs, name);
-        const auto backing = udev::loop_backing_store(sysfs, v.facts.loop_backing_file);
-        ctx.backing_known = backing.known;
-        ctx.backing_store = backing.what;
-        ctx.backing_rotational = backing.rotational;
-        ctx.lowers_rotational = udev::lowers_rotational(sysfs, name);
+        read_device_context(ctx, sysfs, v);
         ctx.device = udev_device(sysfs, v.facts, reads);
         auto x = kernel::explain_device(v.facts, v.values, v.plan, ctx, stack_of(views, name));
         if (o.json) {

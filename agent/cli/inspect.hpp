@@ -4,10 +4,14 @@
 // render/explain and render/audit.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <ostream>
+#include <string>
 
 #include "agent/options.hpp"
+#include "agent/snapshot.hpp"
+#include "kernel/explain.hpp"
 #include "policy/policy.hpp"
 #include "udev/sysfs.hpp"
 
@@ -15,6 +19,19 @@ namespace blkpolicy::agent {
 
 int run_explain(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::ostream& err);
 int run_audit(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::ostream& err);
+// `blkpolicy export [DEV...]`: agent/cli/export.cpp.
+int run_export(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::ostream& err);
+
+// What explain (and export) know of the host before any device: the
+// kernel, the schedulers it could load, nvme_core.io_timeout.
+kernel::ExplainContext host_explain_context(const Options& o, const udev::Sysfs& sysfs,
+                                            const policy::PlanContext& plan_context);
+// The device's own inputs of explain's kernel side (debugfs's wbt state,
+// hardware queues and tags, rotation rate, a loop device's backing store,
+// the devices below), into CTX.
+void read_device_context(kernel::ExplainContext& ctx, const udev::Sysfs& sysfs, const DeviceView& v);
+// Which devices a filesystem on NAME reads through, and which are below it.
+kernel::StackView stack_of(const std::map<std::string, DeviceView>& views, const std::string& name);
 
 // The policy, when there is one: explicit --policy must load; the default
 // locations may be empty (then these views work without a policy). On an

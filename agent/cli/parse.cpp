@@ -174,10 +174,13 @@ constexpr OptionRow kOptions[] = {
      "(apply) the pass in early boot, before the root\nis mounted: at most 10 s, recorded in\nSTATE-DIR/boot.json, "
      "one line in the kernel log",
      set_flag<&Options::boot>},
-    {"--kernel-release", "", "R", "plan apply status explain", "plan, apply, status and explain",
+    {"--kernel-release", "", "R", "plan apply status explain export", "plan, apply, status, explain and export",
      "act and explain as if the running kernel were\nrelease R (e.g. 6.12.0 or 9.0): what blkpolicy\nexpects of it; "
      "default: the running kernel",
      keep<&Options::kernel_release>},
+    {"--by-serial", "", "", "export", "export",
+     "(export) key every rule by the device's serial\ntoo, not only by what the device is",
+     set_flag<&Options::by_serial>},
 
     {"--for", "", "DURATION", "measure", "measure",
      "how long to watch (default 10s; 100ms to 24h);\nSIGINT ends it early with the figures so far",

@@ -111,7 +111,8 @@ TEST_CASE("kernel: explain derives what this kernel set on a fresh loop device b
     const auto doc = json::parse(r.out);
     std::map<std::string, json> attrs;
     for (const auto& a : doc["devices"][0]["attributes"]) attrs[a["attribute"].get<std::string>()] = a;
-    for (const char* attr : {"read_ahead_kb", "wbt_lat_usec", "rotational", "nr_requests", "scheduler"}) {
+    for (const char* attr :
+         {"read_ahead_kb", "wbt_lat_usec", "rotational", "nr_requests", "scheduler", "nomerges", "rq_affinity"}) {
         INFO(attr << ": " << attrs[attr].dump());
         REQUIRE(attrs.count(attr));
         auto now = loop.queue(attr);
@@ -191,4 +192,54 @@ TEST_CASE("kernel: host facts of this machine are what uname and systemd-detect-
     CHECK(matched[0]["name"] == "this host");
     REQUIRE(doc["host"]["rules_not_for_this_host"].size() == 1);
     CHECK(doc["host"]["rules_not_for_this_host"][0]["name"] == "another host");
+}
+
+TEST_CASE("kernel: export writes what was set by hand on a loop device as a policy whose plan writes nothing") {
+    TempDir tmp;
+    const auto state = (tmp.path() / "state").string();
+    LoopDevice tuned, untouched;
+    // As an admin's script would: echo into sysfs.
+    tuned.write_queue("read_ahead_kb", "1024");
+    tuned.write_queue("rq_affinity", "2");
+    tuned.write_queue("nomerges", "1");
+    auto r = run_blkpolicy({"export", "--state-dir", state, tuned.name(), untouched.name()});
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    INFO(r.out);
+    // The untouched one shares the tuned one's match (a loop, its rotational
+    // claim): the rule names the tuned one's backing file.
+    CHECK(r.out.find("# read on " + tuned.name() + "\n") != std::string::npos);
+    CHECK(r.out.find("read on " + untouched.name()) == std::string::npos);
+    CHECK(r.out.find("attr.\"loop/backing_file\" = \"" + tuned.backing() + "\"") != std::string::npos);
+    CHECK(r.out.find("read_ahead_kb = 1024  # the kernel's default here is ") != std::string::npos);
+    CHECK(r.out.find("rq_affinity = 2  # the kernel's default here is 1") != std::string::npos);
+    CHECK(r.out.find("nomerges = 1  # the kernel's default here is 0") != std::string::npos);
+    const auto file = (tmp.path() / "exported.toml").string();
+    std::ofstream(file) << r.out;
+
+    auto check = run_blkpolicy({"check", "-p", file});
+    CHECK(check.exit_code == 0);
+    // export then plan on the same devices: nothing to write (exit 0, not 5).
+    auto plan = run_blkpolicy(
+        {"plan", "--detailed-exitcode", "-p", file, "--state-dir", state, tuned.name(), untouched.name()});
+    INFO(plan.out << plan.err);
+    CHECK(plan.exit_code == 0);
+    CHECK(plan.out.find("0 write(s) planned") != std::string::npos);
+    CHECK(plan.out.find("no rule matches: " + untouched.name()) != std::string::npos);
+
+    // Moved away by hand again: the plan would put the exported value back.
+    tuned.write_queue("read_ahead_kb", "256");
+    plan = run_blkpolicy({"plan", "--detailed-exitcode", "-p", file, "--state-dir", state, tuned.name()});
+    CHECK(plan.exit_code == 5);
+
+    // A device that is gone is named, nothing printed on stdout.
+    std::string gone;
+    {
+        LoopDevice brief;
+        gone = brief.name();
+    }
+    auto vanished = run_blkpolicy({"export", "--state-dir", state, gone});
+    CHECK(vanished.exit_code == 2);
+    CHECK(vanished.out.empty());
+    CHECK(vanished.err == "blkpolicy: no block device \"" + gone + "\" under /sys/block\n");
 }
