@@ -38,6 +38,8 @@ test_packages=(
     # the fleet test (tests/fleet/): real engines on 127.0.0.1, and promtool
     # for the shipped rules
     prometheus prometheus-alertmanager prometheus-node-exporter systemd-journal-remote
+    # the Ansible module and role (ansible/), run against localhost on loop devices
+    ansible-core
     # packages that ship udev rules writing queue attributes (64-btrfs-zoned.rules,
     # 71-nvmf-iopolicy-netapp.rules): installed so that every run proves the
     # suite never reads this machine's rules

@@ -234,12 +234,12 @@ if [[ -n "$sanbuild_pid" ]]; then
 fi
 if [[ "${SANITIZE:-1}" == 1 ]]; then
     step "tests under ASan + UBSan"
-    # (The fleet test runs once, with the plain build: its engines are the
-    # point; so do the checks labelled "source", whose answer no compiler
-    # changes: tests/CMakeLists.txt.)
+    # (The fleet and Ansible tests run once, with the plain build: their
+    # engines are the point; so do the checks labelled "source", whose
+    # answer no compiler changes: tests/CMakeLists.txt.)
     timed "host tests under ASan + UBSan" env ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
         UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --test-dir build-sanitize --output-on-failure -j"$(nproc)" \
-        -LE "fleet|source"
+        -LE "fleet|source|ansible"
 fi
 
 if [[ "${FUZZ_SECONDS:-30}" != 0 ]]; then
