@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -68,8 +69,33 @@ TEST_CASE("usage errors exit 2 with a pointer to --help") {
 
 TEST_CASE("check: every example and test policy is valid, alone and together") {
     std::vector<std::string> paths = {kExamples, kData + "/fleet.toml", kData + "/audit.toml"};
-    for (const auto& e : std::filesystem::directory_iterator(kExamples)) paths.push_back(e.path().string());
-    CHECK(paths.size() >= 8);  // cloud VMs, database, HDD archive, LVM/dm-crypt, NVMe
+    FakeSysfs scratch;  // a directory for the policy cloud-init's example writes
+    for (const auto& e : std::filesystem::directory_iterator(kExamples)) {
+        if (e.path().extension() == ".toml") {
+            paths.push_back(e.path().string());
+            continue;
+        }
+        // cloud-init user-data: the policy its write_files puts in place
+        // (the block under "content: |", indented six spaces).
+        REQUIRE(e.path().filename() == "cloud-init-user-data.yaml");
+        std::ifstream in(e.path());
+        std::string line, toml;
+        bool inside = false;
+        while (std::getline(in, line)) {
+            if (line == "    content: |") {
+                inside = true;
+            } else if (inside && line.rfind("      ", 0) == 0) {
+                toml += line.substr(6) + "\n";
+            } else if (inside) {
+                break;
+            }
+        }
+        CHECK(toml.find("[[rule]]") != std::string::npos);
+        const auto written = scratch.root() / "50-cloud-init.toml";
+        std::ofstream(written) << toml;
+        paths.push_back(written.string());
+    }
+    CHECK(paths.size() >= 9);  // cloud VMs, database, HDD archive, LVM/dm-crypt, NVMe, cloud-init
     for (const auto& p : paths) {
         auto r = run_blkpolicy({"check", "--policy", p});
         CAPTURE(p);

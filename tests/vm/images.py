@@ -92,7 +92,7 @@ SUITES = {
                  # possible_cpus=4: measured), so only this guest has them.
                  "smp": "2,maxcpus=4"},
     "trixie": {"release": "Debian 13", "kernel_series": "6.12", "package": "trixie", "dist": "trixie",
-               "writers": True, "early_boot": True, "measure": True},
+               "writers": True, "early_boot": True, "measure": True, "cloud_init": True},
     "trixie-bpo": {"release": "Debian 13 with the trixie-backports kernel", "kernel_series": "7.x",
                    "package": "trixie", "dist": "trixie", "backports_kernel": True, "measure": True,
                    "writers": True},
@@ -136,6 +136,15 @@ echo btrfs >> "$root/etc/initramfs-tools/modules"
 chroot "$root" mkinitramfs -o /boot/initrd-btrfs.img "$release" >/dev/null
 mv "$root/etc/initramfs-tools/modules.ext4" "$root/etc/initramfs-tools/modules"
 """
+
+# The cloudinit group (tests/vm/test_cloudinit.py): Debian 13's image
+# carries cloud-init, as a cloud's image does, switched off
+# (cloud-init.disabled: its generator then starts nothing) so that no other
+# group meets it; the group switches it on for a first boot. Installed here,
+# where it costs seconds: in a TCG guest its install took 220 s (273 s of
+# qemu CPU, its Python modules compiled one by one).
+CLOUD_INIT_PACKAGES = ["cloud-init"]
+CLOUD_INIT_OFF = 'touch "$1/etc/cloud/cloud-init.disabled"'
 
 # The load the measure group (tests/vm/test_measure.py) puts on the disks,
 # in the guest that runs that group.
@@ -268,6 +277,7 @@ def guest_image(suite):
         os.chmod(hook, 0o755)
         extra = (WRITER_PACKAGES if spec.get("writers") else []) + (MEASURE_PACKAGES if spec.get("measure") else [])
         extra += [p for p in EARLY_BOOT_PACKAGES if spec.get("early_boot") and p not in extra]
+        extra += CLOUD_INIT_PACKAGES if spec.get("cloud_init") else []
         cmd = ["mmdebstrap", "--quiet", "--variant=minbase", "--components=main",
                "--include=" + ",".join(GUEST_PACKAGES + extra), NO_INITRAMFS_DURING_INSTALL]
         if spec.get("backports_kernel"):
@@ -275,6 +285,8 @@ def guest_image(suite):
             cmd += [BACKPORTS_KERNEL_HOOK.replace("__DIST__", dist)]
         if spec.get("writers"):
             cmd += ["--customize-hook=" + WRITERS_OFF]
+        if spec.get("cloud_init"):
+            cmd += ["--customize-hook=" + CLOUD_INIT_OFF]
         cmd += ["--customize-hook=" + hook]
         if spec.get("early_boot"):
             btrfs_hook = os.path.join(work, "btrfs-initrd.sh")
@@ -318,6 +330,8 @@ def guest_image(suite):
         parts.append(MEASURE_PACKAGES)
     if spec.get("early_boot"):
         parts.append([EARLY_BOOT_PACKAGES, EARLY_BOOT_INITRD, "btrfs root 1"])
+    if spec.get("cloud_init"):
+        parts.append([CLOUD_INIT_PACKAGES, CLOUD_INIT_OFF])
     key = _key(*parts)
     return Image(suite, cache_entry("image", suite, key, f"the guest image (mmdebstrap from {MIRROR})", build))
 

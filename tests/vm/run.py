@@ -26,6 +26,7 @@ import machine  # noqa: E402
 import package  # noqa: E402
 import snapshots  # noqa: E402
 import test_boot  # noqa: E402
+import test_cloudinit  # noqa: E402
 import test_devices  # noqa: E402
 import test_faults  # noqa: E402
 import test_measure  # noqa: E402
@@ -45,7 +46,8 @@ from harness import Results  # noqa: E402
 # the service group leaves behind.
 GROUPS = {"faults": test_faults.run, "service": test_service.run, "devices": test_devices.run,
           "writers": test_writers.run, "rules": test_rules.run, "measure": test_measure.run,
-          "peers": test_peers.run, "multipath": test_multipath.run, "boot": test_boot.run}
+          "peers": test_peers.run, "multipath": test_multipath.run, "boot": test_boot.run,
+          "cloudinit": test_cloudinit.run}
 # What each guest runs unless --only says otherwise: the package's life
 # cycle under systemd on Debian 12 and 13; the devices and the kernel's own
 # behaviour on all three kernels. The backports guest installs the same
@@ -59,7 +61,7 @@ GROUPS = {"faults": test_faults.run, "service": test_service.run, "devices": tes
 # The peers group (blkpolicy beside TuneD, a udev rule and a bare uevent
 # listener) is a benchmark: only with --only peers (bench/peers.sh).
 DEFAULT_GROUPS = {"bookworm": ["faults", "service", "devices", "measure", "multipath", "boot"],
-                  "trixie": ["faults", "service", "devices", "writers", "rules", "measure", "boot"],
+                  "trixie": ["faults", "service", "devices", "writers", "rules", "measure", "boot", "cloudinit"],
                   "trixie-bpo": ["faults", "devices", "measure", "multipath"]}
 # The newest kernel here: every kernel row that holds on it must name it.
 STRICT_ROWS = {"trixie-bpo"}
@@ -90,7 +92,7 @@ EXPECTED_SECONDS = {("trixie", "faults"): 900, ("trixie", "devices"): 800, ("boo
                     ("trixie", "service"): 500, ("bookworm", "service"): 500, ("trixie", "measure"): 440,
                     ("trixie-bpo", "measure"): 440, ("trixie", "writers"): 400, ("trixie", "rules"): 450,
                     ("bookworm", "faults"): 300, ("trixie-bpo", "faults"): 300,
-                    ("bookworm", "multipath"): 170, ("trixie-bpo", "multipath"): 150}
+                    ("bookworm", "multipath"): 170, ("trixie-bpo", "multipath"): 150, ("trixie", "cloudinit"): 400}
 # Where each run keeps its disks and logs; an earlier run's is removed at
 # start (BLKPOLICY_VM_RUNS: another place, for a run beside another).
 RUNS = os.environ.get("BLKPOLICY_VM_RUNS", "/var/tmp/blkpolicy-vm-runs")
@@ -116,9 +118,10 @@ def suite_snapshot(suite, image):
 
 
 # The groups that start from the booted guest without the package: the
-# install is what they test. Every other group starts from the guest with
-# the package installed (snapshots.installed).
-FROM_BOOTED = {"service"}
+# install is what they test (by hand, and by cloud-init's user-data). Every
+# other group starts from the guest with the package installed
+# (snapshots.installed).
+FROM_BOOTED = {"service", "cloudinit"}
 
 
 def suite_installed(suite, image, pkg, base):
