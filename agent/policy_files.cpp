@@ -39,11 +39,17 @@ bool is_mask(const fs::path& p) {
     return !ec && target == "/dev/null";
 }
 
-std::vector<std::string> toml_files_in(const fs::path& dir) {
-    std::vector<std::string> out;
+// The policy files in DIR, sorted by name. A directory that is there but
+// cannot be read (or is not a directory) is an error in ERRORS, never a
+// directory with nothing in it: its files are the policy too. One that is
+// not there at all is not an error here (the callers say what that means).
+std::vector<fs::path> toml_files_in(const fs::path& dir, std::vector<PolicyError>& errors) {
+    std::vector<fs::path> out;
     std::error_code ec;
     for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
-        if (is_toml_file(*it)) out.push_back(it->path().string());
+        if (is_toml_file(*it)) out.push_back(it->path());
+    if (ec && ec != std::errc::no_such_file_or_directory)
+        errors.push_back(file_error(dir.string(), "cannot read the policy directory: " + ec.message()));
     std::sort(out.begin(), out.end());
     return out;
 }
@@ -60,10 +66,12 @@ PolicyFileList find_policy_files(const std::vector<std::string>& explicit_paths,
     if (!explicit_paths.empty()) {
         for (const auto& p : explicit_paths) {
             if (fs::is_directory(p, ec)) {
-                auto files = toml_files_in(p);
-                if (files.empty()) list.errors.push_back(file_error(p, "directory holds no *.toml policy files"));
+                const auto before = list.errors.size();
+                auto files = toml_files_in(p, list.errors);
+                if (files.empty() && list.errors.size() == before)
+                    list.errors.push_back(file_error(p, "directory holds no *.toml policy files"));
                 for (auto& f : files)
-                    if (!is_mask(f)) list.files.push_back(std::move(f));
+                    if (!is_mask(f)) list.files.push_back(f.string());
             } else if (fs::exists(p, ec)) {
                 list.files.push_back(p);
             } else {
@@ -80,14 +88,11 @@ PolicyFileList find_policy_files(const std::vector<std::string>& explicit_paths,
     if (fs::exists(defaults.main_file, ec) || fs::is_symlink(fs::symlink_status(defaults.main_file, ec)))
         list.files.push_back(defaults.main_file);
     std::map<std::string, fs::path> by_name;  // file name -> highest-priority path
-    for (const auto& dir : defaults.dropin_dirs) {
-        for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-            if (is_toml_file(*it)) by_name[it->path().filename().string()] = it->path();
-        }
-    }
+    for (const auto& dir : defaults.dropin_dirs)
+        for (auto& f : toml_files_in(dir, list.errors)) by_name[f.filename().string()] = std::move(f);
     for (const auto& [name, path] : by_name)
         if (!is_mask(path)) list.files.push_back(path.string());
-    if (list.files.empty()) {
+    if (list.files.empty() && list.errors.empty()) {
         std::string where = defaults.main_file;
         for (const auto& d : defaults.dropin_dirs) where += ", " + d + "/*.toml";
         list.none_found = true;

@@ -177,7 +177,10 @@ TEST_CASE("export: the text is a policy check accepts, whose rules select what w
     const auto text = toml(in);
     const auto policy = load_text(text);
     REQUIRE(policy.rules.size() == 2);
-    for (const auto& [facts, values] : {std::pair{rot, a}, std::pair{ssd, b}}) {
+    for (const auto& read : {std::pair{rot, a}, std::pair{ssd, b}}) {
+        // Not a structured binding: clang 14 cannot capture one in INFO's lambda.
+        const auto& facts = read.first;
+        const auto& values = read.second;
         std::vector<const Rule*> matched;
         for (const auto& r : policy.rules)
             if (rule_matches(r, facts)) matched.push_back(&r);

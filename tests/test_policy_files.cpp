@@ -107,6 +107,39 @@ TEST_CASE("missing policy: a clear error - never an empty policy") {
     CHECK(empty.errors[0].str() == (t.root / "empty").string() + ": directory holds no *.toml policy files");
 }
 
+TEST_CASE("a drop-in directory that cannot be read is an error, never a policy without its files") {
+    Tree t;
+    t.put("etc/blkpolicy/policy.toml", rule("main"));
+    t.put("usr/lib/blkpolicy/policy.d/10-vendor.toml", rule("vendor"));
+    // Not a directory where the drop-ins go (a tool wrote a file there):
+    // the files meant to be in it are the policy too.
+    t.put("etc/blkpolicy/policy.d", "not a directory\n");
+    auto r = agent::load_policy_from({}, t.locations());
+    REQUIRE(r.errors.size() == 1);
+    CHECK_FALSE(r.missing);  // invalid, not missing: the daemon keeps its old policy
+    CHECK(r.errors[0].str() ==
+          (t.root / "etc/blkpolicy/policy.d").string() + ": cannot read the policy directory: Not a directory");
+
+    // Alone, with nothing else there: still that error, not "no policy file".
+    Tree alone;
+    alone.put("run/blkpolicy/policy.d", "");
+    auto only = agent::load_policy_from({}, alone.locations());
+    REQUIRE(only.errors.size() == 1);
+    CHECK_FALSE(only.missing);
+    CHECK(only.errors[0].str().find(": cannot read the policy directory: Not a directory") != std::string::npos);
+
+    // Where permissions bind (not root): a directory that cannot be listed.
+    if (::geteuid() != 0) {
+        Tree locked;
+        locked.put("etc/blkpolicy/policy.d/50-a.toml", rule("a"));
+        fs::permissions(locked.root / "etc/blkpolicy/policy.d", fs::perms::none);
+        auto l = agent::load_policy_from({}, locked.locations());
+        fs::permissions(locked.root / "etc/blkpolicy/policy.d", fs::perms::owner_all);
+        REQUIRE(l.errors.size() == 1);
+        CHECK(l.errors[0].str().find(": cannot read the policy directory: Permission denied") != std::string::npos);
+    }
+}
+
 TEST_CASE("trust: a policy others can write is refused, naming the file and why") {
     Tree t;
     const unsigned me = ::geteuid();
