@@ -18,7 +18,9 @@ configuration of the test's own (never the host's /etc/blkpolicy or
 6. a policy that checks alone but clashes with another file of the policy
    (a rule name used twice): the task fails naming both, the old file stays;
 7. with the daemon running, the module has it read the policy again
-   (blkpolicy reload) instead of writing the values itself.
+   (blkpolicy reload) instead of writing the values itself;
+8. state absent: the file removed (changed), the values left as they are
+   with no daemon (said), and again: unchanged.
 
 Exit 0 all passed, 1 a check failed, 77 cannot run here (not root, no
 ansible-playbook, no loop driver), with the reason."""
@@ -138,12 +140,13 @@ def run(args, tmp, tuned, other):
     before = {"read_ahead_kb": other.queue("read_ahead_kb"), "scheduler": other.queue("scheduler"),
               "rq_affinity": other.queue("rq_affinity")}
 
-    def play(text, *extra):
+    def play(text, *extra, state="present"):
         book = os.path.join(tmp, "play.yml")
         role_vars = {
             "blkpolicy_policy": text, "blkpolicy_policy_dest": dest, "blkpolicy_policy_paths": [policy_dir],
             "blkpolicy_state_dir": os.path.join(tmp, "state"), "blkpolicy_binary": args.blkpolicy,
             "blkpolicy_devices": [tuned.name, other.name], "blkpolicy_install": False, "blkpolicy_service": False,
+            "blkpolicy_policy_state": state,
         }
         out = os.path.join(tmp, "result.json")
         if os.path.exists(out):
@@ -254,6 +257,16 @@ def run(args, tmp, tuned, other):
         daemon.terminate()
         daemon.wait(timeout=30)
     check(daemon.returncode == 0, f"the daemon stopped cleanly (exit {daemon.returncode})")
+
+    # 8. Removed (no daemon runs now): the file goes, changed, the values
+    # stay and it says so; again: unchanged.
+    rc, res = play("", state="absent")
+    check(rc == 0 and res.get("changed") is True and not os.path.exists(dest),
+          f"absent: the file removed, changed (exit {rc}, {res.get('msg', '')})")
+    check("no daemon runs" in res.get("how", "") and tuned.queue("read_ahead_kb") == "4096",
+          f"absent without a daemon: the values stay, and it says so ({res.get('how')!r})")
+    rc, res = play("", state="absent")
+    check(rc == 0 and res.get("changed") is False, f"absent again: unchanged (exit {rc})")
 
     print(f"{len(failures)} check(s) failed" if failures else "every check passed")
     return 1 if failures else 0

@@ -160,6 +160,15 @@ class Blkpolicy:
         return "applied (no daemon runs)"
 
 
+def _listed_files(bp):
+    """The policy files blkpolicy reads now (check --json's list)."""
+    rc, out, err = bp.run("check", "--json", *bp.policy_args())
+    try:
+        return json.loads(out).get("files") or []
+    except ValueError:
+        return []
+
+
 def put(path, text):
     """TEXT as PATH, whole: written aside under a hidden name (which
     blkpolicy never reads, nor its daemon's watch) and moved in."""
@@ -232,6 +241,8 @@ def main():
             # The policy as it now is on disk must check (another file can
             # clash with this one); otherwise the old file goes back.
             rc, out, err = bp.run("check", *bp.policy_args())
+            if rc != 0 and after is None and not _listed_files(bp):
+                rc = 0  # the last policy file removed: no policy is left, which is not a broken one
             if rc != 0:
                 if before is None:
                     os.remove(dest)
@@ -239,7 +250,18 @@ def main():
                     put(dest, before)
                 module.fail_json(msg=f"the policy with {dest} does not check (exit {rc}); the old file is back:\n"
                                      f"{(err or out).strip()}", rc=rc)
-        if p["apply"]:
+        if p["apply"] and after is None:
+            # Removed: a running daemon reads the rest (and puts back what
+            # only this file set, as its on_removal says); without one the
+            # values stay as they are.
+            rc, out, err = bp.run("reload")
+            if rc not in (0, EXIT_NO_DAEMON):
+                module.fail_json(msg=f"{dest} removed, but the daemon kept its old policy (blkpolicy reload, exit "
+                                     f"{rc}): {(err or out).strip()}", rc=rc, **result)
+            result["how"] = ("the daemon read the policy again" if rc == 0 else
+                             "removed; no daemon runs, so the values it set stay (blkpolicy restore puts back what "
+                             "blkpolicy changed)")
+        elif p["apply"]:
             result["how"] = bp.make_it_so()
             rc, left = bp.pending()
             if rc == EXIT_CHANGES:
