@@ -104,8 +104,9 @@ DeviceExport export_device(const ExportInput& in) {
 }
 
 // The match an operator would write: what the device is (its stack, or
-// else its driver), its model, its rotational claim.
-std::vector<std::pair<std::string, std::string>> operator_key(const policy::DeviceFacts& f) {
+// else its driver), its model, its rotational claim; with BY_SERIAL its
+// serial too, where it has one.
+std::vector<std::pair<std::string, std::string>> operator_key(const policy::DeviceFacts& f, bool by_serial) {
     std::vector<std::pair<std::string, std::string>> m;
     if (f.stack != policy::Stack::none)
         m.emplace_back("stack", policy::toml_quote(policy::to_string(f.stack)));
@@ -113,6 +114,7 @@ std::vector<std::pair<std::string, std::string>> operator_key(const policy::Devi
         m.emplace_back("driver", policy::toml_quote(literal_glob(f.driver)));
     if (!f.model.empty()) m.emplace_back("model", policy::toml_quote(literal_glob(f.model)));
     m.emplace_back("rotational", f.rotational ? "true" : "false");
+    if (by_serial && !f.serial.empty()) m.emplace_back("serial", policy::toml_quote(literal_glob(f.serial)));
     return m;
 }
 
@@ -144,17 +146,17 @@ PolicyExport export_policy(const std::vector<ExportInput>& devices, const Export
     for (const auto& in : devices) exported.push_back(export_device(in));
 
     // Devices that share the operator's key, in the order first read.
-    std::vector<std::string> order;
-    std::map<std::string, std::vector<const DeviceExport*>> groups;
+    struct Group {
+        std::vector<std::pair<std::string, std::string>> key;
+        std::vector<const DeviceExport*> members;
+    };
+    std::vector<Group> groups;
+    std::map<std::vector<std::pair<std::string, std::string>>, std::size_t> group_of;
     for (const auto& d : exported) {
-        const auto& f = d.in->explained.facts;
-        auto key = operator_key(f);
-        if (options.by_serial && !f.serial.empty())
-            key.emplace_back("serial", policy::toml_quote(literal_glob(f.serial)));
-        std::string text;
-        for (const auto& [k, v] : key) text += k + "=" + v + "\n";
-        if (!groups.count(text)) order.push_back(text);
-        groups[text].push_back(&d);
+        auto key = operator_key(d.in->explained.facts, options.by_serial);
+        const auto [at, added] = group_of.try_emplace(key, groups.size());
+        if (added) groups.push_back({std::move(key), {}});
+        groups[at->second].members.push_back(&d);
     }
 
     std::set<std::string> names;
@@ -163,12 +165,11 @@ PolicyExport export_policy(const std::vector<ExportInput>& devices, const Export
         for (int n = 2; !names.insert(name).second; ++n) name = base + " (" + std::to_string(n) + ")";
         return name;
     };
-    for (const auto& text : order) {
-        const auto& members = groups[text];
+    for (const auto& group : groups) {
+        const auto& key = group.key;
+        const auto& members = group.members;  // not a structured binding: the lambdas below capture it
         const auto& first = members.front()->in->explained.facts;
-        auto key = operator_key(first);
         const bool serial_keyed = options.by_serial && !first.serial.empty();
-        if (serial_keyed) key.emplace_back("serial", policy::toml_quote(literal_glob(first.serial)));
         const bool alike = std::all_of(members.begin(), members.end(), [&](const DeviceExport* d) {
             return d->signature == members.front()->signature;
         });

@@ -30,6 +30,15 @@ DeviceFacts virtio(const std::string& name, const std::string& serial, bool rota
     return f;
 }
 
+// A stacked device (no driver of its own) of that stack.
+DeviceFacts stacked(const std::string& name, Stack stack) {
+    auto f = virtio(name, "");
+    f.driver.clear();
+    f.drivers.clear();
+    f.stack = stack;
+    return f;
+}
+
 ExportInput device(DeviceFacts f, Values v) {
     ExplainContext ctx;
     ctx.kernel = KernelVersion{6, 12, 0};
@@ -129,12 +138,9 @@ TEST_CASE("export: devices alike share a rule; where one key would select differ
         CHECK(out.notes[0].find("vda: keyed by its kernel name") == 0);
     }
     SUBCASE("loop devices by their backing file, dm by its name") {
-        auto a = virtio("loop7", "");
-        a.driver.clear();
-        a.stack = Stack::loop;
+        auto a = stacked("loop7", Stack::loop);
         a.loop_backing_file = "/srv/a[1].img";
-        auto b = a;
-        b.name = "loop8";
+        auto b = stacked("loop8", Stack::loop);
         b.loop_backing_file = "/srv/b.img";
         // The loop driver asks for no scheduler, and on 6.12 makes its
         // queue non-rotational, so wbt starts at 2000.
@@ -146,12 +152,9 @@ TEST_CASE("export: devices alike share a rule; where one key would select differ
         // fnmatch's [ taken literally
         CHECK(out.rules[0].match.back() ==
               std::pair<std::string, std::string>{"attr.\"loop/backing_file\"", "\"/srv/a\\\\[1].img\""});
-        auto d = virtio("dm-3", "");
-        d.driver.clear();
-        d.stack = Stack::dm;
+        auto d = stacked("dm-3", Stack::dm);
         d.dm_name = "vg-data";
-        auto e = d;
-        e.name = "dm-4";
+        auto e = stacked("dm-4", Stack::dm);
         e.dm_name = "vg-logs";
         const auto dm = export_policy({device(d, defaults()), device(e, tuned)}, {});
         REQUIRE(dm.rules.size() == 1);

@@ -78,6 +78,14 @@ kernel::StackView stack_of(const std::map<std::string, DeviceView>& views, const
     return s;
 }
 
+LookOptions every_value_look(const Options& o) {
+    LookOptions how;
+    how.all_values = true;
+    how.udev_db = o.udev_db();
+    how.context = host_plan_context(o.sysfs_root, o.kernel_release);
+    return how;
+}
+
 kernel::ExplainContext host_explain_context(const Options& o, const udev::Sysfs& sysfs,
                                             const policy::PlanContext& plan_context) {
     kernel::ExplainContext ctx;
@@ -122,10 +130,7 @@ int run_explain(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::os
     if (int rc2 = check_sysfs_and_devices(o, sysfs, err)) return rc2;
     StateDir state(o.state_dir);
     std::vector<std::string> warnings;
-    LookOptions how;
-    how.all_values = true;
-    how.udev_db = o.udev_db();
-    how.context = host_plan_context(o.sysfs_root, o.kernel_release);
+    const auto how = every_value_look(o);
     auto all = look(sysfs, state, pol ? *pol : policy::Policy{}, {}, how, warnings);
     std::map<std::string, DeviceView> views;
     for (auto& v : all) views.emplace(v.facts.name, std::move(v));

@@ -14,10 +14,7 @@ int run_export(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::ost
     if (int rc = check_sysfs_and_devices(o, sysfs, err)) return rc;
     StateDir state(o.state_dir);
     std::vector<std::string> warnings;
-    LookOptions how;
-    how.all_values = true;
-    how.udev_db = o.udev_db();
-    how.context = host_plan_context(o.sysfs_root, o.kernel_release);
+    const auto how = every_value_look(o);
     // No policy: what the devices hold now is the point, whoever set it.
     auto all = look(sysfs, state, policy::Policy{}, {}, how, warnings);
     for (const auto& w : warnings) err << "blkpolicy: warning: " << w << '\n';

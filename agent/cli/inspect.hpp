@@ -22,6 +22,9 @@ int run_audit(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::ostr
 // `blkpolicy export [DEV...]`: agent/cli/export.cpp.
 int run_export(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::ostream& err);
 
+// How explain and export look at the devices: every value read, udev's
+// database for env.* matches, the host's side of planning.
+LookOptions every_value_look(const Options& o);
 // What explain (and export) know of the host before any device: the
 // kernel, the schedulers it could load, nvme_core.io_timeout.
 kernel::ExplainContext host_explain_context(const Options& o, const udev::Sysfs& sysfs,

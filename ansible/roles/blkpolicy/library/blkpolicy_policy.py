@@ -125,18 +125,20 @@ class Blkpolicy:
         files.insert(pos, swap)
         return [a for f in files for a in ("--policy", f)]
 
-    def check(self, swap, shown_as):
-        rc, out, err = self.run("check", *self.policy_args(swap))
+    def check(self, args, swap, shown_as):
+        """`blkpolicy check` with ARGS (policy_args), whose SWAP is shown as SHOWN_AS."""
+        rc, out, err = self.run("check", *args)
         if rc != 0:
             text = (err or out).strip().replace(swap, shown_as)
             self.m.fail_json(msg=f"the policy does not check (blkpolicy check, exit {rc}):\n{text}", rc=rc,
                              checker=text)
 
-    def pending(self, swap=None):
-        """The writes the plan would make under the policy (with SWAP in
-        place of the file when given): (exit status, ["DEV ATTR: a -> b"])."""
-        rc, out, err = self.run("plan", "--detailed-exitcode", "--json", *self.policy_args(swap),
-                                *(self.p["devices"] or []))
+    def pending(self, args=None):
+        """The writes the plan would make under the policy (ARGS from
+        policy_args; the one in place when None): (exit status,
+        ["DEV ATTR: a -> b"])."""
+        args = self.policy_args() if args is None else args
+        rc, out, err = self.run("plan", "--detailed-exitcode", "--json", *args, *(self.p["devices"] or []))
         if rc not in (0, EXIT_CHANGES):
             self.m.fail_json(msg=f"blkpolicy plan failed (exit {rc}): {(err or out).strip()}", rc=rc)
         writes = []
@@ -225,9 +227,11 @@ def main():
             candidate = os.path.join(work, os.path.basename(dest))
             with open(candidate, "w", encoding="utf-8") as f:
                 f.write(after)
-            bp.check(candidate, dest)
+            # The policy's files listed once (check --json), the candidate in its place.
+            candidate_args = bp.policy_args(candidate)
+            bp.check(candidate_args, candidate, dest)
             if p["apply"]:
-                _, writes = bp.pending(candidate)
+                _, writes = bp.pending(candidate_args)
         result["writes"] = writes
         result["changed"] = policy_changed or bool(writes)
         if module.check_mode or not result["changed"]:
