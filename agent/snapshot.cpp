@@ -12,38 +12,10 @@
 
 namespace blkpolicy::agent {
 
-policy::PlanContext host_plan_context(const std::string& sysfs_root, const std::string& kernel_release) {
-    policy::PlanContext ctx;
-    long page = ::sysconf(_SC_PAGESIZE);
-    if (page > 0) ctx.page_size = page;
-    if (sysfs_root == "/sys") ctx.kernel = running_kernel_version();
-    if (auto k = kernel::parse_kernel_release(kernel_release)) ctx.kernel = *k;
-    // Modules belong to the running kernel: only a look at the real /sys
-    // asks the real modules directory.
-    if (sysfs_root == "/sys") {
-        utsname u{};
-        ::uname(&u);
-        ctx.loadable_schedulers = udev::loadable_schedulers(std::string("/lib/modules/") + u.release);
-        if (auto hz = udev::kernel_hz(std::string("/boot/config-") + u.release)) {
-            ctx.hz = *hz;
-            ctx.hz_known = true;
-        }
-    }
-    return ctx;
-}
-
-void bind_host_facts(policy::Policy& policy, const udev::Sysfs& sysfs, const std::string& kernel_release) {
-    policy::bind_host(policy, udev::read_host_facts(sysfs, sysfs.root() == "/sys", kernel_release));
-}
-
 std::string running_kernel_release() {
     utsname u{};
     ::uname(&u);
     return u.release;
-}
-
-kernel::KernelVersion running_kernel_version() {
-    return kernel::parse_kernel_release(running_kernel_release()).value_or(kernel::KernelVersion{});
 }
 
 std::optional<DeviceView> look_one(const udev::Sysfs& sysfs, const StateDir& state, const policy::Policy& policy,
@@ -116,12 +88,13 @@ writers::UdevDevice udev_device(const udev::Sysfs& sysfs, const policy::DeviceFa
 
 kernel::AuditInput audit_input(const udev::Sysfs& sysfs, const policy::Policy* policy,
                                std::vector<writers::WriterAssignment> writers, const std::string& udev_db,
-                               const policy::PlanContext& ctx, kernel::KernelVersion kernel) {
+                               const policy::HostContext& host) {
     kernel::AuditInput in;
+    const policy::PlanContext ctx(host);
     in.with_policy = policy != nullptr;
     in.writers = std::move(writers);
     in.single_llc = udev::single_last_level_cache(sysfs);
-    in.kernel = kernel;
+    in.host = host;
     const auto reads = writers::reads_of(in.writers);
     const auto attributes = policy ? policy::attribute_names(*policy) : policy::AttributeNames{};
     for (const auto& name : udev::list_block_devices(sysfs)) {

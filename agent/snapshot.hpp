@@ -41,18 +41,6 @@ std::vector<DeviceView> look(const udev::Sysfs& sysfs, const StateDir& state, co
                              const std::vector<std::string>& only, const LookOptions& how,
                              std::vector<std::string>& warnings);
 
-// The host's side of planning: page size, the running kernel (or
-// `kernel_release` when one is given: --kernel-release), and which I/O
-// schedulers the running kernel could load as modules (when its modules
-// directory can be read: the daemon's unit hides it, and then a name is
-// simply tried).
-policy::PlanContext host_plan_context(const std::string& sysfs_root = "/sys", const std::string& kernel_release = {});
-// Reads the host's facts (udev/host: the running system's where the sysfs
-// root is /sys, the tree's otherwise; `kernel_release` for the kernel's when
-// given) and decides the policy's host.* clauses on them.
-void bind_host_facts(policy::Policy& policy, const udev::Sysfs& sysfs, const std::string& kernel_release = {});
-// The running kernel's release as major.minor (0.0 when uname says otherwise).
-kernel::KernelVersion running_kernel_version();
 std::string running_kernel_release();  // uname -r
 
 // What audit reads, for every device under <sysfs>/block (stack findings
@@ -68,6 +56,6 @@ writers::UdevDevice udev_device(const udev::Sysfs& sysfs, const policy::DeviceFa
 
 kernel::AuditInput audit_input(const udev::Sysfs& sysfs, const policy::Policy* policy,
                                std::vector<writers::WriterAssignment> writers, const std::string& udev_db,
-                               const policy::PlanContext& ctx, kernel::KernelVersion kernel);
+                               const policy::HostContext& host);
 
 }  // namespace blkpolicy::agent

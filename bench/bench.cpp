@@ -47,6 +47,7 @@
 #include "support/paths.hpp"
 #include "support/temp_dir.hpp"
 #include "udev/discovery.hpp"
+#include "udev/host.hpp"
 #include "util/files.hpp"
 
 using namespace blkpolicy::test;
@@ -1049,7 +1050,8 @@ void bench_metrics(int n, const std::string& workdir) {
         } null_log;
         blkpolicy::udev::Sysfs sysfs(tree.root());
         blkpolicy::agent::StateDir state(mnt / "state");
-        blkpolicy::agent::Reconciler rec(sysfs, state, null_log, blkpolicy::agent::running_kernel_version());
+        const auto host = blkpolicy::udev::read_host_context(sysfs);
+        blkpolicy::agent::Reconciler rec(sysfs, state, null_log, host);
         auto loaded = blkpolicy::policy::load_policy(
             {{"scale.toml",
               "[[rule]]\nname = \"virtio\"\n[rule.match]\ndriver = \"virtio_blk\"\n[rule.set]\n"
@@ -1061,9 +1063,8 @@ void bench_metrics(int n, const std::string& workdir) {
             rec.reconcile(name, blkpolicy::agent::Trigger::verify);
         const double pass_ms = ms_since(t_pass);
         const auto t_audit = Clock::now();
-        const auto findings = blkpolicy::kernel::audit(blkpolicy::agent::audit_input(
-            sysfs, &rec.policy(), {}, "", blkpolicy::agent::host_plan_context(tree.root().string()),
-            blkpolicy::agent::running_kernel_version()));
+        const auto findings =
+            blkpolicy::kernel::audit(blkpolicy::agent::audit_input(sysfs, &rec.policy(), {}, "", host));
         const double audit_ms = ms_since(t_audit);
         blkpolicy::agent::OutOfPolicyClock clock;
         blkpolicy::agent::MetricsInput in;

@@ -187,7 +187,7 @@ void write_cache_mismatch(const Subject& s, AuditState&, Findings& out) {
 void bfq_disabled_wbt(const Subject& s, AuditState& st, Findings& out) {
     if (policy::value_of(s.v, Key::scheduler) != "bfq") return;
     const std::string shown = policy::value_of(s.v, Key::wbt_lat_usec);
-    const bool reads_zero = st.in.kernel.major == 0 || bfq_off_wbt_reads_zero(st.in.kernel);
+    const bool reads_zero = st.in.host.kernel.major == 0 || bfq_off_wbt_reads_zero(st.in.host.kernel);
     const bool off = s.d.wbt_state ? *s.d.wbt_state == 3 : reads_zero && shown == "0";
     if (!off) return;
     std::vector<std::pair<std::string, std::string>> ev = {{policy::value_path(Key::scheduler), "bfq"},

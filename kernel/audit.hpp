@@ -11,6 +11,7 @@
 
 #include "kernel/rows.hpp"
 #include "policy/facts.hpp"
+#include "policy/host.hpp"
 #include "policy/plan.hpp"
 #include "writers/model.hpp"
 
@@ -49,8 +50,8 @@ struct AuditInput {
     std::optional<bool> single_llc;
     // Devices without a medium are left out unless this is set (audit --all).
     bool include_empty = false;
-    // The running kernel (0.0: not known), for what its sysfs shows.
-    KernelVersion kernel;
+    // The host (its kernel: 0.0 not known, for what its sysfs shows).
+    policy::HostContext host;
     // Early boot (with a policy): the digest of the policy loaded now, of
     // the one the newest initramfs carries (as its hook noted it; empty:
     // no hook ran), and of the one this boot's initramfs pass ran (empty:

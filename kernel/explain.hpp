@@ -11,17 +11,20 @@
 
 #include "kernel/rows.hpp"
 #include "policy/facts.hpp"
+#include "policy/host.hpp"
 #include "policy/plan.hpp"
 #include "writers/model.hpp"
 
 namespace blkpolicy::kernel {
 
-struct ExplainContext {
-    KernelVersion kernel;
-    std::optional<int> wbt_state;                                 // from debugfs, when readable
-    int hw_queues = 0;                                            // entries in mq/
-    std::optional<std::vector<std::string>> loadable_schedulers;  // modules of this kernel; nullopt: unknown
-    std::int64_t hw_tags = 0;                                     // mq/0/nr_tags: the hardware queue depth
+// The host (policy/host, read once per command) and what explain reads of
+// the device beyond its facts and values.
+struct ExplainContext : policy::HostContext {
+    ExplainContext() = default;
+    explicit ExplainContext(const policy::HostContext& host) : policy::HostContext(host) {}
+    std::optional<int> wbt_state;  // from debugfs, when readable
+    int hw_queues = 0;             // entries in mq/
+    std::int64_t hw_tags = 0;      // mq/0/nr_tags: the hardware queue depth
     // sd: the Block Device Characteristics VPD page (B1h) medium rotation
     // rate (0 not reported, 1 solid state, else rpm); nullopt: no such page.
     std::optional<int> rotation_rate;
@@ -32,8 +35,6 @@ struct ExplainContext {
     bool backing_known = false;
     // md and dm: the devices below, and whether each is rotational now.
     std::vector<std::pair<std::string, bool>> lowers_rotational;
-    // nvme_core.io_timeout (seconds), where the module is loaded: NVMe's io_timeout default.
-    std::optional<std::int64_t> nvme_io_timeout_s;
     // The host's other writers (udev rules, TuneD, sysfsutils, tmpfiles.d,
     // units, rc.local): each one whose conditions select the device (or may:
     // a condition no fact decides) is named beside the attribute it writes.

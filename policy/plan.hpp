@@ -12,6 +12,7 @@
 #include "kernel/rows.hpp"
 #include "policy/attributes.hpp"
 #include "policy/facts.hpp"
+#include "policy/host.hpp"
 #include "policy/policy.hpp"
 
 namespace blkpolicy::policy {
@@ -60,19 +61,11 @@ struct DevicePlan {
     std::string not_tuned;         // non-empty: why the device is left alone entirely
 };
 
-struct PlanContext {
-    std::int64_t page_size = 4096;
-    // The kernel's tick rate (CONFIG_HZ), which io_timeout is kept in;
-    // hz_known false when it could not be read (250, Debian's, is assumed).
-    int hz = 250;
-    bool hz_known = false;
-    // The running kernel: whether a queue-limits write moves read_ahead_kb.
-    // {0, 0} (unknown) assumes it can.
-    kernel::KernelVersion kernel;
-    // I/O schedulers the running kernel can load as modules (writing a name
-    // makes the kernel load "NAME-iosched"); nullopt when unknown, and then a
-    // name the device does not offer yet is tried all the same.
-    std::optional<std::vector<std::string>> loadable_schedulers;
+// The host (read once: policy/host) and what the daemon learnt of it on
+// this boot.
+struct PlanContext : HostContext {
+    PlanContext() = default;
+    explicit PlanContext(const HostContext& host) : HostContext(host) {}
     // Names the kernel refused on this boot (the daemon remembers them until
     // a reload), so they are not tried on every pass.
     std::set<std::string> refused_schedulers;

@@ -76,7 +76,7 @@ TEST_CASE("audit: write cache against the device's own cache mode") {
 
 TEST_CASE("audit: bfq's disabled wbt on 6.1, where sysfs still shows the latency: debugfs tells") {
     AuditInput in;
-    in.kernel = {6, 1, 0};
+    in.host.kernel = {6, 1, 0};
     auto with_debugfs = device("sda", "sd", {{"scheduler", "bfq"}, {"wbt_lat_usec", "75000"}});
     with_debugfs.wbt_state = 3;
     auto without = device("sdb", "sd", {{"scheduler", "bfq"}, {"wbt_lat_usec", "75000"}});
@@ -87,7 +87,7 @@ TEST_CASE("audit: bfq's disabled wbt on 6.1, where sysfs still shows the latency
     CHECK(found[0].evidence[1] == std::pair<std::string, std::string>{"queue/wbt_lat_usec", "75000"});
     CHECK(codes_of(found, "sdb").empty());
     CHECK(codes_of(found, "sdc").empty());
-    in.kernel = {6, 12, 117};  // 6.2+: a wbt bfq turned off reads 0
+    in.host.kernel = {6, 12, 117};  // 6.2+: a wbt bfq turned off reads 0
     CHECK(codes_of(audit(in), "sdc") == std::vector<std::string>{"bfq-disabled-wbt"});
 }
 

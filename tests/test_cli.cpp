@@ -250,13 +250,15 @@ TEST_CASE("a policy named with --policy that is not there: said to be missing, n
     }
 }
 
-TEST_CASE("--kernel-release: plan, apply, status and explain take it; a malformed one is a usage error") {
+TEST_CASE(
+    "--kernel-release: plan, apply, status, explain, export and audit take it; a malformed one is a usage error") {
     auto bad = run_blkpolicy({"plan", "--kernel-release", "linux"});
     CHECK(bad.exit_code == 2);
     CHECK(bad.err.find("--kernel-release wants a release such as 6.12.0, not \"linux\"") != std::string::npos);
     auto wrong = run_blkpolicy({"run", "--kernel-release", "9.0"});
     CHECK(wrong.exit_code == 2);
-    CHECK(wrong.err.find("--kernel-release is for plan, apply, status, explain and export") != std::string::npos);
+    CHECK(wrong.err.find("--kernel-release is for plan, apply, status, explain, export and audit") !=
+          std::string::npos);
     auto rules = run_blkpolicy({"explain", "--kernel-rules", "--kernel-release", "9.0"});
     CHECK(rules.exit_code == 0);
     CHECK(rules.out.find("readahead-on-commit:raise  (not observed past 7.3: read back)") != std::string::npos);

@@ -208,6 +208,28 @@ TEST_CASE("host facts of a fake tree come from the tree alone") {
     CHECK(udev::read_host_facts(metal_sysfs, false).virtualization == "none");
 }
 
+TEST_CASE("the host context of a fake tree: read once, from the tree and the release given alone") {
+    FakeSysfs tree;
+    tree.file("class/dmi/id/sys_vendor", "QEMU\n");
+    tree.file("module/nvme_core/parameters/io_timeout", "4294967295\n");
+    udev::Sysfs sysfs(tree.root());
+    const auto h = udev::read_host_context(sysfs, "6.12.74+deb13-amd64");
+    CHECK(h.kernel_release == "6.12.74+deb13-amd64");
+    CHECK(h.kernel == kernel::KernelVersion{6, 12, 74});
+    CHECK(h.facts.kernel == h.kernel_release);
+    CHECK(h.facts.sys_vendor == "QEMU");
+    CHECK(h.nvme_io_timeout_s == 4294967295);
+    // The running kernel's modules and config are not the tree's.
+    CHECK_FALSE(h.loadable_schedulers);
+    CHECK_FALSE(h.hz_known);
+    CHECK(h.page_size > 0);
+    FakeSysfs empty;
+    const auto bare = udev::read_host_context(udev::Sysfs(empty.root()));
+    CHECK(bare.kernel_release.empty());
+    CHECK(bare.kernel == kernel::KernelVersion{});
+    CHECK_FALSE(bare.nvme_io_timeout_s);  // nvme_core not loaded
+}
+
 TEST_CASE("one fleet policy, two machines: each takes its own rules (examples/fleet.toml)") {
     const std::string policy = kExamples + "/fleet.toml";
     struct Machine {

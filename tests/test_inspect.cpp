@@ -275,3 +275,29 @@ TEST_CASE("audit: devices without a medium are left out unless --all; a host-wid
     CHECK(devices_in(all, "rq-affinity-inert") == std::set<std::string>{"loop7", "vda"});
     CHECK(run_blkpolicy({"plan", "--all"}).exit_code == 2);  // --all is audit's
 }
+
+TEST_CASE("audit reads the values as --kernel-release's kernel shows them; a tree's own kernel is not known") {
+    // A disk under bfq whose wbt reads 0 and no debugfs to ask: on 6.1 sysfs
+    // still shows the old latency when bfq turns wbt off, so a 0 there was
+    // written by someone; from 6.2 it is bfq's doing. Without a release, the
+    // tree's kernel is not the running one's (it was the host's before).
+    AuditTree a;
+    a.t.add_scsi_disk("sdd", "3:0:0:0", "ATA     ", "WDC WD40EFRX-68N", "write back", true, 16);
+    a.t.file(a.t.devpath_of("sdd") + "/queue/scheduler", "none mq-deadline kyber [bfq]");
+    a.t.file(a.t.devpath_of("sdd") + "/queue/wbt_lat_usec", "0");
+    auto codes_of_sdd = [&](std::vector<std::string> extra) {
+        std::vector<std::string> args = {"audit", "--no-policy", "--json"};
+        args.insert(args.end(), extra.begin(), extra.end());
+        auto r = a.run(args);
+        INFO(r.err);
+        REQUIRE(r.exit_code != 2);
+        std::set<std::string> codes;
+        const auto doc = nlohmann::json::parse(r.out);
+        for (const auto& f : doc["findings"])
+            if (f["device"] == "sdd") codes.insert(f["code"].get<std::string>());
+        return codes;
+    };
+    CHECK_FALSE(codes_of_sdd({"--kernel-release", "6.1.0"}).count("bfq-disabled-wbt"));
+    CHECK(codes_of_sdd({"--kernel-release", "6.12.0"}).count("bfq-disabled-wbt"));
+    CHECK(codes_of_sdd({}).count("bfq-disabled-wbt"));
+}

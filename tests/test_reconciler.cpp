@@ -36,7 +36,7 @@ TEST_CASE("a value below the policy's that equals the kernel's computed one: rev
              {{6, 18, 0}, "drift"},       // 6.15+ only raise it: the kernel cannot have done this
              {{6, 12, 117}, "drift"}}) {  // Debian 13's 6.12 took the raise rule back
         World w;
-        agent::Reconciler rec{w.sysfs, w.state, w.log, kernel};
+        agent::Reconciler rec{w.sysfs, w.state, w.log, host_on(kernel)};
         rec.set_policy(loops_policy("read_ahead_kb = 4096\n"));
         rec.reconcile("loop0", Trigger::verify);
         REQUIRE(w.log.take() == Texts{"applied loop0 read_ahead_kb 4096 4096"});
@@ -500,7 +500,7 @@ TEST_CASE("daemon scenario: a value the policy stops declaring goes back to what
         CHECK(w.q("read_ahead_kb") == "512");
     }
     SUBCASE("a restart with the same policy puts nothing back") {
-        agent::Reconciler again{w.sysfs, w.state, w.log, kernel::KernelVersion{6, 18}};
+        agent::Reconciler again{w.sysfs, w.state, w.log, host_on({6, 18})};
         again.set_policy(loops_policy("read_ahead_kb = 4096\nscheduler = \"mq-deadline\"\nnomerges = 1\n"));
         w.sysfs.writes.clear();
         again.reconcile("loop0", Trigger::verify);

@@ -13,7 +13,9 @@
 #include <cpuid.h>
 #endif
 
+#include "policy/values.hpp"
 #include "udev/discovery.hpp"
+#include "udev/probes.hpp"
 
 namespace blkpolicy::udev {
 
@@ -117,6 +119,30 @@ policy::HostFacts read_host_facts(const Sysfs& sysfs, bool this_host, const std:
     } else {
         host.source = sysfs.root().string();
     }
+    return host;
+}
+
+policy::HostContext read_host_context(const Sysfs& sysfs, const std::string& kernel_release) {
+    policy::HostContext host;
+    const bool this_host = sysfs.root() == "/sys";
+    if (const long page = ::sysconf(_SC_PAGESIZE); page > 0) host.page_size = page;
+    host.facts = read_host_facts(sysfs, this_host, kernel_release);
+    host.kernel_release = host.facts.kernel;
+    if (auto k = kernel::parse_kernel_release(host.kernel_release)) host.kernel = *k;
+    // Modules and the kernel's config belong to the running kernel: only a
+    // look at the real /sys asks for them (whatever --kernel-release says).
+    if (this_host) {
+        utsname u{};
+        if (::uname(&u) == 0) {
+            host.loadable_schedulers = loadable_schedulers(std::string("/lib/modules/") + u.release);
+            if (auto hz = kernel_hz(std::string("/boot/config-") + u.release)) {
+                host.hz = *hz;
+                host.hz_known = true;
+            }
+        }
+    }
+    if (auto nvme = read_attribute(sysfs, "module/nvme_core/parameters/io_timeout"))
+        host.nvme_io_timeout_s = policy::parse_int(*nvme);
     return host;
 }
 

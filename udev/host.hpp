@@ -8,6 +8,7 @@
 #include <string>
 
 #include "policy/facts.hpp"
+#include "policy/host.hpp"
 #include "udev/sysfs.hpp"
 
 namespace blkpolicy::udev {
@@ -33,5 +34,13 @@ std::string virtualization_from(const VirtualizationSigns& signs);
 // carries DMI and hypervisor/ only). `kernel_release`, when given
 // (--kernel-release), stands for the kernel's.
 policy::HostFacts read_host_facts(const Sysfs& sysfs, bool this_host, const std::string& kernel_release = {});
+
+// Everything policy/host holds, read once: the page size, the kernel's
+// release (`kernel_release` when given, else uname's where the root is the
+// real /sys; a fake tree's kernel is not known), its loadable schedulers and
+// tick rate (the running kernel's modules and config, only for the real
+// /sys), nvme_core's io_timeout (the tree's module/ directory) and the host
+// facts above.
+policy::HostContext read_host_context(const Sysfs& sysfs, const std::string& kernel_release = {});
 
 }  // namespace blkpolicy::udev

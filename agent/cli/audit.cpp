@@ -11,6 +11,7 @@
 #include "kernel/audit.hpp"
 #include "policy/values.hpp"
 #include "udev/discovery.hpp"
+#include "udev/host.hpp"
 #include "udev/probes.hpp"
 #include "writers/scan.hpp"
 
@@ -18,15 +19,15 @@ namespace blkpolicy::agent {
 
 int run_audit(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::ostream& err) {
     int rc = kExitOk;
-    auto pol = optional_policy(o, sysfs, err, rc);
+    const auto host = udev::read_host_context(sysfs, o.kernel_release);
+    auto pol = optional_policy(o, host, err, rc);
     if (rc != kExitOk) return rc;
     if (int rc2 = check_sysfs_and_devices(o, sysfs, err)) return rc2;
     std::vector<std::string> rule_warnings;
     auto rules = writers::scan_writers({o.udev_rules_dirs, o.config_root}, &rule_warnings);
     for (const auto& w : rule_warnings) err << "blkpolicy: warning: " << w << '\n';
     const auto names = o.devices.empty() ? udev::list_block_devices(sysfs) : o.devices;
-    auto in = audit_input(sysfs, pol ? &*pol : nullptr, std::move(rules), o.udev_db(), host_plan_context(),
-                          running_kernel_version());
+    auto in = audit_input(sysfs, pol ? &*pol : nullptr, std::move(rules), o.udev_db(), host);
     in.include_empty = o.all;
     if (pol) initramfs_audit_input(*pol, o.config_root, in);
     // This boot's initramfs, with a policy or without.

@@ -22,7 +22,9 @@
 #include "agent/restore.hpp"
 #include "agent/snapshot.hpp"
 #include "policy/loader.hpp"
+#include "policy/match.hpp"
 #include "udev/discovery.hpp"
+#include "udev/host.hpp"
 
 namespace blkpolicy::agent {
 
@@ -139,7 +141,8 @@ int with_devices(Kind kind, const Options& o, udev::Sysfs& sysfs, std::ostream& 
         }
         return kExitPolicy;
     }
-    bind_host_facts(loaded.policy, sysfs, o.kernel_release);
+    const auto host = udev::read_host_context(sysfs, o.kernel_release);
+    policy::bind_host(loaded.policy, host.facts);
     if (boot) {
         boot->record.policy_digest = loaded.policy.digest;
         boot->record.policy_files = loaded.policy.files;
@@ -150,7 +153,7 @@ int with_devices(Kind kind, const Options& o, udev::Sysfs& sysfs, std::ostream& 
     LookOptions how;
     how.record = kind == Kind::apply;
     how.udev_db = o.udev_db();
-    how.context = host_plan_context(o.sysfs_root, o.kernel_release);
+    how.context = policy::PlanContext(host);
     std::unique_ptr<DeviceReport> report;
     switch (kind) {
         case Kind::plan:

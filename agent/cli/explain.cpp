@@ -13,8 +13,10 @@
 #include "agent/policy_files.hpp"
 #include "agent/snapshot.hpp"
 #include "kernel/explain.hpp"
+#include "policy/match.hpp"
 #include "policy/values.hpp"
 #include "udev/discovery.hpp"
+#include "udev/host.hpp"
 #include "udev/probes.hpp"
 #include "writers/scan.hpp"
 
@@ -22,7 +24,8 @@ namespace blkpolicy::agent {
 
 using nlohmann::json;
 
-std::optional<policy::Policy> optional_policy(const Options& o, const udev::Sysfs& sysfs, std::ostream& err, int& rc) {
+std::optional<policy::Policy> optional_policy(const Options& o, const policy::HostContext& host, std::ostream& err,
+                                              int& rc) {
     if (o.no_policy) return std::nullopt;
     auto files = find_policy_files(o.policies);
     if (o.policies.empty() && files.files.empty()) return std::nullopt;
@@ -32,7 +35,7 @@ std::optional<policy::Policy> optional_policy(const Options& o, const udev::Sysf
         rc = kExitPolicy;
         return std::nullopt;
     }
-    bind_host_facts(loaded.policy, sysfs, o.kernel_release);
+    policy::bind_host(loaded.policy, host.facts);
     return loaded.policy;
 }
 
@@ -78,22 +81,12 @@ kernel::StackView stack_of(const std::map<std::string, DeviceView>& views, const
     return s;
 }
 
-LookOptions every_value_look(const Options& o) {
+LookOptions every_value_look(const Options& o, const policy::HostContext& host) {
     LookOptions how;
     how.all_values = true;
     how.udev_db = o.udev_db();
-    how.context = host_plan_context(o.sysfs_root, o.kernel_release);
+    how.context = policy::PlanContext(host);
     return how;
-}
-
-kernel::ExplainContext host_explain_context(const Options& o, const udev::Sysfs& sysfs,
-                                            const policy::PlanContext& plan_context) {
-    kernel::ExplainContext ctx;
-    ctx.kernel = o.kernel_release.empty() ? running_kernel_version() : plan_context.kernel;
-    ctx.loadable_schedulers = plan_context.loadable_schedulers;
-    if (auto nvme = udev::read_attribute(sysfs, "module/nvme_core/parameters/io_timeout"))
-        ctx.nvme_io_timeout_s = policy::parse_int(*nvme);
-    return ctx;
 }
 
 void read_device_context(kernel::ExplainContext& ctx, const udev::Sysfs& sysfs, const DeviceView& v) {
@@ -125,17 +118,18 @@ int run_explain(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::os
         return kExitUsage;
     }
     int rc = kExitOk;
-    auto pol = optional_policy(o, sysfs, err, rc);
+    const auto host = udev::read_host_context(sysfs, o.kernel_release);
+    auto pol = optional_policy(o, host, err, rc);
     if (rc != kExitOk) return rc;
     if (int rc2 = check_sysfs_and_devices(o, sysfs, err)) return rc2;
     StateDir state(o.state_dir);
     std::vector<std::string> warnings;
-    const auto how = every_value_look(o);
+    const auto how = every_value_look(o, host);
     auto all = look(sysfs, state, pol ? *pol : policy::Policy{}, {}, how, warnings);
     std::map<std::string, DeviceView> views;
     for (auto& v : all) views.emplace(v.facts.name, std::move(v));
 
-    auto ctx = host_explain_context(o, sysfs, how.context);
+    kernel::ExplainContext ctx{host};
     std::vector<std::string> writer_warnings;
     ctx.writers = writers::scan_writers({o.udev_rules_dirs, o.config_root}, &writer_warnings);
     for (const auto& w : writer_warnings) err << "blkpolicy: warning: " << w << '\n';

@@ -7,6 +7,7 @@
 
 #include "agent/cli/commands.hpp"
 #include "agent/cli/inspect.hpp"
+#include "udev/host.hpp"
 
 namespace blkpolicy::agent {
 
@@ -14,7 +15,8 @@ int run_export(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::ost
     if (int rc = check_sysfs_and_devices(o, sysfs, err)) return rc;
     StateDir state(o.state_dir);
     std::vector<std::string> warnings;
-    const auto how = every_value_look(o);
+    const auto host = udev::read_host_context(sysfs, o.kernel_release);
+    const auto how = every_value_look(o, host);
     // No policy: what the devices hold now is the point, whoever set it.
     auto all = look(sysfs, state, policy::Policy{}, {}, how, warnings);
     for (const auto& w : warnings) err << "blkpolicy: warning: " << w << '\n';
@@ -26,7 +28,7 @@ int run_export(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::ost
     }
     if (!o.devices.empty()) names = o.devices;
 
-    auto ctx = host_explain_context(o, sysfs, how.context);
+    kernel::ExplainContext ctx{host};
     std::vector<kernel::ExportInput> inputs;
     for (const auto& name : names) {
         const auto it = views.find(name);
@@ -40,7 +42,7 @@ int run_export(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::ost
         inputs.push_back({kernel::explain_device(v.facts, v.values, v.plan, ctx, stack_of(views, name)), v.values});
     }
     const auto exported = kernel::export_policy(inputs, {o.by_serial});
-    const std::string release = o.kernel_release.empty() ? running_kernel_release() : o.kernel_release;
+    const std::string release = host.kernel_release.empty() ? "not known" : host.kernel_release;
     std::string read;
     for (const auto& n : names) read += (read.empty() ? "" : " ") + n;
     out << kernel::export_toml(

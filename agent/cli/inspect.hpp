@@ -23,12 +23,8 @@ int run_audit(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::ostr
 int run_export(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::ostream& err);
 
 // How explain and export look at the devices: every value read, udev's
-// database for env.* matches, the host's side of planning.
-LookOptions every_value_look(const Options& o);
-// What explain (and export) know of the host before any device: the
-// kernel, the schedulers it could load, nvme_core.io_timeout.
-kernel::ExplainContext host_explain_context(const Options& o, const udev::Sysfs& sysfs,
-                                            const policy::PlanContext& plan_context);
+// database for env.* matches, the host (read once by the command).
+LookOptions every_value_look(const Options& o, const policy::HostContext& host);
 // The device's own inputs of explain's kernel side (debugfs's wbt state,
 // hardware queues and tags, rotation rate, a loop device's backing store,
 // the devices below), into CTX.
@@ -39,6 +35,8 @@ kernel::StackView stack_of(const std::map<std::string, DeviceView>& views, const
 // The policy, when there is one: explicit --policy must load; the default
 // locations may be empty (then these views work without a policy). On an
 // invalid policy the errors are printed and `rc` is set to kExitPolicy.
-std::optional<policy::Policy> optional_policy(const Options& o, const udev::Sysfs& sysfs, std::ostream& err, int& rc);
+// The host's facts decide its host.* clauses.
+std::optional<policy::Policy> optional_policy(const Options& o, const policy::HostContext& host, std::ostream& err,
+                                              int& rc);
 
 }  // namespace blkpolicy::agent

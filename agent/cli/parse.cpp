@@ -174,7 +174,8 @@ constexpr OptionRow kOptions[] = {
      "(apply) the pass in early boot, before the root\nis mounted: at most 10 s, recorded in\nSTATE-DIR/boot.json, "
      "one line in the kernel log",
      set_flag<&Options::boot>},
-    {"--kernel-release", "", "R", "plan apply status explain export", "plan, apply, status, explain and export",
+    {"--kernel-release", "", "R", "plan apply status explain export audit",
+     "plan, apply, status, explain, export and audit",
      "act and explain as if the running kernel were\nrelease R (e.g. 6.12.0 or 9.0): what blkpolicy\nexpects of it; "
      "default: the running kernel",
      keep<&Options::kernel_release>},

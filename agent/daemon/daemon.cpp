@@ -27,9 +27,11 @@
 #include "agent/snapshot.hpp"
 #include "agent/state.hpp"
 #include "measure/session.hpp"
+#include "policy/match.hpp"
 #include "systemd/alerts.hpp"
 #include "systemd/notify.hpp"
 #include "udev/discovery.hpp"
+#include "udev/host.hpp"
 #include "udev/monitor.hpp"
 #include "udev/probes.hpp"
 #include "util/files.hpp"
@@ -67,7 +69,8 @@ public:
           log_(std::move(log)),
           sysfs_(o.sysfs_root),
           state_(o.state_dir),
-          reconciler_(sysfs_, state_, *log_, running_kernel_version()) {}
+          host_(udev::read_host_context(sysfs_)),
+          reconciler_(sysfs_, state_, *log_, host_) {}
 
     int run() {
         auto loaded = load_policy_from(opts_.policies);
@@ -77,7 +80,7 @@ public:
                       loaded.missing ? "there is no policy; not starting" : "the policy is invalid; not starting");
             return kExitPolicy;
         }
-        bind_host_facts(loaded.policy, sysfs_);
+        policy::bind_host(loaded.policy, host_.facts);
         apply_policy(std::move(loaded.policy));
         load_writers();
         reconciler_.set_udev_db(opts_.udev_db());
@@ -405,7 +408,10 @@ private:
         } else {
             const auto old_interval = interval_;
             reconciler_.forget_refused_schedulers();
-            bind_host_facts(loaded.policy, sysfs_);
+            // The host again: its modules, DMI or hostname may have changed.
+            host_ = udev::read_host_context(sysfs_);
+            reconciler_.set_host(host_);
+            policy::bind_host(loaded.policy, host_.facts);
             apply_policy(std::move(loaded.policy));
             load_writers();
             log_->log(LOG_INFO, "policy reloaded: " + std::to_string(reconciler_.policy().rules.size()) + " rule(s), " +
@@ -523,8 +529,7 @@ private:
         if (opts_.metrics_file.empty() || !audit_due_) return;
         audit_due_ = false;
         const auto& pol = reconciler_.policy();
-        auto in = audit_input(sysfs_, &pol, writers_, opts_.udev_db(), host_plan_context(opts_.sysfs_root),
-                              running_kernel_version());
+        auto in = audit_input(sysfs_, &pol, writers_, opts_.udev_db(), host_);
         initramfs_audit_input(pol, opts_.config_root, in);
         if (boot_record_.is_object()) boot_audit_input(boot_record_from(boot_record_), in);
         findings_ = kernel::audit(in);
@@ -713,6 +718,7 @@ private:
     std::unique_ptr<systemd::EventLog> log_;
     udev::Sysfs sysfs_;
     StateDir state_;
+    policy::HostContext host_;  // read at start and at each reload
     Reconciler reconciler_;
     std::chrono::milliseconds interval_{30'000};
     sd_event_source* defer_ = nullptr;  // these three borrow from sources_

@@ -30,8 +30,9 @@ static_assert(util::in_enum_order(kTriggers));
 
 const char* to_string(Trigger t) { return util::name_of(kTriggers, t); }
 
-Reconciler::Reconciler(udev::Sysfs& sysfs, const StateDir& state, systemd::EventLog& log, kernel::KernelVersion kernel)
-    : sysfs_(sysfs), state_(state), log_(log), kernel_(kernel), context_(host_plan_context(sysfs.root().string())) {}
+Reconciler::Reconciler(udev::Sysfs& sysfs, const StateDir& state, systemd::EventLog& log,
+                       const policy::HostContext& host)
+    : sysfs_(sysfs), state_(state), log_(log), context_(host) {}
 
 void Reconciler::forget(const std::string& device) {
     devices_.erase(device);
@@ -89,7 +90,8 @@ AlertKind Reconciler::classify(const policy::DeviceFacts& facts, const Action& a
             }
         }
     }
-    if (a.id == Key::read_ahead_kb && kernel::readahead_on_commit(kernel_) == kernel::ReadaheadOnCommit::raise) {
+    if (a.id == Key::read_ahead_kb &&
+        kernel::readahead_on_commit(context_.kernel) == kernel::ReadaheadOnCommit::raise) {
         // A kernel that only ever raises read_ahead_kb on a limits commit
         // cannot have put a smaller value in place of the policy's (not its
         // computed one, not the device's first): someone wrote it.
@@ -104,13 +106,14 @@ AlertKind Reconciler::classify(const policy::DeviceFacts& facts, const Action& a
         const auto limits =
             udev::read_values(sysfs_, device, policy::key_texts({Key::optimal_io_size, Key::max_sectors_kb}));
         auto computed = kernel::kernel_readahead_kb(
-            kernel_, rotational, policy::parse_int(policy::value_of(limits, Key::optimal_io_size, "0")).value_or(0),
+            context_.kernel, rotational,
+            policy::parse_int(policy::value_of(limits, Key::optimal_io_size, "0")).value_or(0),
             policy::parse_int(policy::value_of(limits, Key::max_sectors_kb, "0")).value_or(0));
         if (computed && std::to_string(*computed) == a.current) return AlertKind::reverted;
     }
     if (a.id == Key::wbt_lat_usec) {
         if (a.current == "0" && policy::value_of(values, Key::scheduler) == "bfq" &&
-            kernel::disturbed_by(kernel::WriteCause::scheduler_switch, a.id, kernel_))
+            kernel::disturbed_by(kernel::WriteCause::scheduler_switch, a.id, context_.kernel))
             return AlertKind::reverted;
         if (a.current == std::to_string(kernel::wbt_default_usec(rotational))) return AlertKind::reverted;
     }

@@ -88,7 +88,8 @@ void say_save_once(systemd::EventLog& log, const util::Status& st, std::string& 
 
 class Reconciler {
 public:
-    Reconciler(udev::Sysfs& sysfs, const StateDir& state, systemd::EventLog& log, kernel::KernelVersion kernel);
+    // HOST: read once (udev::read_host_context) by whoever runs the passes.
+    Reconciler(udev::Sysfs& sysfs, const StateDir& state, systemd::EventLog& log, const policy::HostContext& host);
 
     void set_policy(policy::Policy policy) { policy_ = std::move(policy); }
     const policy::Policy& policy() const { return policy_; }
@@ -102,6 +103,8 @@ public:
     // Schedulers the kernel refused are not tried again until this (a
     // reload: the admin may have installed the module meanwhile).
     void forget_refused_schedulers() { context_.refused_schedulers.clear(); }
+    // The host read again (the daemon's reload); what it refused stays.
+    void set_host(const policy::HostContext& host) { static_cast<policy::HostContext&>(context_) = host; }
     // How long a write refused with EBUSY is tried again within one pass.
     void set_busy_retry(BusyRetry retry) { retry_ = std::move(retry); }
     // Read who each device is (DeviceLabels) at first sight and on add and
@@ -135,8 +138,7 @@ private:
     udev::Sysfs& sysfs_;
     const StateDir& state_;
     systemd::EventLog& log_;
-    kernel::KernelVersion kernel_;
-    policy::PlanContext context_;
+    policy::PlanContext context_;  // the host, and what this boot's kernel refused
     BusyRetry retry_ = default_busy_retry();
     bool identity_labels_ = false;
     policy::Policy policy_;

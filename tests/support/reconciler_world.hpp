@@ -19,6 +19,13 @@ inline policy::Policy loops_policy(const std::string& set) {
     return one_rule_policy(set, "loops", "kernel = \"loop*\"\n");
 }
 
+// The host as a fake tree's test gives it: a kernel, nothing else known.
+inline policy::HostContext host_on(kernel::KernelVersion kernel) {
+    policy::HostContext host;
+    host.kernel = kernel;
+    return host;
+}
+
 struct RecordingLog : systemd::EventLog {
     std::vector<std::string> alerts;
     std::vector<systemd::Alert> full;
@@ -37,7 +44,7 @@ struct World {
     KernelModelSysfs sysfs{init()};
     agent::StateDir state{tree.root() / "state"};
     RecordingLog log;
-    agent::Reconciler rec{sysfs, state, log, kernel::KernelVersion{6, 18}};
+    agent::Reconciler rec{sysfs, state, log, host_on({6, 18})};
 
     std::filesystem::path init() {
         tree.add_loop("loop0", 0, "/img");
