@@ -9,6 +9,7 @@
 #include <set>
 
 #include "measure/stat.hpp"
+#include "policy/unit.hpp"
 #include "policy/values.hpp"
 #include "udev/discovery.hpp"
 #include "util/files.hpp"
@@ -110,14 +111,12 @@ private:
         }
     }
 
-    // The write itself, with the wbt special case: when wbt reads 0 (off,
-    // e.g. after bfq disabled the default) writing a non-zero value equal to
-    // the retained latency is a silent no-op; writing 0 first makes it stick.
+    // The write itself, after a 0 where the attribute's unit asks for one
+    // (wbt: a latency written while wbt is off is a silent no-op).
     int write(const Action& a, const std::string& value, const std::string& before, AttributeResult& r) {
-        if (a.id == policy::Key::wbt_lat_usec && value != "0" && (before == "0" || a.zero_first)) {
-            kernel::kernel_row(kernel::KRow::wbt_store_retained_value_noop);
+        const auto* hooks = policy::hooks_of(a.id);
+        if (hooks && hooks->zero_first && hooks->zero_first(a, value, before))
             if (int err = write_settled(a, "0", r)) return err;
-        }
         return write_settled(a, value, r);
     }
 

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "policy/policy.hpp"
+#include "policy/units/units.hpp"
 #include "policy/values.hpp"
 
 namespace blkpolicy::policy {
@@ -101,6 +102,7 @@ struct Row {
     std::array<std::string_view, 3> choices = {};
     FactNeeds fact_needs = 0;
     std::string_view alias = {};
+    const UnitHooks* hooks = nullptr;
 };
 
 using kernel::WriteCause;
@@ -168,7 +170,8 @@ constexpr Row kRows[] = {
      .max = 65536,
      .note = "the kernel silently raises values below 4",
      .cause = WriteCause::nr_requests_write,
-     .mq_only = true},
+     .mq_only = true,
+     .hooks = &units::kNrRequests},
     // 7.0+: reset by a scheduler switch and rescaled by an nr_requests
     // write, so it is written after both.
     {.value = Key::async_depth,
@@ -179,14 +182,16 @@ constexpr Row kRows[] = {
      .max = 65536,
      .note = "at least 1; the kernel caps it at nr_requests and refuses it under scheduler none",
      .mq_only = true,
-     .input = Key::nr_requests},
+     .input = Key::nr_requests,
+     .hooks = &units::kAsyncDepth},
     // The family iosched.NAME: each tunable's row is this one with its name.
     {.value = Key::iosched,
      .path = "queue/iosched",
      .phase = Phase::requests,
      .kind = ValueKind::integer,
      .max = kInt64Max,
-     .mq_only = true},
+     .mq_only = true,
+     .hooks = &units::kIosched},
     {.value = Key::wbt_lat_usec,
      .path = "queue/wbt_lat_usec",
      .phase = Phase::wbt,
@@ -194,7 +199,8 @@ constexpr Row kRows[] = {
      .max = 60'000'000,
      .note = "microseconds, at most 60 s; use \"default\" for the kernel's own value",
      .mq_only = true,
-     .readback = wbt_default},
+     .readback = wbt_default,
+     .hooks = &units::kWbt},
     {.value = Key::nomerges,
      .path = "queue/nomerges",
      .phase = Phase::late,
@@ -242,7 +248,8 @@ constexpr Row kRows[] = {
      .note = "milliseconds, 1 to 4294967295; only blk-mq drivers with a timeout handler (NVMe, SCSI) have it",
      .mq_only = true,
      .by_driver = true,
-     .readback = whole_ticks},
+     .readback = whole_ticks,
+     .hooks = &units::kIoTimeout},
     // Written last: every earlier kind of write can move it.
     {.value = Key::read_ahead_kb,
      .path = "queue/read_ahead_kb",
@@ -251,7 +258,8 @@ constexpr Row kRows[] = {
      .max = 1'048'576,
      .note = "KiB, at most 1 GiB",
      .readback = whole_pages,
-     .alias = "bdi/read_ahead_kb"},
+     .alias = "bdi/read_ahead_kb",
+     .hooks = &units::kReadAhead},
 };
 static_assert(util::in_enum_order(kRows), "a row per writable Key, in Key order");
 static_assert(std::size(kRows) == static_cast<std::size_t>(kLastWritable) + 1, "no row for a read-only Key");
@@ -282,6 +290,7 @@ AttributeSpec spec_of(const Row& r) {
     s.device_check = r.device_check;
     s.readback = r.readback;
     s.fact_needs = r.fact_needs;
+    s.hooks = r.hooks;
     return s;
 }
 
@@ -467,5 +476,7 @@ CheckedValue check_value(const AttributeSpec& spec, const GivenValue& given) {
 }
 
 int write_rank(const AttributeSpec& spec) { return static_cast<int>(spec.id); }
+
+const UnitHooks* hooks_of(Key id) { return writable(id) ? fixed_attribute(id).hooks : nullptr; }
 
 }  // namespace blkpolicy::policy

@@ -19,6 +19,8 @@
 
 namespace blkpolicy::policy {
 
+struct UnitHooks;  // policy/unit: what makes an attribute special
+
 // Write order (README.md "Write order"); lower phases are written first.
 enum class Phase : int {
     limits = 1,     // queue-limits commits: each can raise read_ahead_kb again
@@ -97,6 +99,9 @@ struct AttributeSpec {
     ReadbackFn readback = nullptr;
     // The fact groups its device check reads (write_cache: the cache type).
     FactNeeds fact_needs = 0;
+    // What else makes it special, asked by plan, apply and the daemon
+    // (policy/unit; its own file under policy/units/); nullptr: plain.
+    const UnitHooks* hooks = nullptr;
 };
 
 // The spec for a policy set-key, or nullopt when the key is not writable.

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "policy/match.hpp"
+#include "policy/unit.hpp"
 #include "policy/values.hpp"
 #include "util/names.hpp"
 
@@ -182,18 +183,17 @@ DevicePlan plan_device(const Policy& policy, const DeviceFacts& facts, const Val
         auto cur = current.find(key);
         if (cur != current.end()) a.current = cur->second;
 
+        const UnitHooks* hooks = spec->hooks;
+        std::string skipped = hooks && hooks->skip ? hooks->skip(facts) : std::string();
         if (spec->mq_only && !facts.request_based) {
             a.kind = ActionKind::skip;
             a.note = "bio-based queue: no " + spec->path;
-        } else if (facts.hidden && spec->id == Key::read_ahead_kb) {
-            // The file is there and takes a value, which no read uses.
+        } else if (!skipped.empty()) {
             a.kind = ActionKind::skip;
-            a.note = "hidden NVMe multipath path: reads come through its head" +
-                     (facts.holders.empty() ? std::string() : " (" + join(facts.holders, ", ") + ")") +
-                     ", whose read_ahead_kb is the one used";
-        } else if (cur == current.end() && spec->id == Key::iosched) {
-            // Under another scheduler the tunable may appear after the switch;
-            // resolved below once the scheduler action is known.
+            a.note = std::move(skipped);
+        } else if (cur == current.end() && hooks && hooks->decided_after_writes) {
+            // It may appear after an earlier write (a scheduler's tunables
+            // after the switch): resolved as if there, decided after the writes.
             resolve(a, *spec, w, facts, current, ctx, final_rotational);
             a.kind = ActionKind::write;
         } else if (cur == current.end()) {
@@ -204,105 +204,29 @@ DevicePlan plan_device(const Policy& policy, const DeviceFacts& facts, const Val
             a.value = a.expected = w.setting->values.front();  // what the policy asks, as it says it
             a.note = "device has no " + spec->path;
             if (spec->by_driver) a.note += " (its driver has no timeout handler)";
-            if (spec->id == Key::async_depth) {
-                kernel::kernel_row(kernel::KRow::async_depth_iosched_tunable);
-                a.note =
-                    "this kernel has no queue/async_depth (7.0 and later have it; before, mq-deadline has "
-                    "iosched.async_depth)";
-            }
+            if (hooks && hooks->missing) hooks->missing(a);
         } else {
             resolve(a, *spec, w, facts, current, ctx, final_rotational);
         }
         plan.actions.push_back(std::move(a));
     }
 
-    // Side effects of earlier writes on later attributes: the kernel rows
-    // say which writes move which attribute (kernel/rows).
-    std::set<kernel::WriteCause> written;
-    std::string final_scheduler = facts.scheduler;
-    // nr_requests once the plan has run; -1 when a switch resets it to a default not known here.
-    std::int64_t final_nr = parse_int(value_of(current, Key::nr_requests)).value_or(-1);
+    // Side effects of earlier writes on later attributes, each asked of the
+    // attribute's unit (policy/units): the kernel rows say which writes move
+    // which attribute (kernel/rows).
+    PlanSoFar so_far{
+        plan.actions, current, ctx, facts.scheduler, parse_int(value_of(current, Key::nr_requests)).value_or(-1), {}};
     for (auto& a : plan.actions) {
         const bool active = a.kind == ActionKind::write || a.kind == ActionKind::unchanged;
-        const auto by = [&](kernel::WriteCause c) -> const kernel::KernelRow* {
-            return written.count(c) ? kernel::disturbed_by(c, a.id, ctx.kernel) : nullptr;
-        };
-        const auto* by_switch = active ? by(kernel::WriteCause::scheduler_switch) : nullptr;
-        if (a.id == Key::scheduler && a.kind == ActionKind::write) {
-            final_scheduler = a.expected;
-            final_nr = -1;  // the switch resets it to the new scheduler's default
+        if (a.cause == kernel::WriteCause::scheduler_switch && a.kind == ActionKind::write) {
+            so_far.final_scheduler = a.expected;
+            so_far.final_nr = -1;  // the switch resets it to the new scheduler's default
         }
-        if (a.id == Key::nr_requests && active) final_nr = parse_int(a.expected).value_or(-1);
-
-        if (!active) {
-        } else if (a.id == Key::iosched) {
-            if (final_scheduler == "none") {
-                a.kind = ActionKind::skip;
-                a.note = "scheduler none has no tunables";
-            } else if (a.attribute == "iosched." + std::string(key_text(Key::async_depth)) &&
-                       final_scheduler == "mq-deadline" && current.count(std::string(key_text(Key::async_depth)))) {
-                kernel::kernel_row(kernel::KRow::async_depth_queue_attribute);
-                a.kind = ActionKind::unavailable;
-                a.note = "moved: since 7.0 mq-deadline has no iosched/async_depth; set async_depth instead";
-            } else if (a.current.empty() && !written.count(kernel::WriteCause::scheduler_switch)) {
-                a.kind = ActionKind::skip;
-                a.note = "scheduler " + final_scheduler + " has no tunable " + a.attribute.substr(8);
-            } else if (by_switch) {
-                a.kind = ActionKind::write;
-                a.note = "the switch to " + final_scheduler + " recreates iosched/ with defaults";
-            }
-        } else if (a.id == Key::nr_requests && by_switch) {
-            a.kind = ActionKind::write;
-            a.note = "the scheduler switch resets nr_requests";
-        } else if (a.id == Key::async_depth) {
-            const auto want = parse_int(a.expected).value_or(0);
-            if (final_scheduler == "none") {
-                kernel::kernel_row(kernel::KRow::async_depth_write_capped_refused_under_none);
-                a.kind = ActionKind::skip;
-                a.note = "under scheduler none the kernel refuses async_depth (EINVAL): it follows nr_requests";
-            } else if (final_nr > 0 && want > final_nr) {
-                kernel::kernel_row(kernel::KRow::async_depth_write_capped_refused_under_none);
-                a.kind = ActionKind::refuse;
-                a.note = "above nr_requests (" + std::to_string(final_nr) + "): the kernel would cap it at that";
-            } else if (by_switch) {
-                a.kind = ActionKind::write;
-                a.note = "the switch to " + final_scheduler + " resets async_depth";
-            } else if (by(kernel::WriteCause::nr_requests_write)) {
-                a.kind = ActionKind::write;
-                a.note = "writing nr_requests rescales async_depth";
-            }
-        } else if (a.id == Key::wbt_lat_usec && a.expected != "0") {
-            if (by_switch && final_scheduler == "bfq") {
-                a.kind = ActionKind::write;
-                a.zero_first = true;
-                a.note = "switching to bfq turns default wbt off: written as 0, then the value";
-            } else if (a.current == "0") {
-                kernel::kernel_row(kernel::KRow::wbt_store_retained_value_noop);
-                a.zero_first = true;
-                a.note = "wbt is off: written as 0, then the value (the value alone can be a no-op)";
-            }
-        } else if (a.id == Key::io_timeout) {
-            // SCSI: device/timeout is the same request timer, in seconds.
-            const auto timeout = std::find_if(plan.actions.begin(), plan.actions.end(), [](const Action& x) {
-                return x.id == Key::device_timeout && (x.kind == ActionKind::write || x.kind == ActionKind::unchanged);
-            });
-            if (timeout != plan.actions.end()) {
-                kernel::kernel_row(kernel::KRow::io_timeout_one_timer_with_scsi_timeout);
-                const auto s = parse_int(timeout->expected).value_or(0);
-                const auto ms = parse_int(a.expected).value_or(0);
-                if (s * 1000 != ms) {
-                    a.kind = ActionKind::refuse;
-                    a.note = "device.timeout = " + timeout->expected + " (" + timeout->rule.name +
-                             ") sets the same request timer to " + std::to_string(s * 1000) +
-                             " ms: set one of the two, or both to the same time";
-                }
-            }
-        } else if (a.id == Key::read_ahead_kb && by(kernel::WriteCause::limits_commit) &&
-                   a.kind == ActionKind::unchanged) {
-            a.kind = ActionKind::write;
-            a.note = "checked again after the limits writes: the kernel can raise read_ahead_kb";
-        }
-        if (a.kind == ActionKind::write && a.cause != kernel::WriteCause::none) written.insert(a.cause);
+        if (a.cause == kernel::WriteCause::nr_requests_write && active)
+            so_far.final_nr = parse_int(a.expected).value_or(-1);
+        if (const UnitHooks* hooks = hooks_of(a.id); active && hooks && hooks->after_writes)
+            hooks->after_writes(a, so_far);
+        if (a.kind == ActionKind::write && a.cause != kernel::WriteCause::none) so_far.written.insert(a.cause);
     }
     return plan;
 }

@@ -7,6 +7,7 @@
 #include "agent/snapshot.hpp"
 #include "policy/attributes.hpp"
 #include "policy/plan.hpp"
+#include "policy/unit.hpp"
 #include "policy/values.hpp"
 #include "udev/discovery.hpp"
 #include "util/names.hpp"
@@ -90,33 +91,22 @@ AlertKind Reconciler::classify(const policy::DeviceFacts& facts, const Action& a
             }
         }
     }
-    if (a.id == Key::read_ahead_kb &&
-        kernel::readahead_on_commit(context_.kernel) == kernel::ReadaheadOnCommit::raise) {
-        // A kernel that only ever raises read_ahead_kb on a limits commit
-        // cannot have put a smaller value in place of the policy's (not its
-        // computed one, not the device's first): someone wrote it.
-        const auto now = policy::parse_int(a.current);
-        const auto expected = policy::parse_int(a.expected);
-        if (now && expected && *now < *expected) return AlertKind::drift;
+    // The attribute's unit knows what the kernel itself puts there (a value
+    // recomputed from the limits, wbt off under bfq), reading what it needs.
+    if (const auto* hooks = policy::hooks_of(a.id); hooks && hooks->judge) {
+        std::vector<std::string> wanted;
+        for (const Key k : hooks->judge_inputs) wanted.emplace_back(policy::key_text(k));
+        const auto inputs = wanted.empty() ? policy::Values{} : udev::read_values(sysfs_, device, wanted);
+        switch (hooks->judge({a, values, inputs, context_.kernel})) {
+            case policy::Judgement::the_kernel:
+                return AlertKind::reverted;
+            case policy::Judgement::someone:
+                return AlertKind::drift;
+            case policy::Judgement::open:
+                break;
+        }
     }
     if (!r.original.empty() && r.original != r.expected && a.current == r.original) return AlertKind::reverted;
-    const bool rotational = policy::value_of(values, Key::rotational) == "1";
-    if (a.id == Key::read_ahead_kb) {
-        // What the kernel would have put back, from the limits as they are now.
-        const auto limits =
-            udev::read_values(sysfs_, device, policy::key_texts({Key::optimal_io_size, Key::max_sectors_kb}));
-        auto computed = kernel::kernel_readahead_kb(
-            context_.kernel, rotational,
-            policy::parse_int(policy::value_of(limits, Key::optimal_io_size, "0")).value_or(0),
-            policy::parse_int(policy::value_of(limits, Key::max_sectors_kb, "0")).value_or(0));
-        if (computed && std::to_string(*computed) == a.current) return AlertKind::reverted;
-    }
-    if (a.id == Key::wbt_lat_usec) {
-        if (a.current == "0" && policy::value_of(values, Key::scheduler) == "bfq" &&
-            kernel::disturbed_by(kernel::WriteCause::scheduler_switch, a.id, context_.kernel))
-            return AlertKind::reverted;
-        if (a.current == std::to_string(kernel::wbt_default_usec(rotational))) return AlertKind::reverted;
-    }
     return AlertKind::drift;
 }
 

@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: MIT
+// What makes an attribute special, beside its row (policy/attributes): the
+// hooks plan, apply and the daemon ask instead of testing its key. A plain
+// attribute has none; a quirky one has a file of its own under
+// policy/units/ holding them, named in its row. Pure.
+#pragma once
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "kernel/rows.hpp"
+#include "policy/facts.hpp"
+#include "policy/plan.hpp"
+
+namespace blkpolicy::policy {
+
+// What the plan knows of the writes before an action, in its second pass
+// (write order), when it asks that action's unit what they do to it.
+struct PlanSoFar {
+    const std::vector<Action>& actions;  // the whole plan, in write order
+    const Values& current;               // the device's values before any write
+    const PlanContext& ctx;
+    std::string final_scheduler;           // the scheduler once the writes before have run
+    std::int64_t final_nr = -1;            // nr_requests then; -1: a switch reset it to a default not known here
+    std::set<kernel::WriteCause> written;  // what the writes before it cause
+    // The kernel's row saying that a write of CAUSE before this one moves
+    // attribute ID on this kernel; null when none was written or it moves nothing.
+    const kernel::KernelRow* by(kernel::WriteCause cause, Key id) const {
+        return written.count(cause) ? kernel::disturbed_by(cause, id, ctx.kernel) : nullptr;
+    }
+};
+
+// What the daemon found: a value that is not the one it wrote.
+struct FoundValue {
+    const Action& action;          // expected, and current (what is there now)
+    const Values& values;          // the device's values read in this pass
+    const Values& inputs;          // the unit's judge_inputs, read just now
+    kernel::KernelVersion kernel;  // the running kernel
+};
+// Who put it there, as far as the unit can tell from the kernel's rules.
+enum class Judgement {
+    open,        // the unit cannot tell: the daemon's general rules decide
+    the_kernel,  // a value the kernel itself puts there (reverted)
+    someone,     // a value the kernel never puts there (drift)
+};
+
+struct UnitHooks {
+    // Why the plan leaves it alone on this device before anything else
+    // (empty: it does not), e.g. read_ahead_kb on a hidden multipath path.
+    std::string (*skip)(const DeviceFacts& facts) = nullptr;
+    // The device has no file for it now. decided_after_writes: it may
+    // appear after an earlier write (a scheduler's tunables after the
+    // switch), so the plan resolves it as if there and after_writes
+    // decides. Otherwise `missing` may reword the plain "device has no
+    // PATH" (and its kind).
+    bool decided_after_writes = false;
+    void (*missing)(Action& a) = nullptr;
+    // The plan's second pass, for an action that writes or is unchanged:
+    // what the writes before it (a scheduler switch, an nr_requests write,
+    // a limits commit, another attribute's value) make of it.
+    void (*after_writes)(Action& a, const PlanSoFar& so_far) = nullptr;
+    // apply: whether VALUE goes in only after a 0 (BEFORE: what was read
+    // just before the write).
+    bool (*zero_first)(const Action& a, const std::string& value, const std::string& before) = nullptr;
+    // The daemon: whether the value found is one the kernel puts there
+    // itself, reading judge_inputs for it.
+    Judgement (*judge)(const FoundValue& found) = nullptr;
+    std::vector<Key> judge_inputs = {};
+};
+
+// The hooks of an action's attribute (its row's), or nullptr for a plain one.
+const UnitHooks* hooks_of(Key id);
+
+}  // namespace blkpolicy::policy

@@ -1,0 +1,17 @@
+// SPDX-License-Identifier: MIT
+// The quirky attributes' hooks, one file each (policy/units/NAME.cpp),
+// named in their rows (policy/attributes.cpp).
+#pragma once
+
+#include "policy/unit.hpp"
+
+namespace blkpolicy::policy::units {
+
+extern const UnitHooks kNrRequests;  // reset by a scheduler switch
+extern const UnitHooks kAsyncDepth;  // 7.0+: capped by nr_requests, refused under none
+extern const UnitHooks kIosched;     // a scheduler's tunables: exist only under it
+extern const UnitHooks kWbt;         // off under bfq; a retained latency is a no-op
+extern const UnitHooks kIoTimeout;   // the same timer as SCSI's device/timeout
+extern const UnitHooks kReadAhead;   // recomputed by limits commits; a multipath path's is unused
+
+}  // namespace blkpolicy::policy::units
