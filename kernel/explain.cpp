@@ -340,6 +340,20 @@ void derive_rq_affinity(Explanation& e, const policy::DeviceFacts&, const policy
     e.disturbs = "nothing the kernel does later";
 }
 
+// The device's writeback limits (its bdi): fixed defaults, moved only by writes.
+void derive_bdi(Explanation& e, const policy::DeviceFacts&, const policy::Values&, const ExplainContext&) {
+    const auto key = policy::key_of(e.attribute);
+    const auto value = key ? bdi_default(*key) : std::nullopt;
+    if (!value) return;
+    e.kernel_default = std::to_string(*value);
+    e.kernel_rule = kernel_row(KRow::bdi_defaults).id;
+    e.derivation = *key == Key::bdi_strict_limit
+                       ? "a block device's writeback is held to the global dirty limit only, not to its own share"
+                   : *key == Key::bdi_max_ratio ? "a block device's writeback may take the whole dirty limit"
+                                                : "no part of the dirty limit is kept for one block device";
+    e.disturbs = "nothing the kernel does later; the kernel refuses a min_ratio above the max_ratio";
+}
+
 // The attributes whose kernel side explain derives, each with its
 // derivation, in the order the ones the policy leaves alone are listed.
 using Derive = void (*)(Explanation&, const policy::DeviceFacts&, const policy::Values&, const ExplainContext&);
@@ -353,7 +367,8 @@ constexpr Derivation kDerivations[] = {
     {Key::wbt_lat_usec, derive_wbt},           {Key::write_cache, derive_write_cache},
     {Key::max_sectors_kb, derive_max_sectors}, {Key::io_timeout, derive_io_timeout},
     {Key::nomerges, derive_nomerges},          {Key::rq_affinity, derive_rq_affinity},
-    {Key::read_ahead_kb, derive_read_ahead},
+    {Key::bdi_max_ratio, derive_bdi},          {Key::bdi_min_ratio, derive_bdi},
+    {Key::bdi_strict_limit, derive_bdi},       {Key::read_ahead_kb, derive_read_ahead},
 };
 
 const Derivation* derivation_of(std::string_view attribute) {

@@ -560,6 +560,39 @@ constexpr KernelRow kRows[] = {
      WriteCause::none,
      std::nullopt,
      "blk_alloc_disk, block/genhd.c"},
+    {KRow::bdi_defaults,
+     "bdi-default:ratios-100-0-strict-0",
+     "a block device's bdi starts with max_ratio 100, min_ratio 0 and (6.2+) strict_limit 0: its writeback may take "
+     "the whole dirty limit, none of it is kept for it, and the limit is the global one",
+     {kEvery, kUnused},
+     KnownBy::always,
+     "the kernel's own; blkpolicy reads the files",
+     kAll,
+     WriteCause::none,
+     std::nullopt,
+     "bdi_init, mm/backing-dev.c"},
+    {KRow::bdi_min_not_above_max,
+     "bdi-ratios:min-not-above-max",
+     "a bdi's min_ratio above its max_ratio is refused (EINVAL), whichever of the two is written: lowering "
+     "max_ratio below the min fails as raising min_ratio above the max does",
+     {kEvery, kUnused},
+     KnownBy::always,
+     "planned from both values (the policy's, else the device's); the write's error is read",
+     kAll,
+     WriteCause::none,
+     std::nullopt,
+     "bdi_set_min_ratio, bdi_set_max_ratio, mm/page-writeback.c"},
+    {KRow::bdi_strict_limit_present,
+     "bdi-strict-limit:6.2+",
+     "bdi/strict_limit (with max_bytes, min_bytes and the _fine ratios) came with 6.2: an older kernel has no such "
+     "file, and its writeback limits are the ratios alone",
+     {from(6, 2), kUnused},
+     KnownBy::probe,
+     "the file is there or not",
+     kAll,
+     WriteCause::none,
+     std::nullopt,
+     "strict_limit_store, mm/backing-dev.c"},
 };
 constexpr std::size_t kRowCount = sizeof(kRows) / sizeof(kRows[0]);
 
@@ -828,6 +861,24 @@ const KernelRow& scheduler_default_row(SchedulerDefault s) {
     };
     static_assert(std::size(kRowsByDefault) == static_cast<std::size_t>(SchedulerDefault::bio_based) + 1);
     return kernel_row(kRowsByDefault[static_cast<std::size_t>(s)]);
+}
+
+std::optional<std::int64_t> bdi_default(Key key) {
+    kernel_row(KRow::bdi_defaults);
+    switch (key) {
+        case Key::bdi_max_ratio:
+            return 100;
+        case Key::bdi_min_ratio:
+        case Key::bdi_strict_limit:
+            return 0;
+        default:
+            return std::nullopt;
+    }
+}
+
+bool bdi_ratios_accepted(std::int64_t min, std::int64_t max) {
+    kernel_row(KRow::bdi_min_not_above_max);
+    return min <= max;
 }
 
 }  // namespace blkpolicy::kernel

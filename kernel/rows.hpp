@@ -109,8 +109,11 @@ enum class KRow : std::uint8_t {
     scheduler_default_one_queue_mq_deadline,
     scheduler_default_many_queues_none,
     scheduler_default_bio_based,
+    bdi_defaults,
+    bdi_min_not_above_max,
+    bdi_strict_limit_present,
 };
-inline constexpr std::size_t kKernelRowCount = 48;
+inline constexpr std::size_t kKernelRowCount = 51;
 
 // The questions a kernel's version answers: one row of each holds on every
 // release (checked at compile time at every range's ends).
@@ -250,5 +253,12 @@ const KernelRow& rotational_row(RotationalSource s);
 // The row that picks the default scheduler.
 enum class SchedulerDefault { loop_none, one_queue_mq_deadline, many_queues_none, bio_based };
 const KernelRow& scheduler_default_row(SchedulerDefault s);
+
+// A block device's writeback limits (its bdi) as the kernel starts them:
+// max_ratio 100, min_ratio 0, strict_limit 0; nullopt for another key.
+std::optional<std::int64_t> bdi_default(Key key);
+// Whether the kernel takes a bdi's min_ratio MIN beside its max_ratio MAX
+// (it refuses a min above the max, either way round: EINVAL).
+bool bdi_ratios_accepted(std::int64_t min, std::int64_t max);
 
 }  // namespace blkpolicy::kernel

@@ -250,6 +250,31 @@ constexpr Row kRows[] = {
      .by_driver = true,
      .readback = whole_ticks,
      .hooks = &units::kIoTimeout},
+    // The device's writeback limits (its bdi, class/bdi/MAJ:MIN): no queue
+    // write, nothing moves them but each other (policy/units/bdi.cpp).
+    {.value = Key::bdi_max_ratio,
+     .path = "bdi/max_ratio",
+     .phase = Phase::late,
+     .kind = ValueKind::integer,
+     .max = 100,
+     .note = "percent of the dirty page cache this device's writeback may hold; 100 is the kernel's default",
+     .input = Key::bdi_min_ratio,
+     .hooks = &units::kBdiMaxRatio},
+    {.value = Key::bdi_min_ratio,
+     .path = "bdi/min_ratio",
+     .phase = Phase::late,
+     .kind = ValueKind::integer,
+     .max = 100,
+     .note = "percent of the dirty page cache kept for this device; at most its bdi.max_ratio, and all devices' "
+             "together under 100",
+     .input = Key::bdi_max_ratio,
+     .hooks = &units::kBdiMinRatio},
+    {.value = Key::bdi_strict_limit,
+     .path = "bdi/strict_limit",
+     .phase = Phase::late,
+     .kind = ValueKind::flag,
+     .max = 1,
+     .hooks = &units::kBdiStrictLimit},
     // Written last: every earlier kind of write can move it.
     {.value = Key::read_ahead_kb,
      .path = "queue/read_ahead_kb",
@@ -355,6 +380,7 @@ std::string policy_key_for_attr(const std::string& attr_path) {
     if (attr_path.rfind("queue/iosched/", 0) == 0) return "iosched." + attr_path.substr(14);
     if (attr_path.rfind("queue/", 0) == 0) return attr_path.substr(6);
     if (attr_path.rfind("device/", 0) == 0) return "device." + attr_path.substr(7);
+    if (attr_path.rfind("bdi/", 0) == 0) return "bdi." + attr_path.substr(4);
     return {};
 }
 

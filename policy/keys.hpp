@@ -35,6 +35,9 @@ enum class Key : std::uint8_t {
     device_queue_depth,
     device_iopolicy,  // an NVMe multipath head's subsystem: how I/O is spread over its paths
     io_timeout,       // after device.timeout: the same request timer on SCSI
+    bdi_max_ratio,    // the device's writeback (bdi): its share of the dirty page cache
+    bdi_min_ratio,    // after the max: the kernel refuses a min above it
+    bdi_strict_limit,
     read_ahead_kb,
     // read only
     max_hw_sectors_kb,
@@ -60,6 +63,9 @@ inline constexpr util::Named<Key> kKeyNames[] = {
     {Key::device_queue_depth, "device.queue_depth"},
     {Key::device_iopolicy, "device.iopolicy"},
     {Key::io_timeout, "io_timeout"},
+    {Key::bdi_max_ratio, "bdi.max_ratio"},
+    {Key::bdi_min_ratio, "bdi.min_ratio"},
+    {Key::bdi_strict_limit, "bdi.strict_limit"},
     {Key::read_ahead_kb, "read_ahead_kb"},
     {Key::max_hw_sectors_kb, "max_hw_sectors_kb"},
     {Key::discard_granularity, "discard_granularity"},

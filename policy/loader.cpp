@@ -17,6 +17,16 @@ namespace blkpolicy::policy {
 
 namespace {
 
+// Whether NAME is the first part of dotted attribute keys: iosched (its
+// tunables) or the prefix of a row's key ("device" of device.timeout).
+bool is_key_family(const std::string& name) {
+    if (name == key_text(Key::iosched)) return true;
+    const std::string prefix = name + ".";
+    for (const auto& k : fixed_attribute_keys())
+        if (k.rfind(prefix, 0) == 0) return true;
+    return false;
+}
+
 // toml++'s description of a syntax error in words a policy's author knows
 // ("unterminated string: ..."), for the common mistakes; others as toml++
 // says them, on one line.
@@ -518,7 +528,9 @@ private:
         }
         for (auto&& [k, v] : *tbl) {
             const auto name = std::string(k.str());
-            if ((name == "iosched" || name == "device") && v.is_table()) {
+            // A dotted key (device.timeout, bdi.max_ratio, iosched.NAME) is
+            // a table of its family's keys in TOML.
+            if (v.is_table() && is_key_family(name)) {
                 for (auto&& [k2, v2] : *v.as_table()) set_one(name + "." + std::string(k2.str()), k2, v2, rule);
                 continue;
             }

@@ -156,3 +156,19 @@ TEST_CASE("explain: a bio-based queue's nr_requests, where the kernel shows one,
     const Values newer = {{"rotational", "1"}, {"scheduler", "none"}, {"read_ahead_kb", "128"}};
     CHECK(explain(disk("", Stack::md), newer, ctx).count("nr_requests") == 0);
 }
+
+TEST_CASE("explain: a block device's writeback limits start at max_ratio 100, min_ratio 0, strict_limit 0") {
+    auto v = kSpinning;
+    v["bdi.max_ratio"] = "1";  // a value someone wrote: the default is still the kernel's
+    v["bdi.min_ratio"] = "0";
+    v["bdi.strict_limit"] = "0";
+    auto x = explain(disk("sd"), v, kernel_at(6, 12));
+    CHECK(x["bdi.max_ratio"].kernel_default == "100");
+    CHECK(x["bdi.max_ratio"].current == "1");
+    CHECK(x["bdi.min_ratio"].kernel_default == "0");
+    CHECK(x["bdi.strict_limit"].kernel_default == "0");
+    CHECK(x["bdi.strict_limit"].kernel_rule == "bdi-default:ratios-100-0-strict-0");
+    // 6.1 has no strict_limit file: nothing read, nothing explained.
+    v.erase("bdi.strict_limit");
+    CHECK_FALSE(explain(disk("sd"), v, kernel_at(6, 1)).count("bdi.strict_limit"));
+}

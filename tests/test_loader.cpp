@@ -145,7 +145,8 @@ TEST_CASE("validation messages - exactly") {
         {"[[rule]]\nname = \"x\"\n[rule.set]\nreadahead_kb = 5\n",
          "p.toml:4:1: unknown attribute \"readahead_kb\" in [rule.set] (writable: rotational, max_sectors_kb, "
          "discard_max_bytes, write_cache, add_random, iostats, scheduler, nr_requests, async_depth, wbt_lat_usec, "
-         "nomerges, rq_affinity, device.timeout, device.queue_depth, device.iopolicy, io_timeout, read_ahead_kb, "
+         "nomerges, rq_affinity, device.timeout, device.queue_depth, device.iopolicy, io_timeout, bdi.max_ratio, "
+         "bdi.min_ratio, bdi.strict_limit, read_ahead_kb, "
          "iosched.<tunable>)"},
         {"[[rule]]\nname = \"x\"\n[rule.match]\nmodel_name = \"x\"\n[rule.set]\nnomerges = 1\n",
          "p.toml:4:1: unknown match key \"model_name\" (known: kernel, driver, model, vendor, serial, wwid, "
@@ -218,13 +219,13 @@ TEST_CASE("validation messages - exactly") {
          "p.toml:4:9: unknown attribute \"iosched.Fifo-Batch\" in [rule.set] (writable: rotational, "
          "max_sectors_kb, discard_max_bytes, write_cache, add_random, iostats, scheduler, nr_requests, "
          "async_depth, wbt_lat_usec, nomerges, rq_affinity, device.timeout, device.queue_depth, device.iopolicy, "
-         "io_timeout, "
+         "io_timeout, bdi.max_ratio, bdi.min_ratio, bdi.strict_limit, "
          "read_ahead_kb, iosched.<tunable>)"},
         {"[[rule]]\nname = \"x\"\n[rule.set]\ndevice.eh_deadline = 1\n",
          "p.toml:4:8: unknown attribute \"device.eh_deadline\" in [rule.set] (writable: rotational, "
          "max_sectors_kb, discard_max_bytes, write_cache, add_random, iostats, scheduler, nr_requests, "
          "async_depth, wbt_lat_usec, nomerges, rq_affinity, device.timeout, device.queue_depth, device.iopolicy, "
-         "io_timeout, "
+         "io_timeout, bdi.max_ratio, bdi.min_ratio, bdi.strict_limit, "
          "read_ahead_kb, iosched.<tunable>)"},
         {"[[rule]]\nname = \"x\"\n", "p.toml:1:1: rule \"x\" has no [rule.set] table: it would do nothing"},
         {"[[rule]]\nname = \"x\"\n[rule.set]\n", "p.toml:3:7: [rule.set] is empty: the rule would do nothing"},

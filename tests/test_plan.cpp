@@ -460,3 +460,57 @@ device.timeout = 30
     CHECK(action(p, "iosched.fifo_batch").id == Key::iosched);
     CHECK(action(p, "device.timeout").id == Key::device_timeout);
 }
+
+TEST_CASE("bdi writeback limits: each ratio planned against the other as it will be; strict_limit before 6.2") {
+    auto v = loop_values();
+    v["bdi.max_ratio"] = "100";
+    v["bdi.min_ratio"] = "0";
+    v["bdi.strict_limit"] = "0";
+    const auto plan = [&](const std::string& set, const Values& values) {
+        return plan_device(blkpolicy::test::policy_from_toml("[[rule]]\nname = \"usb\"\n[rule.set]\n" + set),
+                           loop_facts(), values, PlanContext{});
+    };
+    SUBCASE("the classic fix for a slow USB stick: written after the queue, before read_ahead_kb") {
+        auto p = plan("read_ahead_kb = 128\nbdi.strict_limit = 1\nbdi.max_ratio = 1\nnomerges = 1\n", v);
+        CHECK(order(p) == std::vector<std::string>{"nomerges:write", "bdi.max_ratio:write", "bdi.strict_limit:write",
+                                                   "read_ahead_kb:write"});
+        CHECK(action(p, "bdi.max_ratio").path == "bdi/max_ratio");
+    }
+    SUBCASE("a min_ratio above the max_ratio, the policy's or the device's, is refused (EINVAL)") {
+        auto p = plan("bdi.max_ratio = 5\nbdi.min_ratio = 10\n", v);
+        CHECK(action(p, "bdi.max_ratio").kind == ActionKind::write);
+        CHECK(action(p, "bdi.min_ratio").kind == ActionKind::refuse);
+        CHECK(action(p, "bdi.min_ratio").note == "above bdi.max_ratio (5 (usb)): the kernel refuses it (EINVAL)");
+        auto low = v;
+        low["bdi.max_ratio"] = "20";
+        CHECK(action(plan("bdi.min_ratio = 30\n", low), "bdi.min_ratio").note ==
+              "above bdi.max_ratio (20 on this device): the kernel refuses it (EINVAL)");
+        CHECK(action(plan("bdi.min_ratio = 20\n", low), "bdi.min_ratio").kind == ActionKind::write);
+    }
+    SUBCASE("a max_ratio below the device's min_ratio waits for the min the plan lowers") {
+        auto held = v;
+        held["bdi.min_ratio"] = "40";
+        auto p = plan("bdi.max_ratio = 30\nbdi.min_ratio = 10\n", held);
+        CHECK(action(p, "bdi.max_ratio").kind == ActionKind::refuse);
+        CHECK(action(p, "bdi.max_ratio").note ==
+              "below bdi.min_ratio (40 on this device): the kernel refuses it (EINVAL); this plan lowers "
+              "bdi.min_ratio to 10 (usb), after which the next pass (or apply again) writes it");
+        CHECK(action(p, "bdi.min_ratio").kind == ActionKind::write);
+        held["bdi.min_ratio"] = "10";  // the next pass
+        CHECK(action(plan("bdi.max_ratio = 30\nbdi.min_ratio = 10\n", held), "bdi.max_ratio").kind ==
+              ActionKind::write);
+    }
+    SUBCASE("no strict_limit file: a kernel before 6.2 cannot give it") {
+        auto old = v;
+        old.erase("bdi.strict_limit");
+        const auto p = plan("bdi.strict_limit = 1\n", old);
+        const auto& a = action(p, "bdi.strict_limit");
+        CHECK(a.kind == ActionKind::unavailable);
+        CHECK(a.note == "this kernel has no bdi/strict_limit (6.2 and later have it)");
+    }
+    SUBCASE("out of range, at file:line:col") {
+        auto r = load_policy({{"p.toml", "[[rule]]\nname = \"x\"\n[rule.set]\nbdi.max_ratio = 101\n"}});
+        REQUIRE(r.errors.size() == 1);
+        CHECK(r.errors[0].str().rfind("p.toml:4:17: bdi.max_ratio = 101 is out of range: must be 0..100", 0) == 0);
+    }
+}

@@ -7,11 +7,14 @@
 
 namespace blkpolicy::policy::units {
 
-extern const UnitHooks kNrRequests;  // reset by a scheduler switch
-extern const UnitHooks kAsyncDepth;  // 7.0+: capped by nr_requests, refused under none
-extern const UnitHooks kIosched;     // a scheduler's tunables: exist only under it
-extern const UnitHooks kWbt;         // off under bfq; a retained latency is a no-op
-extern const UnitHooks kIoTimeout;   // the same timer as SCSI's device/timeout
-extern const UnitHooks kReadAhead;   // recomputed by limits commits; a multipath path's is unused
+extern const UnitHooks kNrRequests;      // reset by a scheduler switch
+extern const UnitHooks kAsyncDepth;      // 7.0+: capped by nr_requests, refused under none
+extern const UnitHooks kIosched;         // a scheduler's tunables: exist only under it
+extern const UnitHooks kWbt;             // off under bfq; a retained latency is a no-op
+extern const UnitHooks kIoTimeout;       // the same timer as SCSI's device/timeout
+extern const UnitHooks kReadAhead;       // recomputed by limits commits; a multipath path's is unused
+extern const UnitHooks kBdiMaxRatio;     // not below the bdi's min_ratio
+extern const UnitHooks kBdiMinRatio;     // not above the bdi's max_ratio
+extern const UnitHooks kBdiStrictLimit;  // 6.2+
 
 }  // namespace blkpolicy::policy::units

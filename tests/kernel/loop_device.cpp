@@ -91,15 +91,21 @@ LoopDevice::~LoopDevice() {
     if (!backing_.empty()) ::unlink(backing_.c_str());
 }
 
-std::string LoopDevice::queue(const std::string& attr) const {
-    std::ifstream in("/sys/block/" + name_ + "/queue/" + attr);
+std::string LoopDevice::read(const std::string& path) const {
+    std::ifstream in("/sys/block/" + name_ + "/" + path);
     std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     return policy::trim(s);
 }
 
-int LoopDevice::try_write_queue(const std::string& attr, const std::string& value) const {
+int LoopDevice::try_write(const std::string& path, const std::string& value) const {
     udev::Sysfs sys("/sys");
-    return sys.write("block/" + name_ + "/queue/" + attr, value);
+    return sys.write("block/" + name_ + "/" + path, value);
+}
+
+std::string LoopDevice::queue(const std::string& attr) const { return read("queue/" + attr); }
+
+int LoopDevice::try_write_queue(const std::string& attr, const std::string& value) const {
+    return try_write("queue/" + attr, value);
 }
 
 void LoopDevice::write_queue(const std::string& attr, const std::string& value) const {

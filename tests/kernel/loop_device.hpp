@@ -26,6 +26,9 @@ public:
     std::string queue(const std::string& attr) const;                              // trimmed value of queue/ATTR
     void write_queue(const std::string& attr, const std::string& value) const;     // throws on error
     int try_write_queue(const std::string& attr, const std::string& value) const;  // errno or 0
+    // The same for a file under the device's directory ("bdi/max_ratio").
+    std::string read(const std::string& path) const;
+    int try_write(const std::string& path, const std::string& value) const;
 
 private:
     int index_ = -1;

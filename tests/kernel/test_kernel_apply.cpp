@@ -206,6 +206,62 @@ TEST_CASE("kernel: an attribute the kernel rejects fails alone - the rest applie
     CHECK(loop.queue("nomerges") == "2");
 }
 
+TEST_CASE("kernel: a device's writeback limits (bdi): applied and read back; a min above the max refused") {
+    // min_ratio is a share of one global budget (all devices' under 100):
+    // whatever a failed check leaves is put back before the device goes.
+    struct Reset {
+        const LoopDevice& loop;
+        ~Reset() {
+            loop.try_write("bdi/min_ratio", "0");
+            loop.try_write("bdi/max_ratio", "100");
+        }
+    };
+    {
+        LoopDevice trap;
+        Reset reset{trap};
+        REQUIRE(trap.read("bdi/max_ratio") == "100");  // the kernel's defaults (kernel row bdi-default)
+        CHECK(trap.read("bdi/min_ratio") == "0");
+        REQUIRE(trap.try_write("bdi/max_ratio", "5") == 0);
+        CHECK(trap.try_write("bdi/min_ratio", "10") == EINVAL);  // above the max: refused
+        REQUIRE(trap.try_write("bdi/min_ratio", "1") == 0);
+        CHECK(trap.try_write("bdi/max_ratio", "0") == EINVAL);  // below the min: refused too
+        CHECK(trap.read("bdi/max_ratio") == "5");
+    }
+    LoopDevice loop;
+    Reset reset{loop};
+    const bool strict = std::filesystem::exists("/sys/block/" + loop.name() + "/bdi/strict_limit");  // 6.2+
+    Scratch s;
+    int rc = -1;
+    auto doc = s.run("apply",
+                     s.policy(loop.name(), std::string("bdi.max_ratio = 1\nbdi.min_ratio = 1\n") +
+                                               (strict ? "bdi.strict_limit = 1\n" : "")),
+                     loop.name(), &rc);
+    CHECK(rc == 0);
+    auto r = results_of(doc);
+    CHECK(r["bdi.max_ratio"]["outcome"] == "applied");
+    CHECK(r["bdi.min_ratio"]["outcome"] == "applied");
+    CHECK(loop.read("bdi/max_ratio") == "1");
+    CHECK(loop.read("bdi/min_ratio") == "1");
+    if (strict) CHECK(loop.read("bdi/strict_limit") == "1");
+    // The plan refuses what the kernel would: nothing is written for it.
+    auto refused = s.run("apply", s.policy(loop.name(), "bdi.min_ratio = 2"), loop.name(), &rc);
+    CHECK(rc == 1);
+    CHECK(results_of(refused)["bdi.min_ratio"]["outcome"] == "refused");
+    CHECK(loop.read("bdi/min_ratio") == "1");
+    // explain: the kernel's own values beside what is there now.
+    // The test's own (empty) rules and config: never the host's.
+    std::filesystem::create_directories(s.dir / "rules");
+    auto x = run_blkpolicy({"explain", "--json", "--no-policy", "--udev-rules-dir", (s.dir / "rules").string(),
+                            "--config-root", s.dir.string(), "--state-dir", (s.dir / "state").string(), loop.name()});
+    REQUIRE(x.exit_code == 0);
+    const auto xdoc = json::parse(x.out);
+    std::map<std::string, json> attrs;
+    for (const auto& a : xdoc["devices"][0]["attributes"]) attrs[a["attribute"].get<std::string>()] = a;
+    CHECK(attrs["bdi.max_ratio"]["current"] == "1");
+    CHECK(attrs["bdi.max_ratio"]["kernel_default"] == "100");
+    CHECK(attrs["bdi.min_ratio"]["kernel_default"] == "0");
+}
+
 TEST_CASE("kernel: test loop devices are gone afterwards") {
     std::string name;
     {

@@ -208,7 +208,10 @@ TEST_CASE("kernel: on a kernel newer than any row was seen on (9.0), plan reads 
     CHECK(standing["readahead-on-commit:raise"] == "not observed past 7.3: read back");
     CHECK(standing["bfq-off-wbt-reads:0"] == "not observed past 7.3: probe");
     CHECK(standing["wbt-default:rotational-at-init"] == "holds");
-    auto x = run_blkpolicy({"explain", "--json", "--no-policy", "--kernel-release", "9.0", loop.name()});
+    std::filesystem::create_directories(tmp.path() / "rules");  // the test's own (empty) rules, never the host's
+    auto x = run_blkpolicy({"explain", "--json", "--no-policy", "--kernel-release", "9.0", "--udev-rules-dir",
+                            (tmp.path() / "rules").string(), "--config-root", tmp.path().string(), "--state-dir",
+                            (tmp.path() / "state").string(), loop.name()});
     REQUIRE(x.exit_code == 0);
     const auto explained = json::parse(x.out);
     for (const auto& a : explained["devices"][0]["attributes"])

@@ -175,7 +175,11 @@ def setup(ctx):
 
 
 PRISTINE_ATTRS = ["rotational", "read_ahead_kb", "wbt_lat_usec", "nr_requests", "scheduler", "max_sectors_kb",
-                  "async_depth", "nomerges", "rq_affinity"]
+                  "async_depth", "nomerges", "rq_affinity", "../bdi/max_ratio", "../bdi/min_ratio",
+                  "../bdi/strict_limit"]
+# The policy's names of the values read beside the queue's (the device's bdi).
+PRISTINE_KEYS = {"../bdi/max_ratio": "bdi.max_ratio", "../bdi/min_ratio": "bdi.min_ratio",
+                 "../bdi/strict_limit": "bdi.strict_limit"}
 
 
 def _pristine_values(g):
@@ -269,24 +273,26 @@ def explain_defaults(ctx):
     kernel set on each pristine disk."""
     g, s, R = ctx.guest, ctx.suite, ctx.results
     with R.step(s, "explain derives the kernel's own defaults on every disk and stack: read_ahead_kb, wbt_lat_usec, "
-                   "rotational, nr_requests, scheduler, async_depth, nomerges, rq_affinity (blk-mq)"):
+                   "rotational, nr_requests, scheduler, async_depth, nomerges, rq_affinity (blk-mq), the bdi's "
+                   "max_ratio, min_ratio and strict_limit (6.2+)"):
         bad = []
         compared = 0
         for name, real in sorted(ctx.pristine.items()):
             out = json.loads(g.sh(f"blkpolicy explain --json --no-policy {name}"))
             attrs = {a["attribute"]: a for a in out["devices"][0]["attributes"]}
             bio_based = g.run(f"test -d /sys/block/{name}/mq", check=False)[0] != 0
-            for attr in ("read_ahead_kb", "wbt_lat_usec", "rotational", "nr_requests", "scheduler", "async_depth",
-                         "nomerges", "rq_affinity"):
-                if not real.get(attr):
-                    continue  # the device has no such attribute (bio-based; async_depth before 7.0)
+            for read in ("read_ahead_kb", "wbt_lat_usec", "rotational", "nr_requests", "scheduler", "async_depth",
+                         "nomerges", "rq_affinity", *PRISTINE_KEYS):
+                attr = PRISTINE_KEYS.get(read, read)
+                if not real.get(read):
+                    continue  # the device has no such attribute (bio-based; async_depth before 7.0; 6.1's bdi)
                 derived = attrs.get(attr, {}).get("kernel_default") or ""
                 if attr == "rq_affinity" and bio_based and not derived:
                     continue  # explain claims no default on a bio-based queue (export leaves it out)
                 compared += 1
-                if derived != real[attr]:
+                if derived != real[read]:
                     bad.append(f"{name} ({real['serial']}) {attr}: explain says {derived!r}, the kernel set "
-                               f"{real[attr]!r}")
+                               f"{real[read]!r}")
         R.figure(s, "explain's kernel defaults compared with the kernel's", compared, "values")
         expect(not bad, "\n".join(bad))
 
@@ -400,6 +406,38 @@ def traps(ctx):
                   ("applied", "kyber", "64"), "scheduler and nr_requests after apply")
         if "async_depth" in res:
             expect_eq((res["async_depth"]["outcome"], _q(g, d, "async_depth")), ("applied", "24"), "async_depth")
+
+    with R.step(s, "the device's writeback limits (bdi): the kernel's defaults, strict_limit from 6.2, a min_ratio "
+                   "above the max_ratio refused by the kernel and by the plan; apply sets the USB stick's fix"):
+        d = machine.hot_add(g, "bp-trap-bdi")
+        bdi = f"/sys/block/{d}/bdi"
+        major, minor = (int(x) for x in g.sh("uname -r").split(".")[:2])
+        strict = (major, minor) >= (6, 2)
+        found = g.sh(f"cat {bdi}/max_ratio {bdi}/min_ratio; cat {bdi}/strict_limit 2>/dev/null || echo none").split()
+        expect_eq(found, ["100", "0", "0" if strict else "none"],
+                  "max_ratio, min_ratio, strict_limit as the kernel starts them (rows bdi-default, bdi-strict-limit)")
+        # The kernel's refusal, both ways round (row bdi-ratios:min-not-above-max).
+        # (coreutils' echo: sh's own says "I/O error" for any errno.)
+        refused = g.sh(f"echo 5 > {bdi}/max_ratio; /bin/echo 10 2>&1 > {bdi}/min_ratio || true; "
+                       f"echo 1 > {bdi}/min_ratio; /bin/echo 0 2>&1 > {bdi}/max_ratio || true; "
+                       f"cat {bdi}/min_ratio {bdi}/max_ratio; echo 0 > {bdi}/min_ratio; echo 100 > {bdi}/max_ratio")
+        R.figure(s, "bdi ratios written out of order", refused.splitlines())
+        expect(refused.count("Invalid argument") == 2 and refused.split()[-2:] == ["1", "5"],
+               f"a min above the max and a max below the min, each refused (EINVAL):\n{refused}")
+        res = _apply(g, d, "[[rule]]\nname = \"usb\"\n[rule.set]\nbdi.max_ratio = 1\nbdi.strict_limit = 1\n",
+                     want_rc=0 if strict else 1)
+        expect_eq((res["bdi.max_ratio"]["outcome"], g.sh(f"cat {bdi}/max_ratio").strip()), ("applied", "1"),
+                  "bdi.max_ratio after apply")
+        if strict:
+            expect_eq((res["bdi.strict_limit"]["outcome"], g.sh(f"cat {bdi}/strict_limit").strip()), ("applied", "1"),
+                      "bdi.strict_limit after apply")
+        else:
+            expect_eq(res["bdi.strict_limit"]["outcome"], "unavailable", "bdi.strict_limit on 6.1")
+        res = _apply(g, d, "[[rule]]\nname = \"keep\"\n[rule.set]\nbdi.min_ratio = 2\n", want_rc=1)
+        expect_eq((res["bdi.min_ratio"]["outcome"], g.sh(f"cat {bdi}/min_ratio").strip()), ("refused", "0"),
+                  "a min_ratio above the max_ratio of 1: refused by the plan, nothing written")
+        g.sh(f"echo 100 > {bdi}/max_ratio; test ! -e {bdi}/strict_limit || echo 0 > {bdi}/strict_limit")
+        g.unplug("bp-trap-bdi")
 
     with R.step(s, "trap: a queue-limits write and read_ahead_kb, as the kernel model says for this kernel"):
         d = machine.hot_add(g, "bp-trap-ra", rotation_rate="7200")

@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: MIT
+// A device's writeback limits (its bdi): max_ratio and min_ratio, percents
+// of the dirty page cache, and strict_limit (6.2+). The kernel refuses a
+// min_ratio above the max_ratio whichever is written (kernel row
+// bdi-ratios:min-not-above-max), so each is planned against the other as
+// it will be: the policy's value where it sets one, else the device's.
+#include "policy/units/units.hpp"
+#include "policy/values.hpp"
+
+namespace blkpolicy::policy::units {
+namespace {
+
+// The other ratio once the plan has run, and where that comes from.
+struct Other {
+    std::optional<std::int64_t> value;
+    std::string from;  // "(rule NAME)" or "on this device"
+    bool planned = false;
+};
+Other other_ratio(const PlanSoFar& so_far, Key key) {
+    for (const auto& x : so_far.actions)
+        if (x.id == key && (x.kind == ActionKind::write || x.kind == ActionKind::unchanged))
+            return {parse_int(x.expected), "(" + x.rule.name + ")", true};
+    return {parse_int(value_of(so_far.current, key)), "on this device", false};
+}
+
+void max_ratio_after_writes(Action& a, const PlanSoFar& so_far) {
+    const auto max = parse_int(a.expected);
+    const auto min = parse_int(value_of(so_far.current, Key::bdi_min_ratio));
+    if (!max || !min || kernel::bdi_ratios_accepted(*min, *max)) return;
+    // min_ratio is written after it: even where the plan lowers it, this
+    // write would meet the old one first.
+    const auto planned = other_ratio(so_far, Key::bdi_min_ratio);
+    a.kind = ActionKind::refuse;
+    a.note = "below bdi.min_ratio (" + std::to_string(*min) + " on this device): the kernel refuses it (EINVAL)";
+    if (planned.planned && planned.value && kernel::bdi_ratios_accepted(*planned.value, *max))
+        a.note += "; this plan lowers bdi.min_ratio to " + std::to_string(*planned.value) + " " + planned.from +
+                  ", after which the next pass (or apply again) writes it";
+}
+
+void min_ratio_after_writes(Action& a, const PlanSoFar& so_far) {
+    const auto min = parse_int(a.expected);
+    const auto max = other_ratio(so_far, Key::bdi_max_ratio);
+    if (!min || !max.value || kernel::bdi_ratios_accepted(*min, *max.value)) return;
+    a.kind = ActionKind::refuse;
+    a.note =
+        "above bdi.max_ratio (" + std::to_string(*max.value) + " " + max.from + "): the kernel refuses it (EINVAL)";
+}
+
+void strict_limit_missing(Action& a) {
+    kernel::kernel_row(kernel::KRow::bdi_strict_limit_present);
+    a.kind = ActionKind::unavailable;
+    a.note = "this kernel has no bdi/strict_limit (6.2 and later have it)";
+}
+
+}  // namespace
+
+const UnitHooks kBdiMaxRatio = {.after_writes = max_ratio_after_writes};
+const UnitHooks kBdiMinRatio = {.after_writes = min_ratio_after_writes};
+const UnitHooks kBdiStrictLimit = {.missing = strict_limit_missing};
+
+}  // namespace blkpolicy::policy::units
