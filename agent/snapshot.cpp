@@ -2,12 +2,10 @@
 #include "agent/snapshot.hpp"
 
 #include <sys/utsname.h>
-#include <unistd.h>
 
 #include "policy/attributes.hpp"
 #include "policy/match.hpp"
 #include "udev/discovery.hpp"
-#include "udev/host.hpp"
 #include "udev/probes.hpp"
 
 namespace blkpolicy::agent {

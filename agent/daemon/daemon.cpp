@@ -69,8 +69,7 @@ public:
           log_(std::move(log)),
           sysfs_(o.sysfs_root),
           state_(o.state_dir),
-          host_(udev::read_host_context(sysfs_)),
-          reconciler_(sysfs_, state_, *log_, host_) {}
+          reconciler_(sysfs_, state_, *log_, udev::read_host_context(sysfs_)) {}
 
     int run() {
         auto loaded = load_policy_from(opts_.policies);
@@ -80,7 +79,7 @@ public:
                       loaded.missing ? "there is no policy; not starting" : "the policy is invalid; not starting");
             return kExitPolicy;
         }
-        policy::bind_host(loaded.policy, host_.facts);
+        policy::bind_host(loaded.policy, reconciler_.host().facts);
         apply_policy(std::move(loaded.policy));
         load_writers();
         reconciler_.set_udev_db(opts_.udev_db());
@@ -409,9 +408,8 @@ private:
             const auto old_interval = interval_;
             reconciler_.forget_refused_schedulers();
             // The host again: its modules, DMI or hostname may have changed.
-            host_ = udev::read_host_context(sysfs_);
-            reconciler_.set_host(host_);
-            policy::bind_host(loaded.policy, host_.facts);
+            reconciler_.set_host(udev::read_host_context(sysfs_));
+            policy::bind_host(loaded.policy, reconciler_.host().facts);
             apply_policy(std::move(loaded.policy));
             load_writers();
             log_->log(LOG_INFO, "policy reloaded: " + std::to_string(reconciler_.policy().rules.size()) + " rule(s), " +
@@ -529,7 +527,7 @@ private:
         if (opts_.metrics_file.empty() || !audit_due_) return;
         audit_due_ = false;
         const auto& pol = reconciler_.policy();
-        auto in = audit_input(sysfs_, &pol, writers_, opts_.udev_db(), host_);
+        auto in = audit_input(sysfs_, &pol, writers_, opts_.udev_db(), reconciler_.host());
         initramfs_audit_input(pol, opts_.config_root, in);
         if (boot_record_.is_object()) boot_audit_input(boot_record_from(boot_record_), in);
         findings_ = kernel::audit(in);
@@ -718,8 +716,7 @@ private:
     std::unique_ptr<systemd::EventLog> log_;
     udev::Sysfs sysfs_;
     StateDir state_;
-    policy::HostContext host_;  // read at start and at each reload
-    Reconciler reconciler_;
+    Reconciler reconciler_;  // holds the host, read at start and at each reload
     std::chrono::milliseconds interval_{30'000};
     sd_event_source* defer_ = nullptr;  // these three borrow from sources_
     sd_event_source* timer_ = nullptr;

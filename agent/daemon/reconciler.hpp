@@ -105,6 +105,7 @@ public:
     void forget_refused_schedulers() { context_.refused_schedulers.clear(); }
     // The host read again (the daemon's reload); what it refused stays.
     void set_host(const policy::HostContext& host) { static_cast<policy::HostContext&>(context_) = host; }
+    const policy::HostContext& host() const { return context_; }
     // How long a write refused with EBUSY is tried again within one pass.
     void set_busy_retry(BusyRetry retry) { retry_ = std::move(retry); }
     // Read who each device is (DeviceLabels) at first sight and on add and
