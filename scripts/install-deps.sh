@@ -35,6 +35,8 @@ test_packages=(
     # the package (scripts/build-deb.sh) and the guest tests (tests/vm/):
     # suite chroots and guest images, Debian guests under qemu, the harness
     mmdebstrap qemu-system-x86 qemu-utils python3 e2fsprogs
+    # the initramfs images the guests make, read on the host (tests/vm/initrd.py)
+    zstd xz-utils lz4 bzip2
     # the fleet test (tests/fleet/): real engines on 127.0.0.1, and promtool
     # for the shipped rules
     prometheus prometheus-alertmanager prometheus-node-exporter systemd-journal-remote

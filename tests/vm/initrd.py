@@ -50,3 +50,64 @@ def overlaid(base, out, files):
     with open(out, "wb") as f:
         f.write(data + newc(encoded))
     return out
+
+
+# The compressors an initramfs's archives come in (initramfs-tools and
+# dracut choose one of these), by their first bytes, and the tool that
+# reads each on the host.
+_COMPRESSED = ((b"\x1f\x8b", "gzip"), (b"\x28\xb5\x2f\xfd", "zstd"), (b"\xfd7zXZ\x00", "xz"),
+               (b"\x02\x21\x4c\x18", "lz4"), (b"BZh", "bzip2"), (b"\x5d\x00\x00", "lzma"))
+
+
+def _decompressed(data, tool):
+    """DATA (one compressed stream, maybe with padding after it) as it
+    decompresses, through the host's TOOL."""
+    import subprocess
+    args = {"gzip": ["gzip", "-dc"], "zstd": ["zstd", "-dcq"], "xz": ["xz", "-dc"], "lz4": ["lz4", "-dc"],
+            "bzip2": ["bzip2", "-dc"], "lzma": ["xz", "--format=lzma", "-dc"]}[tool]
+    out = subprocess.run(args, input=data.rstrip(b"\0"), capture_output=True)
+    if not out.stdout:
+        raise ValueError(f"{tool} read nothing from the initramfs: {out.stderr.decode(errors='replace').strip()}")
+    return out.stdout
+
+
+def _archives(data, out):
+    """Reads every newc archive in DATA (uncompressed ones, and a compressed
+    rest, the way the kernel's init/initramfs.c does) into OUT."""
+    pos = 0
+    while pos < len(data):
+        if data[pos] == 0:  # padding between archives
+            pos += 1
+            continue
+        if data.startswith(b"07070", pos):
+            while True:
+                head = data[pos:pos + 110]
+                if len(head) < 110 or not head.startswith(b"07070"):
+                    raise ValueError(f"not a newc header at byte {pos}")
+                mode, size, namesize = (int(head[6 + 8 * i:14 + 8 * i], 16) for i in (1, 6, 11))
+                name = data[pos + 110:pos + 110 + namesize - 1].decode(errors="replace")
+                body = pos + 110 + namesize
+                body += -body % 4
+                if name == "TRAILER!!!":
+                    pos = body
+                    break
+                out[name.lstrip("./") or "."] = (mode, data[body:body + size])
+                pos = body + size + (-size % 4)
+            continue
+        tool = next((t for magic, t in _COMPRESSED if data.startswith(magic, pos)), None)
+        if tool is None:
+            raise ValueError(f"neither an archive nor a known compressor at byte {pos}: {data[pos:pos + 8]!r}")
+        _archives(_decompressed(data[pos:], tool), out)  # the compressed part is the last
+        return
+
+
+def members(path):
+    """{path inside: (mode, bytes)} of the initramfs at PATH, read on the
+    host (a later file of a name replaces an earlier one, as the kernel
+    unpacks them): what lsinitramfs and lsinitrd list, without their minute
+    of a TCG guest's CPU."""
+    with open(path, "rb") as f:
+        data = f.read()
+    out = {}
+    _archives(data, out)
+    return out

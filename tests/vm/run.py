@@ -75,10 +75,11 @@ STRICT_ROWS = {"trixie-bpo"}
 # the kernel or udev decides (udevd restarted, a disk pulled mid-write).
 FAULTS_EVERY_ROW = {"trixie"}
 DEVICE_CHECKS = {"bookworm": {"udev-equivalence"}, "trixie": set(), "trixie-bpo": {"burst"}}
-# Groups that boot a guest of their own (a btrfs or LVM root, two NVMe
-# controllers sharing a namespace): the boot is theirs to make. Every other
-# group starts from the suite's booted guest, saved once (snapshots.py):
-# each a job of its own, in seconds, on pristine disks.
+# Groups with a machine of their own (a btrfs or LVM root, two NVMe
+# controllers sharing a namespace): the boot is theirs to make (the boot
+# group's first from a saved guest of its own machine, test_boot.py).
+# Every other group starts from the suite's booted guest, saved once
+# (snapshots.py): each a job of its own, in seconds, on pristine disks.
 OWN_GUEST = {"boot", "multipath"}
 # Jobs side by side. The guests are CPU-bound under TCG: three at a time
 # kept both CPUs busy (a load average near 10 in the CI run of 7673c03,
@@ -148,6 +149,8 @@ def prepare(suites, groups):
             if kinds - FROM_BOOTED:
                 pkg = pkg_jobs[images.SUITES[s]["package"]].result()
                 out["installed"] = suite_installed(s, image, pkg, out["booted"])
+            if "boot" in groups[s]:
+                out["boot"] = test_boot.saved_machine(image)
             return out
 
         snap_jobs = {s: pool.submit(snaps, s) for s in suites}
@@ -176,13 +179,16 @@ def run_job(job, built, args, run_dir, results):
                                 device_checks=set(test_devices.ALL_CHECKS) if args.all_checks
                                 else DEVICE_CHECKS[suite])
     if group in OWN_GUEST:
+        # (The boot group's first guest starts from its own saved machine:
+        # its first boot is no check, the later ones are.)
+        ctx.snapshot = snaps.get(group)
         try:
             GROUPS[group](ctx)
         except Exception as e:  # the rest of this group cannot run
             results.group_stopped(suite, group, e)
         g = guest.current_guest()
         results.job_done(suite, group, time.monotonic() - ts, g.cpu_seconds if g else None,
-                         g.boot_count if g else 0, 0)
+                         g.boot_count if g else 0, g.restore_count if g else 0)
         return
     g = None
     try:

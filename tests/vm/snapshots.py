@@ -48,7 +48,7 @@ def _qemu_version():
 
 
 def _saved(kind, what, image, disks, controllers, cpus, append, memory_mb, key_parts, setup, base=None,
-           repo=None):
+           repo=None, smbios=None):
     """A cache entry KIND-SUITE-KEY holding a guest saved after SETUP(guest)
     ran in it: booted, or (BASE) restored from another snapshot, with REPO
     (a package's local repository) in its share."""
@@ -61,7 +61,8 @@ def _saved(kind, what, image, disks, controllers, cpus, append, memory_mb, key_p
         # Booted: without the disks QEMU cannot save. Restored: with them
         # (hot-added), taken away again before the save.
         g = Guest(image, work, disks=disks if base else [d for d in disks if d.migratable], share=share,
-                  memory_mb=memory_mb, cpus=cpus, controllers=controllers, append=append, snapshot=base)
+                  memory_mb=memory_mb, cpus=cpus, controllers=controllers, append=append, snapshot=base,
+                  smbios=smbios)
         if not base:
             g._after_start = lambda: None  # no share mounted, no tracepoints held
         try:
@@ -81,7 +82,7 @@ def _saved(kind, what, image, disks, controllers, cpus, append, memory_mb, key_p
 
     saved = [d.spec() for d in disks if d.migratable]
     key = images._key(RECIPE, kind, image.dir, image.kernel, image.initrd, saved, list(controllers), cpus, append,
-                      memory_mb, _qemu_version(), *key_parts)
+                      memory_mb, _qemu_version(), *([sorted(smbios.items())] if smbios else []), *key_parts)
     return Snapshot(images.cache_entry(kind, image.suite, key, what, build))
 
 
@@ -91,9 +92,14 @@ def _settled(g):
     g.sh("udevadm settle; sync", timeout=120)
 
 
-def booted(image, disks, controllers, cpus, append="", memory_mb=2048):
-    """The Snapshot of IMAGE booted on this machine, made if missing."""
-    return _saved("snap", "a booted guest, saved", image, disks, controllers, cpus, append, memory_mb, [], _settled)
+def booted(image, disks, controllers, cpus, append="", memory_mb=2048, smbios=None, what="a booted guest, saved",
+           kind="snap"):
+    """The Snapshot of IMAGE booted on this machine (SMBIOS: its DMI, which
+    a loaded guest keeps from the boot that saved it), made if missing.
+    KIND names the cache entry (KIND-SUITE-KEY): a machine of another kind
+    than the suite's needs its own, or making one would prune the other
+    (images._prune keeps one entry per kind and suite)."""
+    return _saved(kind, what, image, disks, controllers, cpus, append, memory_mb, [], _settled, smbios=smbios)
 
 
 def installed(base, image, pkg, disks, controllers, cpus, append="", memory_mb=2048, before=None):

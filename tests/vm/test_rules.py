@@ -390,16 +390,21 @@ def udevd_oracle(ctx):
             start = _oracle_values(g)
             g.write_file("/tmp/bp-oracle.start", "".join(f"{n}\t{a}\t{v}\n" for (n, a), v in start.items()))
             rows, disagreements = [], []
+            spent = {"udevd": 0.0, "the import": 0.0}  # guest CPU: where the step's time goes
             for i, f in enumerate(files):
+                c0 = g.total_cpu_seconds()
                 g.sh(f"sh /tmp/bp-oracle.sh reset /tmp/bp-oracle.start; cp /mnt/share/corpus/{f} /etc/udev/rules.d/{f} "
                      f"&& udevadm control --reload && udevadm trigger --settle --action=add {paths}; "
                      f"rm -f /etc/udev/rules.d/{f}; udevadm control --reload", timeout=180)
                 by_udev = _oracle_values(g)
+                c1 = g.total_cpu_seconds()
                 rc, toml, err = g.run(f"sh /tmp/bp-oracle.sh reset /tmp/bp-oracle.start; "
                                       f"blkpolicy import /mnt/share/corpus/{f} > /tmp/bp-oracle.toml 2>/tmp/bp-oracle.err; "
                                       f"blkpolicy apply --policy /tmp/bp-oracle.toml --state-dir /tmp/bp-oracle-state{i} "
                                       f">/dev/null 2>&1; cat /tmp/bp-oracle.toml", check=False)
                 by_bp = _oracle_values(g)
+                spent["udevd"] += c1 - c0
+                spent["the import"] += g.total_cpu_seconds() - c1
                 named = _named_texts(toml)
                 set_udev = {k for k, v in by_udev.items() if start.get(k) != v}
                 set_bp = {k for k, v in by_bp.items() if start.get(k) != v}
@@ -422,6 +427,8 @@ def udevd_oracle(ctx):
                 disagreements += [f"{f}: {n} {a}: udevd {by_udev.get((n, a))!r}, the import {by_bp.get((n, a))!r} "
                                   f"(from {start.get((n, a))!r})" for n, a in wrong]
             R.figure(s, "udevd against the import, per file", rows)
+            R.figure(s, "the oracle's qemu CPU, its two halves",
+                     ", ".join(f"{k} {v:.0f} s" for k, v in spent.items()), f"({len(files)} files)")
             expect(not disagreements, "values udevd set that the import did not, or the other way, with no line "
                                       "named:\n" + "\n".join(disagreements))
         finally:
