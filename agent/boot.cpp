@@ -8,9 +8,9 @@
 
 #include "kernel/audit.hpp"
 #include "policy/policy.hpp"
-#include "policy/values.hpp"
 #include "util/fd.hpp"
 #include "util/files.hpp"
+#include "util/text.hpp"
 
 namespace blkpolicy::agent {
 
@@ -25,11 +25,11 @@ constexpr std::size_t kMaxRecordBytes = 1 << 16;
 // "12.34" (the runner's uptime: seconds, two decimals) -> 12.34
 std::optional<double> parse_uptime(const std::string& s) {
     const auto dot = s.find('.');
-    const auto whole = policy::parse_int(s.substr(0, dot));
+    const auto whole = util::parse_int(s.substr(0, dot));
     if (!whole || *whole < 0) return std::nullopt;
     if (dot == std::string::npos) return static_cast<double>(*whole);
     const std::string frac = s.substr(dot + 1);
-    const auto f = policy::parse_int(frac);
+    const auto f = util::parse_int(frac);
     if (frac.empty() || frac.size() > 6 || !f || *f < 0) return std::nullopt;
     double scale = 1;
     for (std::size_t i = 0; i < frac.size(); ++i) scale *= 10;
@@ -133,7 +133,7 @@ void boot_audit_input(const BootRecord& r, kernel::AuditInput& in) {
 std::vector<BootBound> parse_boot_bound(const std::string& text) {
     std::vector<BootBound> out;
     for (const auto& line : pieces(text, '\n')) {
-        if (policy::trim(line).empty()) continue;
+        if (util::trim(line).empty()) continue;
         const auto f = pieces(line, '\t');
         const auto uptime = f.size() == 4 ? parse_uptime(f[3]) : std::nullopt;
         if (uptime && !f[0].empty() && !f[1].empty())
@@ -187,7 +187,7 @@ std::string initramfs_digest_path(const std::string& root) { return (root == "/"
 
 std::string read_initramfs_digest(const std::string& root) {
     auto text = util::read_bounded_file(initramfs_digest_path(root), kMaxRecordBytes, "the initramfs digest");
-    return text.ok() ? policy::trim(text->substr(0, text->find('\n'))) : std::string();
+    return text.ok() ? util::trim(text->substr(0, text->find('\n'))) : std::string();
 }
 
 void initramfs_audit_input(const policy::Policy& pol, const std::string& root, kernel::AuditInput& in) {
@@ -197,9 +197,9 @@ void initramfs_audit_input(const policy::Policy& pol, const std::string& root, k
     auto text = util::read_bounded_file(initramfs_digest_path(root), kMaxRecordBytes, "the initramfs digest");
     if (!text.ok()) return;
     const auto lines = pieces(*text, '\n');
-    in.initramfs_digest = policy::trim(lines.front());
+    in.initramfs_digest = util::trim(lines.front());
     for (std::size_t i = 1; i < lines.size(); ++i) {
-        const std::string line = policy::trim(lines[i]);
+        const std::string line = util::trim(lines[i]);
         const auto sp = line.find(' ');
         if (sp != std::string::npos && sp > 0 && sp + 1 < line.size())
             in.initramfs_files.push_back({line.substr(sp + 1), line.substr(0, sp)});

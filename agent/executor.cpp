@@ -10,10 +10,10 @@
 
 #include "measure/stat.hpp"
 #include "policy/unit.hpp"
-#include "policy/values.hpp"
 #include "udev/discovery.hpp"
 #include "util/files.hpp"
 #include "util/names.hpp"
+#include "util/text.hpp"
 
 namespace blkpolicy::agent {
 
@@ -196,7 +196,7 @@ private:
     }
 
     std::string refused_text(const AttributeResult& r) const {
-        return "the kernel refused " + policy::join(r.refused, ", ") + " (no such scheduler, built in or as a module)";
+        return "the kernel refused " + util::join(r.refused, ", ") + " (no such scheduler, built in or as a module)";
     }
 
     AttributeResult first_pass(const Action& a) {

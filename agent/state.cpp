@@ -11,10 +11,10 @@
 #include <iterator>
 #include <nlohmann/json.hpp>
 
-#include "policy/values.hpp"
 #include "util/fd.hpp"
 #include "util/files.hpp"
 #include "util/json_text.hpp"
+#include "util/text.hpp"
 
 namespace blkpolicy::agent {
 
@@ -292,7 +292,7 @@ policy::DeviceFacts freeze_facts(const StateDir& state, policy::DeviceFacts live
 
 std::string read_write_cache(const udev::Sysfs& sysfs, const std::string& device) {
     const auto r = sysfs.read("block/" + device + "/queue/write_cache");
-    return r.ok() ? policy::trim(r.value) : std::string();
+    return r.ok() ? util::trim(r.value) : std::string();
 }
 
 util::Status record_facts(const StateDir& state, const policy::DeviceFacts& live, const std::string& write_cache) {

@@ -7,12 +7,15 @@
 #include <string>
 
 #include "kernel/rows.hpp"
-#include "policy/values.hpp"
+#include "udev/sysfs_text.hpp"
 #include "util/json_text.hpp"
+#include "util/text.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string text(reinterpret_cast<const char*>(data), size);
     using namespace blkpolicy::policy;
+    using namespace blkpolicy::udev;
+    using namespace blkpolicy::util;
     using namespace blkpolicy::kernel;
     (void)parse_int(text);
     auto line = parse_scheduler_line(text);

@@ -8,8 +8,8 @@
 #include <set>
 
 #include "policy/toml_text.hpp"
-#include "policy/values.hpp"
 #include "util/names.hpp"
+#include "util/text.hpp"
 
 namespace blkpolicy::kernel {
 
@@ -82,7 +82,7 @@ std::string virtual_identity(const policy::DeviceFacts& f) {
                                      "*Virtual disk*",   "*Virtual HD*", "*VBOX*", "Amazon Elastic Block Store*",
                                      "*PersistentDisk*", "*Google*"};
     for (const char* p : patterns)
-        if (glob(p, id) || glob(p, f.model)) return "model " + policy::trim(id);
+        if (glob(p, id) || glob(p, f.model)) return "model " + util::trim(id);
     return {};
 }
 
@@ -132,7 +132,7 @@ void rotational_claim_virtual(const Subject& s, AuditState&, Findings& out) {
 }
 
 void readahead_amplification(const Subject& s, AuditState&, Findings& out) {
-    const auto ra = policy::parse_int(policy::value_of(s.v, Key::read_ahead_kb));
+    const auto ra = util::parse_int(policy::value_of(s.v, Key::read_ahead_kb));
     if (s.why_virtual.empty() || !ra || *ra < 1024 || policy_keeps(s.d, Key::read_ahead_kb)) return;
     out.push_back({s.name,
                    s.name + " reads ahead " + std::to_string(*ra) + " KiB, " + std::to_string(*ra / 128) +
@@ -209,7 +209,7 @@ void stack_lower_only(const Subject& s, AuditState& st, Findings& out) {
         out.push_back({s.name,
                        s.name + " is tuned by the policy, but filesystems read through " + top +
                            ", which no rule tunes: readahead and scheduling of " + top + " decide",
-                       {{"holders", policy::join(s.f.holders, " ")}, {"top", top}},
+                       {{"holders", util::join(s.f.holders, " ")}, {"top", top}},
                        fix_rule("tune the device filesystems use", top, {{key(Key::read_ahead_kb), "128", {}}})});
     }
 }
@@ -229,7 +229,7 @@ void writer_conflicts(const Subject& s, AuditState& st, Findings& out, bool udev
             // Two writers of the same value do not fight; a udev rule is named
             // whatever value it writes (udev-rule-conflict names every udev
             // writer of a managed attribute).
-            if (!udev && !w.value.empty() && policy::trim(w.value) == a.desired) continue;
+            if (!udev && !w.value.empty() && util::trim(w.value) == a.desired) continue;
             std::string what = w.value.empty() ? a.attribute + " (" + w.why_inexact + ")" : a.attribute + "=" + w.value;
             if (!w.value.empty() && !w.why_inexact.empty()) what += " (" + w.why_inexact + ")";
             std::vector<std::pair<std::string, std::string>> evidence;
@@ -275,7 +275,7 @@ void rq_affinity_inert(AuditState& st, Findings& out) {
          "rq_affinity=1 steers completions to the submitting CPU's cache group, but every CPU shares "
          "one last-level cache, so it behaves as 0 on " +
              std::to_string(st.rq_affinity_inert.size()) + " device(s)",
-         {{"devices", policy::join(st.rq_affinity_inert, " ")},
+         {{"devices", util::join(st.rq_affinity_inert, " ")},
           {policy::value_path(Key::rq_affinity), "1"},
           {"cpu cache", "one last-level cache for all CPUs"}},
          policy::emit_rule({"complete on the submitting CPU", {}, {}, {}, {{key(Key::rq_affinity), "2", {}}}})});
@@ -306,7 +306,7 @@ void initramfs_policy_stale(AuditState& st, Findings& out) {
     std::string which;
     auto say = [&](const char* how, const std::vector<std::string>& paths) {
         if (paths.empty()) return;
-        which += std::string(which.empty() ? " (" : "; ") + how + ": " + policy::join(paths, ", ");
+        which += std::string(which.empty() ? " (" : "; ") + how + ": " + util::join(paths, ", ");
     };
     say("edited since", edited);
     say("added since", added);

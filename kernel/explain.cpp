@@ -5,7 +5,7 @@
 #include <iterator>
 
 #include "policy/attributes.hpp"
-#include "policy/values.hpp"
+#include "util/text.hpp"
 
 namespace blkpolicy::kernel {
 
@@ -53,8 +53,8 @@ std::string switch_text(const KernelVersion& k) {
 
 void derive_read_ahead(Explanation& e, const policy::DeviceFacts&, const policy::Values& v, const ExplainContext& ctx) {
     const bool rot = policy::value_of(v, Key::rotational) == "1";
-    const auto io_opt = policy::parse_int(policy::value_of(v, Key::optimal_io_size)).value_or(0);
-    const auto max_kb = policy::parse_int(policy::value_of(v, Key::max_sectors_kb)).value_or(0);
+    const auto io_opt = util::parse_int(policy::value_of(v, Key::optimal_io_size)).value_or(0);
+    const auto max_kb = util::parse_int(policy::value_of(v, Key::max_sectors_kb)).value_or(0);
     e.inputs = {policy::shown_value(v, Key::rotational), policy::shown_value(v, Key::optimal_io_size),
                 policy::shown_value(v, Key::max_sectors_kb)};
     const auto& k = ctx.kernel;
@@ -192,10 +192,10 @@ void derive_wbt(Explanation& e, const policy::DeviceFacts& f, const policy::Valu
 void derive_scheduler(Explanation& e, const policy::DeviceFacts& f, const policy::Values& v,
                       const ExplainContext& ctx) {
     e.inputs = {policy::shown_value(v, Key::scheduler), {"mq/ (hardware queues)", std::to_string(ctx.hw_queues)}};
-    if (!f.schedulers.empty()) e.inputs.push_back({"loaded schedulers", policy::join(f.schedulers, " ")});
+    if (!f.schedulers.empty()) e.inputs.push_back({"loaded schedulers", util::join(f.schedulers, " ")});
     if (ctx.loadable_schedulers)
         e.inputs.push_back({"loadable as modules",
-                            ctx.loadable_schedulers->empty() ? "-" : policy::join(*ctx.loadable_schedulers, " ")});
+                            ctx.loadable_schedulers->empty() ? "-" : util::join(*ctx.loadable_schedulers, " ")});
     if (ctx.hw_queues == 0) {
         scheduler_default_row(SchedulerDefault::bio_based);
         e.kernel_default = "none";
@@ -251,7 +251,7 @@ void derive_nr_requests(Explanation& e, const policy::DeviceFacts&, const policy
 void derive_async_depth(Explanation& e, const policy::DeviceFacts&, const policy::Values& v,
                         const ExplainContext& ctx) {
     const auto sched = policy::value_of(v, Key::scheduler);
-    const auto nr = policy::parse_int(policy::value_of(v, Key::nr_requests));
+    const auto nr = util::parse_int(policy::value_of(v, Key::nr_requests));
     e.inputs = {{policy::value_path(Key::scheduler), sched}, policy::shown_value(v, Key::nr_requests)};
     const auto& row = kernel_row_for(KQuestion::async_depth, ctx.kernel);
     e.kernel_rule = row.id;

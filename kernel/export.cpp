@@ -9,7 +9,7 @@
 #include "policy/attributes.hpp"
 #include "policy/keys.hpp"
 #include "policy/toml_text.hpp"
-#include "policy/values.hpp"
+#include "util/text.hpp"
 
 namespace blkpolicy::kernel {
 
@@ -27,14 +27,14 @@ std::optional<std::string> toml_value(const std::string& key, const std::string&
         case policy::ValueKind::integer:
         case policy::ValueKind::flag:
         case policy::ValueKind::wbt: {
-            const auto n = policy::parse_int(text);
+            const auto n = util::parse_int(text);
             if (!n) return std::nullopt;
             given = policy::GivenValue::of_integer(*n);
             break;
         }
         case policy::ValueKind::choice:
         case policy::ValueKind::scheduler:
-            given = policy::GivenValue::of_string(policy::trim(text));
+            given = policy::GivenValue::of_string(util::trim(text));
             break;
     }
     if (!policy::check_value(*spec, given).ok()) return std::nullopt;
@@ -231,7 +231,7 @@ std::string export_toml(const PolicyExport& exported, const std::vector<std::str
         text += "#\n# Nothing differs from the kernel's own defaults on the " + std::to_string(exported.devices_read) +
                 " device(s) read.\n";
     for (const auto& r : exported.rules) {
-        text += "\n# read on " + policy::join(r.devices, ", ") + "\n";
+        text += "\n# read on " + util::join(r.devices, ", ") + "\n";
         if (!r.keyed_note.empty()) text += "# " + r.keyed_note + "\n";
         policy::RuleToml t;
         t.name = r.name;

@@ -5,9 +5,9 @@
 
 #include <algorithm>
 
-#include "policy/values.hpp"
 #include "udev/discovery.hpp"
 #include "udev/probes.hpp"
+#include "util/text.hpp"
 
 namespace blkpolicy::measure {
 
@@ -16,7 +16,7 @@ Session::Session(const udev::Sysfs& sysfs, SessionOptions options) : sysfs_(sysf
 namespace {
 std::optional<std::uint32_t> dev_of(const udev::Sysfs& sysfs, const std::string& rel) {
     const auto r = sysfs.read(rel + "/dev");
-    return r.ok() ? kernel_dev_from_text(policy::trim(r.value)) : std::nullopt;
+    return r.ok() ? kernel_dev_from_text(util::trim(r.value)) : std::nullopt;
 }
 }  // namespace
 
@@ -165,7 +165,7 @@ DeviceSettings Session::settings_of(const std::string& name) const {
     LoopBacking loop;
     if (facts->stack == policy::Stack::loop) {
         const auto r = sysfs_.read("block/" + name + "/loop/dio");
-        if (r.ok()) loop.dio = policy::trim(r.value);
+        if (r.ok()) loop.dio = util::trim(r.value);
         if (loop.dio == "1") {
             const auto store = udev::loop_backing_store(sysfs_, facts->loop_backing_file);
             loop.disk = store.disk;

@@ -8,7 +8,7 @@
 
 #include "policy/policy.hpp"
 #include "policy/units/units.hpp"
-#include "policy/values.hpp"
+#include "util/text.hpp"
 
 namespace blkpolicy::policy {
 namespace {
@@ -20,9 +20,9 @@ constexpr std::int64_t kInt64Max = std::numeric_limits<std::int64_t>::max();
 DeviceCheck within_hw_limit(const std::string& value, const Values& current, const DeviceFacts&,
                             const std::set<std::string>&) {
     auto hw = current.find(std::string(key_text(Key::max_hw_sectors_kb)));
-    auto want = parse_int(value);
+    auto want = util::parse_int(value);
     if (hw == current.end() || !want) return {};
-    auto hwv = parse_int(hw->second);
+    auto hwv = util::parse_int(hw->second);
     if (hwv && *want > *hwv)
         return {DeviceCheck::Verdict::refuse, "above max_hw_sectors_kb (" + hw->second + "): the kernel rejects it"};
     return {};
@@ -32,8 +32,8 @@ DeviceCheck within_hw_limit(const std::string& value, const Values& current, con
 DeviceCheck discard_granular(const std::string& value, const Values& current, const DeviceFacts&,
                              const std::set<std::string>&) {
     auto g = current.find(std::string(key_text(Key::discard_granularity)));
-    auto gv = g == current.end() ? std::optional<std::int64_t>{} : parse_int(g->second);
-    auto want = parse_int(value).value_or(0);
+    auto gv = g == current.end() ? std::optional<std::int64_t>{} : util::parse_int(g->second);
+    auto want = util::parse_int(value).value_or(0);
     if (gv && *gv == 0)
         return {DeviceCheck::Verdict::skip, "device does not support discard (discard_granularity is 0)"};
     if (gv && want % *gv != 0)
@@ -56,7 +56,7 @@ DeviceCheck flushes_kept(const std::string& value, const Values&, const DeviceFa
 
 // read_ahead_kb reads back in whole pages.
 Readback whole_pages(const std::string& value, const ReadbackContext& ctx) {
-    const auto n = parse_int(value).value_or(0);
+    const auto n = util::parse_int(value).value_or(0);
     Readback r{value, std::to_string(kernel::readahead_readback(n, ctx.page_size)), {}};
     if (r.expected != r.value) r.note = "reads back as " + r.expected + " (whole pages)";
     return r;
@@ -73,7 +73,7 @@ Readback wbt_default(const std::string& value, const ReadbackContext& ctx) {
 // io_timeout is kept in ticks: what reads back is the written value
 // rounded up to a whole tick, and from 2^31 ms on the longest timer there is.
 Readback whole_ticks(const std::string& value, const ReadbackContext& ctx) {
-    const auto ms = parse_int(value).value_or(0);
+    const auto ms = util::parse_int(value).value_or(0);
     Readback r{value, std::to_string(kernel::io_timeout_readback(ms, ctx.hz)), {}};
     if (r.expected != r.value)
         r.note = "reads back as " + r.expected + " (the kernel keeps it in ticks of " +
@@ -422,7 +422,7 @@ std::string scheduler_name_problem(const std::string& name) {
         return "scheduler \"deadline\" is the kernel's alias of mq-deadline, and sysfs shows mq-deadline: write "
                "\"mq-deadline\"";
     if (name == "noop" || name == "cfq" || name == "anticipatory")
-        return "scheduler " + in_quotes(name) +
+        return "scheduler " + util::in_quotes(name) +
                " went with the legacy block layer in Linux 5.0: a blk-mq kernel refuses it (\"none\" and bfq "
                "are today's nearest)";
     // The kernel's elevator names: at most 15 characters (ELV_NAME_MAX).
@@ -430,7 +430,7 @@ std::string scheduler_name_problem(const std::string& name) {
         return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
     });
     if (!well_formed)
-        return "scheduler " + in_quotes(name) +
+        return "scheduler " + util::in_quotes(name) +
                " is not a scheduler's name (1 to 15 of a-z, 0-9, '-' and '_', as the kernel registers them)";
     // A typo of one of the kernel's own four is refused; any other name
     // is an out-of-tree scheduler's (adios, say), taken as written:
@@ -438,8 +438,9 @@ std::string scheduler_name_problem(const std::string& name) {
     for (const auto& k : known) {
         const std::size_t near = k.size() <= 4 ? 1 : 2;
         if (edit_distance(name, k) <= near)
-            return "unknown scheduler " + in_quotes(name) + ": did you mean " + in_quotes(k) +
-                   "? (a name that is not a typo of " + quoted_list(known) + " is taken as an out-of-tree scheduler's)";
+            return "unknown scheduler " + util::in_quotes(name) + ": did you mean " + util::in_quotes(k) +
+                   "? (a name that is not a typo of " + util::quoted_list(known) +
+                   " is taken as an out-of-tree scheduler's)";
     }
     return {};
 }
@@ -472,10 +473,10 @@ CheckedValue check_value(const AttributeSpec& spec, const GivenValue& given) {
             const bool one = given.type == T::string;
             if (one && std::find(spec.choices.begin(), spec.choices.end(), given.strings.front()) != spec.choices.end())
                 return {{given.strings.front()}, {}};
-            std::string msg = spec.key + " must be exactly one of " + quoted_list(spec.choices);
+            std::string msg = spec.key + " must be exactly one of " + util::quoted_list(spec.choices);
             if (one)
-                msg = spec.key + " = " + in_quotes(given.strings.front()) + " is not exactly one of " +
-                      quoted_list(spec.choices);
+                msg = spec.key + " = " + util::in_quotes(given.strings.front()) + " is not exactly one of " +
+                      util::quoted_list(spec.choices);
             if (!spec.range_note.empty()) msg += " (" + spec.range_note + ")";
             return refused(msg);
         }
@@ -485,7 +486,7 @@ CheckedValue check_value(const AttributeSpec& spec, const GivenValue& given) {
             for (const auto& name : given.strings) {
                 if (auto why = scheduler_name_problem(name); !why.empty()) return refused(why);
                 if (std::count(given.strings.begin(), given.strings.end(), name) > 1)
-                    return refused("scheduler " + in_quotes(name) + " is listed twice");
+                    return refused("scheduler " + util::in_quotes(name) + " is listed twice");
             }
             return {given.strings, {}};
         }

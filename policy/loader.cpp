@@ -11,7 +11,7 @@
 #include "policy/attributes.hpp"
 #include "policy/facts.hpp"
 #include "policy/match.hpp"
-#include "policy/values.hpp"
+#include "util/text.hpp"
 
 namespace blkpolicy::policy {
 
@@ -108,7 +108,8 @@ const Row* find_key(const Row (&rows)[N], std::string_view key) {
 template <typename Row, std::size_t N>
 std::string expected_keys(const Row (&rows)[N]) {
     std::string out;
-    for (std::size_t i = 0; i < N; ++i) out += (i == 0 ? "" : i + 1 == N ? " or " : ", ") + in_quotes(rows[i].key);
+    for (std::size_t i = 0; i < N; ++i)
+        out += (i == 0 ? "" : i + 1 == N ? " or " : ", ") + util::in_quotes(rows[i].key);
     return out;
 }
 
@@ -144,8 +145,8 @@ private:
             if (const auto* row = find_key(kTopLevel, key.str()))
                 (this->*row->read)(node, key);
             else
-                error(pos(key),
-                      "unknown top-level key " + in_quotes(key.str()) + " (expected " + expected_keys(kTopLevel) + ")");
+                error(pos(key), "unknown top-level key " + util::in_quotes(key.str()) + " (expected " +
+                                    expected_keys(kTopLevel) + ")");
         }
     }
 
@@ -170,7 +171,7 @@ private:
             if (const auto* row = find_key(kDaemonKeys, k.str()))
                 (this->*row->read)(v);
             else
-                error(pos(k), "unknown key " + in_quotes(k.str()) + " in [daemon] (expected " +
+                error(pos(k), "unknown key " + util::in_quotes(k.str()) + " in [daemon] (expected " +
                                   expected_keys(kDaemonKeys) + ")");
         }
     }
@@ -274,25 +275,25 @@ private:
             if (const auto* row = find_key(kRuleKeys, k.str()))
                 (this->*row->read)(v, k, r);
             else
-                error(pos(k),
-                      "unknown key " + in_quotes(k.str()) + " in rule (expected " + expected_keys(kRuleKeys) + ")");
+                error(pos(k), "unknown key " + util::in_quotes(k.str()) + " in rule (expected " +
+                                  expected_keys(kRuleKeys) + ")");
         }
         if (rule.name.empty() && !r.bad_name) error(rule.pos, "rule has no name: add name = \"...\"");
         if (!rule.name.empty()) {
             auto [it, inserted] = rule_names_.emplace(rule.name, rule.pos);
             if (!inserted)
-                error(rule.pos,
-                      "duplicate rule name " + in_quotes(rule.name) + " (first defined at " + it->second.str() + ")");
+                error(rule.pos, "duplicate rule name " + util::in_quotes(rule.name) + " (first defined at " +
+                                    it->second.str() + ")");
         }
         if (!r.have_set)
-            error(rule.pos, "rule " + in_quotes(rule.name) + " has no [rule.set] table: it would do nothing");
+            error(rule.pos, "rule " + util::in_quotes(rule.name) + " has no [rule.set] table: it would do nothing");
         check_write_through(rule);
         if (errors_.size() == errors_before) policy_.rules.push_back(std::move(rule));
     }
 
     void rule_name(const toml::node& v, const toml::key&, RuleRead& r) {
         const auto* s = v.as_string();
-        if (!s || trim(s->get()).empty()) {
+        if (!s || util::trim(s->get()).empty()) {
             error(pos(v), "rule name must be a non-empty string");
             r.bad_name = true;
         } else {
@@ -363,7 +364,7 @@ private:
         const std::string section = negated ? "unless" : "match";
         const auto* tbl = node.as_table();
         if (!tbl) {
-            error(pos(key), in_quotes(section) + " must be a table ([rule." + section + "])");
+            error(pos(key), util::in_quotes(section) + " must be a table ([rule." + section + "])");
             return;
         }
         if (negated && tbl->empty()) {
@@ -374,8 +375,8 @@ private:
             const auto name = std::string(k.str());
             auto mk = match_key_from_string(name);
             if (!mk) {
-                error(pos(k),
-                      "unknown " + section + " key " + in_quotes(name) + " (known: " + known_match_keys_text() + ")");
+                error(pos(k), "unknown " + section + " key " + util::in_quotes(name) +
+                                  " (known: " + known_match_keys_text() + ")");
                 continue;
             }
             if (*mk == MatchKey::parent) {
@@ -404,8 +405,8 @@ private:
                     bool bad = false;
                     for (const auto& s : *list) {
                         if (!stack_from_string(s)) {
-                            error(pos(v),
-                                  section + ".stack " + in_quotes(s) + " is not one of " + quoted_list(stack_names()));
+                            error(pos(v), section + ".stack " + util::in_quotes(s) + " is not one of " +
+                                              util::quoted_list(stack_names()));
                             bad = true;
                         }
                     }
@@ -486,7 +487,7 @@ private:
                 continue;
             }
             if (what != "attr") {
-                error(pos(k), "unknown key " + in_quotes(what) + " in " + family +
+                error(pos(k), "unknown key " + util::in_quotes(what) + " in " + family +
                                   " (known: kernel, subsystem, driver, attr.<sysfs attribute>)");
                 bad = true;
                 continue;
@@ -541,14 +542,14 @@ private:
     void set_one(const std::string& name, const toml::key& k, const toml::node& v, Rule& rule) {
         auto spec = find_attribute(name);
         if (!spec && (name == "acknowledge" || name == "name")) {
-            error(pos(k), in_quotes(name) +
+            error(pos(k), util::in_quotes(name) +
                               " belongs to the rule itself: put it under [[rule]], before [rule.match] "
                               "and [rule.set]");
             return;
         }
         if (!spec) {
-            error(pos(k), "unknown attribute " + in_quotes(name) + " in [rule.set] (writable: " +
-                              join(fixed_attribute_keys(), ", ") + ", iosched.<tunable>)");
+            error(pos(k), "unknown attribute " + util::in_quotes(name) + " in [rule.set] (writable: " +
+                              util::join(fixed_attribute_keys(), ", ") + ", iosched.<tunable>)");
             return;
         }
         Setting s;
@@ -592,8 +593,8 @@ private:
         if (!list) return;
         for (const auto& a : *list) {
             if (a != kAckWriteThrough && a != kAckVolatileCache) {
-                error(pos(v), "unknown acknowledgement " + in_quotes(a) + " (known: \"" + kAckWriteThrough + "\", \"" +
-                                  kAckVolatileCache + "\")");
+                error(pos(v), "unknown acknowledgement " + util::in_quotes(a) + " (known: \"" + kAckWriteThrough +
+                                  "\", \"" + kAckVolatileCache + "\")");
                 continue;
             }
             rule.acknowledge.insert(a);
@@ -607,7 +608,7 @@ private:
             error(s.pos, std::string("write_cache = \"write through\" makes the kernel stop sending cache flushes: "
                                      "fsync still succeeds, but data in the device's volatile cache is lost on "
                                      "power failure; if that is intended, add acknowledge = [\"") +
-                             kAckWriteThrough + "\"] to rule " + in_quotes(rule.name));
+                             kAckWriteThrough + "\"] to rule " + util::in_quotes(rule.name));
         }
     }
 

@@ -8,8 +8,8 @@
 #include <string_view>
 
 #include "policy/attributes.hpp"
-#include "policy/values.hpp"
 #include "util/names.hpp"
+#include "util/text.hpp"
 
 namespace blkpolicy::policy {
 
@@ -212,7 +212,7 @@ bool match_key_is_named(MatchKey k) { return row_of(k).compare == Compare::named
 std::string named_match_example(MatchKey k) {
     if (k == MatchKey::env) return "udev properties, e.g. env.ID_BUS = \"ata\"";
     if (k == MatchKey::host)
-        return "host facts (" + join(host_fact_names(), ", ") + "), e.g. host.kernel = \">= 6.17\"";
+        return "host facts (" + util::join(host_fact_names(), ", ") + "), e.g. host.kernel = \">= 6.17\"";
     if (k == MatchKey::attr) return "sysfs attributes of the device, e.g. attr.\"queue/zoned\" = \"host-managed\"";
     if (k == MatchKey::parent)
         return "tests one level of the device and its parents meets together: kernel, subsystem, driver, "
@@ -228,7 +228,7 @@ std::string invalid_match_name(MatchKey k, const std::string& name) {
     if (k == MatchKey::host) {
         const auto names = host_fact_names();
         if (std::find(names.begin(), names.end(), name) == names.end())
-            return "not a host fact (known: " + join(names, ", ") + ")";
+            return "not a host fact (known: " + util::join(names, ", ") + ")";
         return {};
     }
     if (k == MatchKey::env) {

@@ -7,8 +7,8 @@
 
 #include "policy/match.hpp"
 #include "policy/unit.hpp"
-#include "policy/values.hpp"
 #include "util/names.hpp"
+#include "util/text.hpp"
 
 namespace blkpolicy::policy {
 
@@ -38,7 +38,7 @@ bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(
 void resolve(Action& a, const AttributeSpec& spec, const Winner& w, const DeviceFacts& facts, const Values& current,
              const PlanContext& ctx, bool final_rotational) {
     const auto& values = w.setting->values;
-    a.desired = join(values, ", ");
+    a.desired = util::join(values, ", ");
     a.value = values.front();
     a.expected = a.value;
 
@@ -57,12 +57,13 @@ void resolve(Action& a, const AttributeSpec& spec, const Winner& w, const Device
             if (possible(v)) candidates.push_back(v);
         if (candidates.empty()) {
             a.kind = ActionKind::unavailable;
-            a.note = "the kernel has none of " + a.desired + " (loaded: " + join(facts.schedulers, " ");
+            a.note = "the kernel has none of " + a.desired + " (loaded: " + util::join(facts.schedulers, " ");
             if (ctx.loadable_schedulers)
                 a.note += ctx.loadable_schedulers->empty() ? "; no scheduler modules"
-                                                           : "; loadable: " + join(*ctx.loadable_schedulers, " ");
+                                                           : "; loadable: " + util::join(*ctx.loadable_schedulers, " ");
             if (!ctx.refused_schedulers.empty())
-                a.note += "; refused: " + join({ctx.refused_schedulers.begin(), ctx.refused_schedulers.end()}, " ");
+                a.note +=
+                    "; refused: " + util::join({ctx.refused_schedulers.begin(), ctx.refused_schedulers.end()}, " ");
             a.note += ")";
             return;
         }
@@ -73,7 +74,7 @@ void resolve(Action& a, const AttributeSpec& spec, const Winner& w, const Device
             const std::string load = ctx.loadable_schedulers ? "writing it makes the kernel load its module"
                                                              : "writing it asks the kernel to load a module for it";
             a.note = (a.note.empty() ? "" : a.note + "; ") + a.value + " is not loaded yet: " + load;
-            if (!a.alternatives.empty()) a.note += " (if it refuses: " + join(a.alternatives, ", ") + ")";
+            if (!a.alternatives.empty()) a.note += " (if it refuses: " + util::join(a.alternatives, ", ") + ")";
         }
     } else if (spec.readback) {
         auto r = spec.readback(a.value, {ctx.page_size, final_rotational, ctx.hz, ctx.hz_known});
@@ -179,7 +180,7 @@ DevicePlan plan_device(const Policy& policy, const DeviceFacts& facts, const Val
         a.rank = rank;
         a.rule = w.rule;
         a.overridden = w.overridden;
-        a.desired = join(w.setting->values, ", ");
+        a.desired = util::join(w.setting->values, ", ");
         auto cur = current.find(key);
         if (cur != current.end()) a.current = cur->second;
 
@@ -214,8 +215,12 @@ DevicePlan plan_device(const Policy& policy, const DeviceFacts& facts, const Val
     // Side effects of earlier writes on later attributes, each asked of the
     // attribute's unit (policy/units): the kernel rows say which writes move
     // which attribute (kernel/rows).
-    PlanSoFar so_far{
-        plan.actions, current, ctx, facts.scheduler, parse_int(value_of(current, Key::nr_requests)).value_or(-1), {}};
+    PlanSoFar so_far{plan.actions,
+                     current,
+                     ctx,
+                     facts.scheduler,
+                     util::parse_int(value_of(current, Key::nr_requests)).value_or(-1),
+                     {}};
     for (auto& a : plan.actions) {
         const bool active = a.kind == ActionKind::write || a.kind == ActionKind::unchanged;
         if (a.cause == kernel::WriteCause::scheduler_switch && a.kind == ActionKind::write) {
@@ -223,7 +228,7 @@ DevicePlan plan_device(const Policy& policy, const DeviceFacts& facts, const Val
             so_far.final_nr = -1;  // the switch resets it to the new scheduler's default
         }
         if (a.cause == kernel::WriteCause::nr_requests_write && active)
-            so_far.final_nr = parse_int(a.expected).value_or(-1);
+            so_far.final_nr = util::parse_int(a.expected).value_or(-1);
         if (const UnitHooks* hooks = hooks_of(a.id); active && hooks && hooks->after_writes)
             hooks->after_writes(a, so_far);
         if (a.kind == ActionKind::write && a.cause != kernel::WriteCause::none) so_far.written.insert(a.cause);

@@ -10,12 +10,12 @@
 
 #include "agent/daemon/reconciler.hpp"
 #include "policy/loader.hpp"
-#include "policy/values.hpp"
 #include "support/fake_sysfs.hpp"
 #include "support/kernel_model.hpp"
 #include "support/policies.hpp"
 #include "support/reconciler_world.hpp"
 #include "udev/discovery.hpp"
+#include "util/text.hpp"
 #include "writers/parsers.hpp"
 #include "writers/udev_rules.hpp"
 
@@ -254,7 +254,7 @@ TEST_CASE("daemon scenario: a value this host cannot give is one failed alert, n
     w.tree.file(w.tree.devpath_of("loop0") + "/queue/async_depth", "64");
     w.rec.reconcile("loop0", Trigger::verify);
     const auto back = w.log.take();
-    INFO(policy::join(back, " / "));
+    INFO(util::join(back, " / "));
     CHECK(back == Texts{"resolved loop0 async_depth 16 16"});
     CHECK(w.q("async_depth") == "16");
     CHECK(w.rec.summary().failed == 0);

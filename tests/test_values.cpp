@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: MIT
 #include <doctest/doctest.h>
 
-#include "policy/values.hpp"
+#include "udev/sysfs_text.hpp"
+#include "util/text.hpp"
 
 using namespace blkpolicy::policy;
+using namespace blkpolicy::udev;
+using namespace blkpolicy::util;
 
 TEST_CASE("trim strips SCSI padding and newlines") {
     const struct {

@@ -16,8 +16,9 @@
 #include <sstream>
 
 #include "policy/attributes.hpp"
-#include "policy/values.hpp"
+#include "udev/sysfs_text.hpp"
 #include "util/fd.hpp"
+#include "util/text.hpp"
 
 namespace blkpolicy::udev {
 
@@ -27,7 +28,7 @@ std::map<std::string, std::string> read_udev_properties(const std::string& db_di
 
 using policy::DeviceFacts;
 using policy::FactNeeds;
-using policy::trim;
+using util::trim;
 
 namespace {
 
@@ -203,12 +204,12 @@ std::optional<DeviceFacts> read_facts(const Sysfs& s, const std::string& name, c
     if (auto rot = s.read(dir + "/queue/rotational"); rot.ok()) {
         f.has_queue = true;
         const std::string key(policy::key_text(policy::Key::rotational));
-        f.live_values[key] = policy::normalise_readback(key, rot.value);
+        f.live_values[key] = normalise_readback(key, rot.value);
         f.rotational = f.live_values[key] == "1";
     }
     if (auto sched = s.read(dir + "/queue/scheduler"); sched.ok()) {
         f.has_queue = true;
-        auto line = policy::parse_scheduler_line(sched.value);
+        auto line = parse_scheduler_line(sched.value);
         f.schedulers = line.offered;
         f.scheduler = line.active;
         f.live_values[std::string(policy::key_text(policy::Key::scheduler))] = line.active;
@@ -469,7 +470,7 @@ std::optional<int> rotation_rate(const Sysfs& s, const std::string& name) {
 }
 
 std::int64_t hw_tags(const Sysfs& s, const std::string& name) {
-    return policy::parse_int(s.read("block/" + name + "/mq/0/nr_tags").value).value_or(0);
+    return util::parse_int(s.read("block/" + name + "/mq/0/nr_tags").value).value_or(0);
 }
 
 BackingStore loop_backing_store(const Sysfs& s, const std::string& backing_file) {
@@ -500,8 +501,8 @@ BackingStore loop_backing_store(const Sysfs& s, const std::string& backing_file)
         out.known = false;
         return out;
     }
-    out.rotational = policy::trim(rot.value) == "1";
-    if (auto wc = s.read(p.string() + "/queue/write_cache"); wc.ok()) out.write_cache = policy::trim(wc.value);
+    out.rotational = util::trim(rot.value) == "1";
+    if (auto wc = s.read(p.string() + "/queue/write_cache"); wc.ok()) out.write_cache = util::trim(wc.value);
     return out;
 }
 
@@ -516,7 +517,7 @@ std::vector<std::pair<std::string, std::string>> lowers_queue(const Sysfs& s, co
         std::filesystem::path p(*path);
         if (s.exists(*path + "/partition")) p = p.parent_path();
         auto v = s.read(p.string() + "/queue/" + attribute);
-        if (v.ok()) out.emplace_back(lower, policy::trim(v.value));
+        if (v.ok()) out.emplace_back(lower, util::trim(v.value));
     }
     return out;
 }
@@ -537,14 +538,14 @@ ReadResult read_value(const Sysfs& s, const std::string& name, const std::string
         rel += "queue/" + key;
     auto r = s.read(rel);
     if (!r.ok()) return r;
-    r.value = policy::normalise_readback(key, r.value);
+    r.value = normalise_readback(key, r.value);
     if (key == policy::key_text(policy::Key::wbt_lat_usec) && r.value != "0" && s.has_debugfs_block()) {
         // debugfs (when mounted) has the real state: 3 off by default (bfq
         // turned it off), 4 off by hand. 6.1 keeps showing the old latency
         // in sysfs after bfq turned wbt off.
         auto state = s.read("kernel/debug/block/" + name + "/rqos/wbt/enabled");
         if (state.ok()) {
-            const auto st = policy::trim(state.value);
+            const auto st = util::trim(state.value);
             if (st == "3" || st == "4") r.value = "0";
         }
     }

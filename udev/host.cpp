@@ -13,9 +13,9 @@
 #include <cpuid.h>
 #endif
 
-#include "policy/values.hpp"
 #include "udev/discovery.hpp"
 #include "udev/probes.hpp"
+#include "util/text.hpp"
 
 namespace blkpolicy::udev {
 
@@ -142,7 +142,7 @@ policy::HostContext read_host_context(const Sysfs& sysfs, const std::string& ker
         }
     }
     if (auto nvme = read_attribute(sysfs, "module/nvme_core/parameters/io_timeout"))
-        host.nvme_io_timeout_s = policy::parse_int(*nvme);
+        host.nvme_io_timeout_s = util::parse_int(*nvme);
     return host;
 }
 

@@ -3,9 +3,9 @@
 
 #include <set>
 
-#include "policy/values.hpp"
 #include "udev/discovery.hpp"
 #include "util/files.hpp"
+#include "util/text.hpp"
 
 namespace blkpolicy::udev {
 
@@ -14,7 +14,7 @@ std::optional<int> read_wbt_state(const Sysfs& sysfs, const std::string& device)
     if (!sysfs.has_debugfs_block()) return std::nullopt;
     auto r = sysfs.read("kernel/debug/block/" + device + "/rqos/wbt/enabled");
     if (!r.ok()) return std::nullopt;
-    auto v = policy::parse_int(r.value);
+    auto v = util::parse_int(r.value);
     if (!v || *v < 0 || *v > 4) return std::nullopt;
     return static_cast<int>(*v);
 }
@@ -35,8 +35,8 @@ std::optional<bool> single_last_level_cache(const Sysfs& sysfs) {
         for (const auto& idx : sysfs.list(base + "/" + cpu + "/cache")) {
             if (idx.rfind("index", 0) != 0) continue;
             const std::string dir = base + "/" + cpu + "/cache/" + idx;
-            auto level = policy::parse_int(sysfs.read(dir + "/level").value);
-            auto shared = policy::trim(sysfs.read(dir + "/shared_cpu_list").value);
+            auto level = util::parse_int(sysfs.read(dir + "/level").value);
+            auto shared = util::trim(sysfs.read(dir + "/shared_cpu_list").value);
             if (!level || shared.empty()) continue;
             if (*level > top_level) {
                 top_level = static_cast<int>(*level);
@@ -56,7 +56,7 @@ std::vector<std::string> stacked_neighbours(const Sysfs& sysfs, const std::strin
 }
 
 bool has_medium(const Sysfs& sysfs, const std::string& device) {
-    return policy::parse_int(sysfs.read("block/" + device + "/size").value).value_or(1) > 0;
+    return util::parse_int(sysfs.read("block/" + device + "/size").value).value_or(1) > 0;
 }
 
 std::optional<int> kernel_hz(const std::string& config_path) {
@@ -70,7 +70,7 @@ std::optional<int> kernel_hz(const std::string& config_path) {
     if (at == std::string_view::npos) return std::nullopt;
     if (all[at] == '\n') ++at;
     const auto end = std::min(all.find('\n', at), all.size());
-    auto hz = policy::parse_int(all.substr(at + kKey.size(), end - at - kKey.size()));
+    auto hz = util::parse_int(all.substr(at + kKey.size(), end - at - kKey.size()));
     if (hz && *hz > 0 && *hz <= 10000) return static_cast<int>(*hz);
     return std::nullopt;
 }

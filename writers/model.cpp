@@ -7,8 +7,8 @@
 #include <iterator>
 
 #include "policy/attributes.hpp"
-#include "policy/values.hpp"
 #include "util/names.hpp"
+#include "util/text.hpp"
 #include "writers/patterns.hpp"
 
 namespace blkpolicy::writers {
@@ -250,7 +250,7 @@ FoundWriter find_writer(const std::vector<WriterAssignment>& writers, const Udev
             if (w.attribute != attribute) continue;
             const auto& s = all[i];
             if (s.verdict != wanted) continue;
-            if (!current.empty() && !w.value.empty() && policy::trim(w.value) == policy::trim(current)) return {&w, s};
+            if (!current.empty() && !w.value.empty() && util::trim(w.value) == util::trim(current)) return {&w, s};
             if (!first) first = {&w, s};
         }
         if (first) return first;

@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "policy/attributes.hpp"
-#include "policy/values.hpp"
+#include "util/text.hpp"
 
 namespace blkpolicy::writers {
 
@@ -91,7 +91,7 @@ std::vector<WriterAssignment> parse_tmpfiles(const std::string& file, const std:
     int n = 0;
     for (const auto& l : lines_of(text)) {
         ++n;
-        const auto t = policy::trim(l);
+        const auto t = util::trim(l);
         if (t.empty() || t.front() == '#') continue;
         // Type Path Mode User Group Age Argument: the argument is the rest of the line.
         std::istringstream in(t);
@@ -102,7 +102,7 @@ std::vector<WriterAssignment> parse_tmpfiles(const std::string& file, const std:
         while (skipped < 4 && in >> field) ++skipped;
         std::string arg;
         std::getline(in, arg);
-        arg = policy::trim(arg);
+        arg = util::trim(arg);
         // "w", with the modifiers "+" (append), "-" (errors ignored), "!" (boot only), "=", "~", "^"
         std::string base = type;
         base.erase(std::remove_if(base.begin(), base.end(),
@@ -158,7 +158,7 @@ std::vector<WriterAssignment> parse_shell_writes(const std::string& file, const 
     int n = 0;
     for (const auto& raw : lines_of(text)) {
         ++n;
-        const auto l = policy::trim(raw);
+        const auto l = util::trim(raw);
         if (l.empty() || l.front() == '#' || l.front() == ';') continue;
         // Every "/sys/.../queue/..." path in the line: what writes it?
         for (std::size_t at = l.find("/sys/"); at != std::string::npos; at = l.find("/sys/", at + 1)) {
@@ -235,7 +235,7 @@ TunedProfileFile parse_tuned_conf(const std::string& name, const std::string& fi
     enum { none, main, unit } where = none;
     for (const auto& raw : lines_of(text)) {
         ++n;
-        const auto l = policy::trim(raw);
+        const auto l = util::trim(raw);
         if (l.empty() || l.front() == '#' || l.front() == ';') continue;
         if (l.front() == '[') {
             if (l.back() != ']') {
@@ -243,7 +243,7 @@ TunedProfileFile parse_tuned_conf(const std::string& name, const std::string& fi
                 where = none;
                 continue;
             }
-            const auto section = policy::trim(l.substr(1, l.size() - 2));
+            const auto section = util::trim(l.substr(1, l.size() - 2));
             if (section == "main") {
                 where = main;
             } else {
@@ -257,7 +257,7 @@ TunedProfileFile parse_tuned_conf(const std::string& name, const std::string& fi
             p.errors.push_back(file + ":" + std::to_string(n) + ": not key=value");
             continue;
         }
-        TunedOption o{policy::trim(l.substr(0, eq)), policy::trim(l.substr(eq + 1)), n};
+        TunedOption o{util::trim(l.substr(0, eq)), util::trim(l.substr(eq + 1)), n};
         if (where == main)
             p.main.push_back(o);
         else if (where == unit)
@@ -269,15 +269,15 @@ TunedProfileFile parse_tuned_conf(const std::string& name, const std::string& fi
 }
 
 std::optional<TunedReadahead> parse_tuned_readahead(const std::string& v) {
-    auto s = policy::trim(v);
+    auto s = util::trim(v);
     TunedReadahead r;
     if (!s.empty() && (s.front() == '>' || s.front() == '<')) {
         r.condition = s.front();
-        s = policy::trim(s.substr(1));
+        s = util::trim(s.substr(1));
     }
     const auto w = words(s);
     if (w.empty() || w.size() > 2) return std::nullopt;
-    auto n = policy::parse_int(w[0]);
+    auto n = util::parse_int(w[0]);
     if (!n || *n < 0) return std::nullopt;
     r.kib = *n;
     if (w.size() == 2) {
@@ -350,7 +350,7 @@ void split_devices(const std::string& spec, std::vector<std::string>& pos, std::
 }
 
 bool truthy(const std::string& v) {
-    auto t = policy::trim(v);
+    auto t = util::trim(v);
     std::transform(t.begin(), t.end(), t.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
     return t == "1" || t == "true" || t == "yes" || t == "y" || t == "on";
 }
@@ -381,7 +381,7 @@ std::vector<TunedProfileFile> walk_includes(const std::vector<std::string>& acti
             std::replace(v.begin(), v.end(), ';', ',');
             std::istringstream in(v);
             for (std::string inc; std::getline(in, inc, ',');) {
-                inc = policy::trim(inc);
+                inc = util::trim(inc);
                 if (inc.find("${") != std::string::npos) {
                     res.warnings.push_back(p->file + ":" + std::to_string(o.line) + ": include " + inc +
                                            " names a variable; not followed");
@@ -514,7 +514,7 @@ void emit_assignments(const MergedProfiles& merged, TunedResult& res) {
     for (const auto& name : merged.unit_order) {
         const auto& m = merged.units.at(name);
         if (!truthy(m.enabled.value)) continue;
-        const std::string type = policy::trim(m.type.value);
+        const std::string type = util::trim(m.type.value);
         if (type != "disk" && type != "sysfs") continue;
         const std::string context = "profile " + m.profile + ", unit [" + m.name + "]";
         std::vector<std::string> pos, neg;

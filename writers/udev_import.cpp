@@ -10,7 +10,7 @@
 #include "policy/loader.hpp"
 #include "policy/match.hpp"
 #include "policy/toml_text.hpp"
-#include "policy/values.hpp"
+#include "util/text.hpp"
 #include "util/utf8.hpp"
 #include "writers/udev_flow.hpp"
 
@@ -122,7 +122,7 @@ std::vector<policy::TomlEntry> toml_entries(const std::vector<MatchEntry>& entri
 std::vector<std::string> alternatives_of(const std::string& pattern, bool trim) {
     auto out = split_alternatives(pattern);
     if (trim)  // udev ignores the trailing blanks of a sysfs value, and blkpolicy trims its facts
-        for (auto& a : out) a = policy::trim(a);
+        for (auto& a : out) a = util::trim(a);
     return out;
 }
 
@@ -416,7 +416,7 @@ std::string convert_assignment(const UdevToken& t, Settings& c) {
     if (t.op == UdevOp::add || t.op == UdevOp::remove) return t.text() + ": += and -= make no sense for an attribute";
     std::string value;
     if (auto why = convert_policy_value(key, t.value, value); !why.empty()) return t.text() + ": " + why;
-    if (key == policy::key_text(policy::Key::write_cache) && policy::trim(t.value) == "write through")
+    if (key == policy::key_text(policy::Key::write_cache) && util::trim(t.value) == "write through")
         c.write_through = true;
     std::erase_if(c.set, [&](const policy::TomlEntry& e) { return e.key == key; });
     c.set.push_back({key, value, {}});
@@ -477,7 +477,7 @@ std::string flow_note(const std::vector<UdevRule>& file_rules, const UdevRule& r
     auto say = [&](const std::vector<std::string>& lines, const std::string& what) {
         if (lines.empty()) return;
         note += "\n#   udev: line" + std::string(lines.size() > 1 ? "s " : " ") +
-                policy::comment_text(policy::join(lines, ", ") + ": " + what);
+                policy::comment_text(util::join(lines, ", ") + ": " + what);
     };
     say(restated, "its GOTO restates blkpolicy's scope (add and change events, block devices, whole disks): dropped");
     say(never_skips, "its GOTO never skips this rule for a device it selects (proven from the patterns)");
@@ -579,17 +579,17 @@ std::string convert_policy_value(const std::string& key, const std::string& raw,
         case policy::ValueKind::integer:
         case policy::ValueKind::flag:
         case policy::ValueKind::wbt: {
-            auto n = policy::parse_int(raw);
+            auto n = util::parse_int(raw);
             if (!n) return key + " must be a whole number";
             given = *n == -1 && spec->kind == policy::ValueKind::wbt ? policy::GivenValue::of_string("default")
                                                                      : policy::GivenValue::of_integer(*n);
             break;
         }
         case policy::ValueKind::choice:
-            given = policy::GivenValue::of_string(policy::trim(raw));
+            given = policy::GivenValue::of_string(util::trim(raw));
             break;
         case policy::ValueKind::scheduler: {
-            auto name = policy::trim(raw);
+            auto name = util::trim(raw);
             // The kernel's own alias (mq-deadline registers "deadline" as
             // one): the same scheduler, written under its name.
             if (name == "deadline") name = "mq-deadline";
@@ -676,7 +676,7 @@ ImportResult import_udev_rules(const std::vector<UdevRule>& rules, const std::ve
                 if (!tunes_queue) {
                     ++out.tuning_rules;
                     ++out.left_out;
-                    const auto why = policy::join(whys, "; ");
+                    const auto why = util::join(whys, "; ");
                     diag("left out: " + why);
                     body += "\n# from " + policy::comment_text(r.where()) + " (left out: " + policy::comment_text(why) +
                             ")\n#   " + policy::comment_text(r.text) + "\n";

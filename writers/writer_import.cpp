@@ -8,7 +8,6 @@
 #include "policy/loader.hpp"
 #include "policy/policy.hpp"
 #include "policy/toml_text.hpp"
-#include "policy/values.hpp"
 
 namespace blkpolicy::writers {
 

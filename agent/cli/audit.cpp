@@ -9,7 +9,6 @@
 #include "agent/cli/inspect.hpp"
 #include "agent/snapshot.hpp"
 #include "kernel/audit.hpp"
-#include "policy/values.hpp"
 #include "udev/discovery.hpp"
 #include "udev/host.hpp"
 #include "udev/probes.hpp"

@@ -16,7 +16,7 @@
 #include "agent/cli/render/device_report.hpp"
 #include "agent/cli/restore.hpp"
 #include "agent/daemon/daemon.hpp"
-#include "agent/daemon/outputs.hpp"
+#include "agent/daemon_client.hpp"
 #include "agent/executor.hpp"
 #include "agent/policy_files.hpp"
 #include "agent/restore.hpp"

@@ -7,7 +7,7 @@
 
 #include "agent/cli/commands.hpp"
 #include "agent/cli/render/common.hpp"
-#include "agent/daemon/outputs.hpp"
+#include "agent/daemon_client.hpp"
 #include "agent/restore.hpp"
 #include "agent/state.hpp"
 #include "systemd/alerts.hpp"

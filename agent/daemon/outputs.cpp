@@ -1,21 +1,12 @@
 // SPDX-License-Identifier: MIT
 #include "agent/daemon/outputs.hpp"
 
-#include <signal.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <initializer_list>
-#include <sstream>
 
 #include "agent/measured.hpp"
-#include "agent/options.hpp"
 #include "policy/attributes.hpp"
-#include "policy/values.hpp"
+#include "util/text.hpp"
 
 namespace blkpolicy::agent {
 
@@ -177,7 +168,7 @@ std::string number(std::uint64_t v) { return std::to_string(v); }
 // The value as a sample: the integer it reads as, or NaN when it is not one
 // (not read).
 std::string sample_value(const std::string& v) {
-    auto n = policy::parse_int(v);
+    auto n = util::parse_int(v);
     return n ? std::to_string(*n) : std::string("NaN");
 }
 
@@ -382,85 +373,6 @@ std::string metrics_text(const Reconciler& r, const MetricsInput& in) {
                .text();
     if (in.measured) out += measured_metrics(*in.measured);
     return out;
-}
-
-std::optional<json> read_daemon_json(const std::string& state_dir) {
-    std::ifstream in(std::filesystem::path(state_dir) / "daemon.json");
-    if (!in) return std::nullopt;
-    json j = json::parse(in, nullptr, false);
-    if (j.is_discarded() || !j.is_object() || !j.contains("pid") || !j["pid"].is_number_integer()) return std::nullopt;
-    const auto pid = j["pid"].get<long>();
-    if (pid <= 0 || (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)) return std::nullopt;
-    return j;
-}
-
-}  // namespace blkpolicy::agent
-
-namespace blkpolicy::agent {
-
-namespace {
-
-std::optional<json> read_json_file(const std::filesystem::path& path) {
-    std::ifstream in(path);
-    if (!in) return std::nullopt;
-    json j = json::parse(in, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) return std::nullopt;
-    return j;
-}
-
-long pid_in(const json& j) { return j.contains("pid") && j["pid"].is_number_integer() ? j["pid"].get<long>() : 0; }
-
-unsigned long generation_in(const json& j) {
-    if (!j.contains("reload") || !j["reload"].is_object()) return 0;
-    const auto& g = j["reload"]["generation"];
-    return g.is_number_unsigned() ? g.get<unsigned long>() : 0;
-}
-
-bool process_gone(long pid) { return ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH; }
-
-}  // namespace
-
-int reload_daemon(const std::string& state_dir, long pid, std::ostream& out, std::ostream& err) {
-    const auto path = std::filesystem::path(state_dir) / "daemon.json";
-    const auto before = read_json_file(path);
-    if (pid <= 0) pid = before ? pid_in(*before) : 0;
-    if (pid <= 0) {
-        err << "blkpolicy: no running daemon named in " << path.string() << "; pass --pid PID\n";
-        return kExitRuntime;
-    }
-    // Only this process's own record counts: a file left by an earlier
-    // daemon says nothing about this one.
-    const unsigned long seen = before && pid_in(*before) == pid ? generation_in(*before) : 0;
-    if (::kill(static_cast<pid_t>(pid), SIGHUP) != 0) {
-        err << "blkpolicy: cannot send SIGHUP to pid " << pid << ": " << std::strerror(errno) << '\n';
-        return kExitRuntime;
-    }
-    // Well inside systemd's default 90 s for ExecReload=, so that the reason
-    // is printed before systemd gives up on the command.
-    constexpr int kWaitMs = 60'000;
-    constexpr int kStepMs = 20;
-    for (int waited = 0; waited < kWaitMs; waited += kStepMs) {
-        ::usleep(kStepMs * 1000);
-        const auto now = read_json_file(path);
-        if (now && pid_in(*now) == pid && generation_in(*now) > seen) {
-            const auto& r = (*now)["reload"];
-            if (r.value("ok", false)) {
-                out << "blkpolicy: the daemon (pid " << pid << ") reloaded its policy\n";
-                return kExitOk;
-            }
-            if (r.contains("errors") && r["errors"].is_array())
-                for (const auto& e : r["errors"])
-                    if (e.is_string()) err << e.get<std::string>() << '\n';
-            err << "blkpolicy: the new policy is invalid; the daemon (pid " << pid << ") keeps the old one\n";
-            return kExitPolicy;
-        }
-        if (process_gone(pid)) {
-            err << "blkpolicy: the daemon (pid " << pid << ") exited before answering the reload\n";
-            return kExitRuntime;
-        }
-    }
-    err << "blkpolicy: no answer from the daemon (pid " << pid << ") within " << kWaitMs / 1000 << " s\n";
-    return kExitRuntime;
 }
 
 }  // namespace blkpolicy::agent

@@ -8,9 +8,9 @@
 #include "policy/attributes.hpp"
 #include "policy/plan.hpp"
 #include "policy/unit.hpp"
-#include "policy/values.hpp"
 #include "udev/discovery.hpp"
 #include "util/names.hpp"
+#include "util/text.hpp"
 
 namespace blkpolicy::agent {
 
@@ -85,7 +85,7 @@ AlertKind Reconciler::classify(const policy::DeviceFacts& facts, const Action& a
             // A udev rule ran just before this event; any writer whose value
             // is the one found there wrote it.
             const bool udev_ran = trigger == Trigger::udev_processed && w->kind == writers::WriterKind::udev_rule;
-            if (udev_ran || (!w->value.empty() && policy::trim(w->value) == a.current)) {
+            if (udev_ran || (!w->value.empty() && util::trim(w->value) == a.current)) {
                 writer = found;
                 return AlertKind::conflict;
             }

@@ -5,7 +5,7 @@
 // bdi-ratios:min-not-above-max), so each is planned against the other as
 // it will be: the policy's value where it sets one, else the device's.
 #include "policy/units/units.hpp"
-#include "policy/values.hpp"
+#include "util/text.hpp"
 
 namespace blkpolicy::policy::units {
 namespace {
@@ -19,13 +19,13 @@ struct Other {
 Other other_ratio(const PlanSoFar& so_far, Key key) {
     for (const auto& x : so_far.actions)
         if (x.id == key && (x.kind == ActionKind::write || x.kind == ActionKind::unchanged))
-            return {parse_int(x.expected), "(" + x.rule.name + ")", true};
-    return {parse_int(value_of(so_far.current, key)), "on this device", false};
+            return {util::parse_int(x.expected), "(" + x.rule.name + ")", true};
+    return {util::parse_int(value_of(so_far.current, key)), "on this device", false};
 }
 
 void max_ratio_after_writes(Action& a, const PlanSoFar& so_far) {
-    const auto max = parse_int(a.expected);
-    const auto min = parse_int(value_of(so_far.current, Key::bdi_min_ratio));
+    const auto max = util::parse_int(a.expected);
+    const auto min = util::parse_int(value_of(so_far.current, Key::bdi_min_ratio));
     if (!max || !min || kernel::bdi_ratios_accepted(*min, *max)) return;
     // min_ratio is written after it: even where the plan lowers it, this
     // write would meet the old one first.
@@ -38,7 +38,7 @@ void max_ratio_after_writes(Action& a, const PlanSoFar& so_far) {
 }
 
 void min_ratio_after_writes(Action& a, const PlanSoFar& so_far) {
-    const auto min = parse_int(a.expected);
+    const auto min = util::parse_int(a.expected);
     const auto max = other_ratio(so_far, Key::bdi_max_ratio);
     if (!min || !max.value || kernel::bdi_ratios_accepted(*min, *max.value)) return;
     a.kind = ActionKind::refuse;

@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "policy/units/units.hpp"
-#include "policy/values.hpp"
+#include "util/text.hpp"
 
 namespace blkpolicy::policy::units {
 namespace {
@@ -16,8 +16,8 @@ void io_timeout_after_writes(Action& a, const PlanSoFar& so_far) {
     });
     if (timeout == so_far.actions.end()) return;
     kernel::kernel_row(kernel::KRow::io_timeout_one_timer_with_scsi_timeout);
-    const auto s = parse_int(timeout->expected).value_or(0);
-    const auto ms = parse_int(a.expected).value_or(0);
+    const auto s = util::parse_int(timeout->expected).value_or(0);
+    const auto ms = util::parse_int(a.expected).value_or(0);
     if (s * 1000 == ms) return;
     a.kind = ActionKind::refuse;
     a.note = "device.timeout = " + timeout->expected + " (" + timeout->rule.name + ") sets the same request timer to " +

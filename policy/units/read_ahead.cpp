@@ -3,7 +3,7 @@
 // on the kernels whose rows say so (and from 6.15 only ever raises it); a
 // hidden NVMe multipath path has one that no read uses.
 #include "policy/units/units.hpp"
-#include "policy/values.hpp"
+#include "util/text.hpp"
 
 namespace blkpolicy::policy::units {
 namespace {
@@ -12,7 +12,7 @@ std::string read_ahead_skip(const DeviceFacts& facts) {
     if (!facts.hidden) return {};
     // The file is there and takes a value, which no read uses.
     return "hidden NVMe multipath path: reads come through its head" +
-           (facts.holders.empty() ? std::string() : " (" + join(facts.holders, ", ") + ")") +
+           (facts.holders.empty() ? std::string() : " (" + util::join(facts.holders, ", ") + ")") +
            ", whose read_ahead_kb is the one used";
 }
 
@@ -28,15 +28,15 @@ Judgement read_ahead_judge(const FoundValue& f) {
         // A kernel that only ever raises read_ahead_kb on a limits commit
         // cannot have put a smaller value in place of the policy's (not its
         // computed one, not the device's first): someone wrote it.
-        const auto now = parse_int(a.current);
-        const auto expected = parse_int(a.expected);
+        const auto now = util::parse_int(a.current);
+        const auto expected = util::parse_int(a.expected);
         if (now && expected && *now < *expected) return Judgement::someone;
     }
     // What the kernel would have put back, from the limits as they are now.
     const bool rotational = value_of(f.values, Key::rotational) == "1";
     const auto computed = kernel::kernel_readahead_kb(
-        f.kernel, rotational, parse_int(value_of(f.inputs, Key::optimal_io_size, "0")).value_or(0),
-        parse_int(value_of(f.inputs, Key::max_sectors_kb, "0")).value_or(0));
+        f.kernel, rotational, util::parse_int(value_of(f.inputs, Key::optimal_io_size, "0")).value_or(0),
+        util::parse_int(value_of(f.inputs, Key::max_sectors_kb, "0")).value_or(0));
     if (computed && std::to_string(*computed) == a.current) return Judgement::the_kernel;
     return Judgement::open;
 }

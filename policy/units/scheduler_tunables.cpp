@@ -5,7 +5,7 @@
 // the scheduler's own tunables iosched.NAME (made anew by a switch, absent
 // under another scheduler or none). The kernel rows name each behaviour.
 #include "policy/units/units.hpp"
-#include "policy/values.hpp"
+#include "util/text.hpp"
 
 namespace blkpolicy::policy::units {
 namespace {
@@ -24,7 +24,7 @@ void async_depth_missing(Action& a) {
 }
 
 void async_depth_after_writes(Action& a, const PlanSoFar& so_far) {
-    const auto want = parse_int(a.expected).value_or(0);
+    const auto want = util::parse_int(a.expected).value_or(0);
     if (so_far.final_scheduler == "none") {
         kernel::kernel_row(kernel::KRow::async_depth_write_capped_refused_under_none);
         a.kind = ActionKind::skip;

@@ -14,8 +14,8 @@
 #include <stdexcept>
 #include <thread>
 
-#include "policy/values.hpp"
 #include "udev/sysfs.hpp"
+#include "util/text.hpp"
 
 namespace blkpolicy::test {
 
@@ -94,7 +94,7 @@ LoopDevice::~LoopDevice() {
 std::string LoopDevice::read(const std::string& path) const {
     std::ifstream in("/sys/block/" + name_ + "/" + path);
     std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    return policy::trim(s);
+    return util::trim(s);
 }
 
 int LoopDevice::try_write(const std::string& path, const std::string& value) const {

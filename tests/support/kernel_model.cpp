@@ -7,12 +7,13 @@
 #include <fstream>
 
 #include "policy/attributes.hpp"
-#include "policy/values.hpp"
+#include "udev/sysfs_text.hpp"
+#include "util/text.hpp"
 
 namespace blkpolicy::test {
 
-using policy::parse_int;
-using policy::trim;
+using util::parse_int;
+using util::trim;
 
 namespace {
 const std::map<std::string, std::map<std::string, std::string>> kIoschedDefaults = {
@@ -87,7 +88,7 @@ int KernelModelSysfs::simulate(const std::string& dev, const std::string& attr, 
     if (wbt.lat < 0) wbt.lat = parse_int(get("wbt_lat_usec")).value_or(0);
 
     if (attr == "queue/scheduler") {
-        auto line = policy::parse_scheduler_line(get("scheduler"));
+        auto line = udev::parse_scheduler_line(get("scheduler"));
         const std::string want = trim(value);
         if (std::find(line.offered.begin(), line.offered.end(), want) == line.offered.end()) {
             if (!loadable_schedulers.count(want)) return EINVAL;  // elevator_find_get: no such module
@@ -139,7 +140,7 @@ int KernelModelSysfs::simulate(const std::string& dev, const std::string& attr, 
     if (attr == "queue/async_depth") {
         auto v = parse_int(value);
         auto shown = v ? kernel::async_depth_readback(*v, parse_int(get("nr_requests")).value_or(0),
-                                                      policy::parse_scheduler_line(get("scheduler")).active)
+                                                      udev::parse_scheduler_line(get("scheduler")).active)
                        : std::nullopt;
         if (!shown) return EINVAL;
         return put("async_depth", std::to_string(*shown));

@@ -2,8 +2,8 @@
 #include "agent/cli/render/device_report.hpp"
 
 #include "agent/cli/render/common.hpp"
-#include "policy/values.hpp"
 #include "util/names.hpp"
+#include "util/text.hpp"
 
 namespace blkpolicy::agent {
 
@@ -66,7 +66,7 @@ void DeviceReport::finish() {
         out_ << doc.dump(2) << '\n';
         return;
     }
-    if (!unmatched_.empty()) out_ << "no rule matches: " << policy::join(unmatched_, " ") << '\n';
+    if (!unmatched_.empty()) out_ << "no rule matches: " << util::join(unmatched_, " ") << '\n';
     if (policy_) print_host(out_, *policy_);
     print_footer();
 }

@@ -3,8 +3,8 @@
 
 #include "agent/cli/render/common.hpp"
 #include "agent/measured.hpp"
-#include "policy/values.hpp"
 #include "util/names.hpp"
+#include "util/text.hpp"
 
 namespace blkpolicy::agent {
 
@@ -109,11 +109,11 @@ void print_explanation(std::ostream& out, const kernel::DeviceExplanation& x, co
     else
         out << "wbt state: unknown (mount debugfs on /sys/kernel/debug to read it)\n";
     if (!x.stack.lowers.empty() || x.stack.tops != std::vector<std::string>{f.name}) {
-        out << "stack: filesystems read through " << (x.stack.tops.empty() ? "-" : policy::join(x.stack.tops, ", "));
-        if (!x.stack.lowers.empty()) out << "; below: " << policy::join(x.stack.lowers, ", ");
+        out << "stack: filesystems read through " << (x.stack.tops.empty() ? "-" : util::join(x.stack.tops, ", "));
+        if (!x.stack.lowers.empty()) out << "; below: " << util::join(x.stack.lowers, ", ");
         out << '\n';
         if (!x.stack.lowers_tuned_in_vain.empty())
-            out << "  read_ahead_kb set on " << policy::join(x.stack.lowers_tuned_in_vain, ", ")
+            out << "  read_ahead_kb set on " << util::join(x.stack.lowers_tuned_in_vain, ", ")
                 << " is not used by reads through " << f.name << '\n';
     }
 }

@@ -2,7 +2,7 @@
 // The report of `blkpolicy plan`: the ordered writes, nothing written.
 #include "agent/cli/render/common.hpp"
 #include "agent/cli/render/device_report.hpp"
-#include "policy/values.hpp"
+#include "util/text.hpp"
 
 namespace blkpolicy::agent {
 
@@ -66,7 +66,7 @@ private:
         if (rechecks_) out_ << ", " << rechecks_ << " value(s) checked again after earlier writes";
         out_ << "; nothing was written\n";
         if (loadable_ && !loadable_->empty())
-            out_ << "schedulers this kernel loads as modules when named: " << policy::join(*loadable_, " ") << '\n';
+            out_ << "schedulers this kernel loads as modules when named: " << util::join(*loadable_, " ") << '\n';
     }
 
     std::optional<std::vector<std::string>> loadable_;
