@@ -6,8 +6,8 @@
 
 #include <cstdio>
 
-#include "kernel/audit.hpp"
 #include "policy/policy.hpp"
+#include "report/audit.hpp"
 #include "util/fd.hpp"
 #include "util/files.hpp"
 #include "util/text.hpp"
@@ -125,7 +125,7 @@ BootRecord boot_record_from(const json& doc) {
     return r;
 }
 
-void boot_audit_input(const BootRecord& r, kernel::AuditInput& in) {
+void boot_audit_input(const BootRecord& r, report::AuditInput& in) {
     in.boot_digest = r.policy_digest;
     for (const auto& b : r.bound) in.boot_unfinished.push_back(bound_text(b));
 }
@@ -190,7 +190,7 @@ std::string read_initramfs_digest(const std::string& root) {
     return text.ok() ? util::trim(text->substr(0, text->find('\n'))) : std::string();
 }
 
-void initramfs_audit_input(const policy::Policy& pol, const std::string& root, kernel::AuditInput& in) {
+void initramfs_audit_input(const policy::Policy& pol, const std::string& root, report::AuditInput& in) {
     in.policy_digest = pol.digest;
     for (std::size_t i = 0; i < pol.files.size() && i < pol.file_digests.size(); ++i)
         in.policy_files.push_back({pol.files[i], pol.file_digests[i]});

@@ -14,7 +14,7 @@
 
 #include "util/status.hpp"
 
-namespace blkpolicy::kernel {
+namespace blkpolicy::report {
 struct AuditInput;
 }
 namespace blkpolicy::policy {
@@ -77,7 +77,7 @@ std::string bound_text(const BootBound& b);
 
 // What audit takes from this boot's record: the digest of the policy the
 // pass ran, and the runner's lines.
-void boot_audit_input(const BootRecord& r, kernel::AuditInput& in);
+void boot_audit_input(const BootRecord& r, report::AuditInput& in);
 
 // One line in the kernel log (/dev/kmsg) at `level` (syslog's numbers),
 // prefixed "blkpolicy: "; false when the log cannot be written.
@@ -91,6 +91,6 @@ std::string read_initramfs_digest(const std::string& root);
 
 // What audit compares for initramfs-policy-stale: the policy loaded now and
 // the one the hook noted under ROOT, as a whole and per file.
-void initramfs_audit_input(const policy::Policy& pol, const std::string& root, kernel::AuditInput& in);
+void initramfs_audit_input(const policy::Policy& pol, const std::string& root, report::AuditInput& in);
 
 }  // namespace blkpolicy::agent

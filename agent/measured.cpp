@@ -30,10 +30,10 @@ json per_cpu(const std::vector<std::uint64_t>& by_cpu) {
 }
 }  // namespace
 
-json finding_json(const kernel::Finding& f) {
+json finding_json(const report::Finding& f) {
     json ev = json::object();
     for (const auto& [k, v] : f.evidence) ev[k] = v;
-    return {{"device", f.device},   {"code", f.code}, {"severity", kernel::to_string(f.severity)},
+    return {{"device", f.device},   {"code", f.code}, {"severity", report::to_string(f.severity)},
             {"message", f.message}, {"evidence", ev}, {"fix", f.fix.empty() ? json(nullptr) : json(f.fix)}};
 }
 

@@ -5,15 +5,15 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kernel/audit.hpp"
 #include "measure/figures.hpp"
 #include "measure/tracefs.hpp"
+#include "report/audit.hpp"
 
 namespace blkpolicy::agent {
 
 nlohmann::json figures_json(const measure::DeviceFigures& f);
 nlohmann::json tracing_json(const measure::Tracing& t, const measure::TraceInstance* instance);
-nlohmann::json finding_json(const kernel::Finding& f);
+nlohmann::json finding_json(const report::Finding& f);
 
 // What the running daemon measured of `device` in its last window (its
 // daemon.json, as read_daemon_json gives it): the figures_json object, or

@@ -84,10 +84,10 @@ writers::UdevDevice udev_device(const udev::Sysfs& sysfs, const policy::DeviceFa
     return d;
 }
 
-kernel::AuditInput audit_input(const udev::Sysfs& sysfs, const policy::Policy* policy,
+report::AuditInput audit_input(const udev::Sysfs& sysfs, const policy::Policy* policy,
                                std::vector<writers::WriterAssignment> writers, const std::string& udev_db,
                                const policy::HostContext& host) {
-    kernel::AuditInput in;
+    report::AuditInput in;
     const policy::PlanContext ctx(host);
     in.with_policy = policy != nullptr;
     in.writers = std::move(writers);
@@ -98,7 +98,7 @@ kernel::AuditInput audit_input(const udev::Sysfs& sysfs, const policy::Policy* p
     for (const auto& name : udev::list_block_devices(sysfs)) {
         auto f = udev::read_facts(sysfs, name, udev_db, policy::kAllFacts, attributes);
         if (!f) continue;
-        kernel::AuditDevice d;
+        report::AuditDevice d;
         d.facts = std::move(*f);
         d.udev = udev_device(sysfs, d.facts, reads);
         d.values = udev::read_values(sysfs, name);

@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "agent/state.hpp"
-#include "kernel/audit.hpp"
 #include "kernel/rows.hpp"
 #include "policy/plan.hpp"
+#include "report/audit.hpp"
 #include "udev/sysfs.hpp"
 #include "writers/model.hpp"
 
@@ -54,7 +54,7 @@ std::string running_kernel_release();  // uname -r
 writers::UdevDevice udev_device(const udev::Sysfs& sysfs, const policy::DeviceFacts& facts,
                                 const writers::UdevReads& reads);
 
-kernel::AuditInput audit_input(const udev::Sysfs& sysfs, const policy::Policy* policy,
+report::AuditInput audit_input(const udev::Sysfs& sysfs, const policy::Policy* policy,
                                std::vector<writers::WriterAssignment> writers, const std::string& udev_db,
                                const policy::HostContext& host);
 

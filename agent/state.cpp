@@ -13,7 +13,7 @@
 
 #include "util/fd.hpp"
 #include "util/files.hpp"
-#include "util/json_text.hpp"
+#include "util/quoted.hpp"
 #include "util/text.hpp"
 
 namespace blkpolicy::agent {

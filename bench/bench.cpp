@@ -37,12 +37,12 @@
 #include "agent/daemon/outputs.hpp"
 #include "agent/daemon/reconciler.hpp"
 #include "agent/snapshot.hpp"
-#include "kernel/audit.hpp"
 #include "kernel/daemon_process.hpp"
 #include "kernel/loop_device.hpp"
 #include "kernel/udevd.hpp"
 #include "measure/tracefs.hpp"
 #include "policy/loader.hpp"
+#include "report/audit.hpp"
 #include "support/fake_sysfs.hpp"
 #include "support/paths.hpp"
 #include "support/temp_dir.hpp"
@@ -1064,7 +1064,7 @@ void bench_metrics(int n, const std::string& workdir) {
         const double pass_ms = ms_since(t_pass);
         const auto t_audit = Clock::now();
         const auto findings =
-            blkpolicy::kernel::audit(blkpolicy::agent::audit_input(sysfs, &rec.policy(), {}, "", host));
+            blkpolicy::report::audit(blkpolicy::agent::audit_input(sysfs, &rec.policy(), {}, "", host));
         const double audit_ms = ms_since(t_audit);
         blkpolicy::agent::OutOfPolicyClock clock;
         blkpolicy::agent::MetricsInput in;

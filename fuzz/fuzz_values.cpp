@@ -8,7 +8,7 @@
 
 #include "kernel/rows.hpp"
 #include "udev/sysfs_text.hpp"
-#include "util/json_text.hpp"
+#include "util/quoted.hpp"
 #include "util/text.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

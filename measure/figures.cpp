@@ -33,7 +33,7 @@ bool starts_with(const std::string& s, std::string_view p) { return s.rfind(p, 0
 
 // Writes whose flushes the queue drops over a cache nothing here can read:
 // a warning that says so, never silence taken for "safe".
-kernel::Finding cannot_tell(const DeviceSettings& s, const FlushFigure& fl, double seconds);
+report::Finding cannot_tell(const DeviceSettings& s, const FlushFigure& fl, double seconds);
 
 const char* wbt_state_text(int state) {
     switch (state) {
@@ -68,23 +68,23 @@ const char* to_string(DeviceCache::Mode m) {
 
 namespace {
 // The critical finding: writes completed on NAME while the kernel dropped their flushes.
-kernel::Finding flushes_dropped(const DeviceSettings& s, std::string message,
+report::Finding flushes_dropped(const DeviceSettings& s, std::string message,
                                 std::vector<std::pair<std::string, std::string>> evidence) {
-    kernel::Finding finding;
+    report::Finding finding;
     finding.device = s.name;
     finding.code = kFlushesDropped;
-    finding.severity = kernel::Severity::critical;
+    finding.severity = report::Severity::critical;
     finding.message = std::move(message);
     finding.evidence = std::move(evidence);
-    finding.fix = kernel::keep_flushes_fix(s.name);
+    finding.fix = report::keep_flushes_fix(s.name);
     return finding;
 }
 
-kernel::Finding cannot_tell(const DeviceSettings& s, const FlushFigure& fl, double seconds) {
-    kernel::Finding finding;
+report::Finding cannot_tell(const DeviceSettings& s, const FlushFigure& fl, double seconds) {
+    report::Finding finding;
     finding.device = s.name;
     finding.code = kFlushesDropped;
-    finding.severity = kernel::Severity::warning;
+    finding.severity = report::Severity::warning;
     finding.message = s.name + ": " + std::to_string(fl.writes) + " writes and no flush reached it in " +
                       duration_text(seconds) +
                       ": queue/write_cache says write through, and whether the cache below is volatile cannot be "
@@ -93,7 +93,7 @@ kernel::Finding cannot_tell(const DeviceSettings& s, const FlushFigure& fl, doub
     finding.evidence = {{"stat writes completed (field 5)", std::to_string(fl.writes)},
                         {"queue/write_cache", s.write_cache},
                         {"device cache", "cannot tell (" + fl.cache.source + ")"}};
-    finding.fix = kernel::keep_flushes_fix(s.name);
+    finding.fix = report::keep_flushes_fix(s.name);
     return finding;
 }
 }  // namespace

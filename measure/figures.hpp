@@ -13,11 +13,11 @@
 #include <string>
 #include <vector>
 
-#include "kernel/audit.hpp"
 #include "measure/drive_cache.hpp"
 #include "measure/events.hpp"
 #include "measure/stat.hpp"
 #include "policy/facts.hpp"
+#include "report/audit.hpp"
 
 namespace blkpolicy::measure {
 
@@ -163,7 +163,7 @@ struct DeviceFigures {
     FlushFigure flush;
     ReadaheadFigure readahead;
     CompletionFigure completion;
-    std::vector<kernel::Finding> findings;
+    std::vector<report::Finding> findings;
 };
 
 // The finding code of writes with no flush over a volatile cache.

@@ -2,39 +2,16 @@
 #include "policy/toml_text.hpp"
 
 #include <algorithm>
-#include <cstdio>
 
+#include "util/quoted.hpp"
 #include "util/utf8.hpp"
 
 namespace blkpolicy::policy {
 
 std::string toml_quote(const std::string& s) {
-    std::string out = "\"";
-    for (char c : s) {
-        switch (c) {
-            case '"':
-                out += "\\\"";
-                break;
-            case '\\':
-                out += "\\\\";
-                break;
-            case '\n':
-                out += "\\n";
-                break;
-            case '\t':
-                out += "\\t";
-                break;
-            default:
-                if (static_cast<unsigned char>(c) < 0x20) {
-                    char buf[8];
-                    std::snprintf(buf, sizeof buf, "\\u%04x", c);
-                    out += buf;
-                } else {
-                    out += c;
-                }
-        }
-    }
-    return out + "\"";
+    std::string out;
+    util::append_quoted(out, s, util::Quoting::toml);
+    return out;
 }
 
 // One line, valid UTF-8, no control characters: the original rule, say.

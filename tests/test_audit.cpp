@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// kernel/audit in process: the finding registry, and each check on the
+// report/audit in process: the finding registry, and each check on the
 // smallest input that shows it (the goldens in test_inspect.cpp show them
 // all together through the binary).
 #include <doctest/doctest.h>
@@ -7,11 +7,12 @@
 #include <fstream>
 #include <set>
 
-#include "kernel/audit.hpp"
+#include "report/audit.hpp"
 #include "support/paths.hpp"
 
 using namespace blkpolicy::policy;
 using namespace blkpolicy::kernel;
+using namespace blkpolicy::report;
 
 namespace {
 

@@ -10,15 +10,15 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/boot.hpp"
-#include "kernel/audit.hpp"
 #include "policy/loader.hpp"
+#include "report/audit.hpp"
 #include "support/fake_sysfs.hpp"
 #include "support/run_binary.hpp"
 #include "support/temp_dir.hpp"
 
 using namespace blkpolicy::test;
 namespace agent = blkpolicy::agent;
-namespace kernel = blkpolicy::kernel;
+namespace report = blkpolicy::report;
 using nlohmann::json;
 
 namespace {
@@ -95,12 +95,12 @@ TEST_CASE("--boot is apply's only") {
 }
 
 TEST_CASE("audit: the policy in the initramfs differs from /etc/blkpolicy, by the hook's digest or this boot's") {
-    kernel::AuditInput in;
+    report::AuditInput in;
     in.with_policy = true;
     in.policy_digest = "1111111111111111";
     auto codes = [&] {
         std::vector<std::string> out;
-        for (const auto& f : kernel::audit(in)) out.push_back(f.code + " " + f.device);
+        for (const auto& f : report::audit(in)) out.push_back(f.code + " " + f.device);
         return out;
     };
     CHECK(codes().empty());  // no initramfs pass, no hook: nothing to compare
@@ -111,7 +111,7 @@ TEST_CASE("audit: the policy in the initramfs differs from /etc/blkpolicy, by th
     in.initramfs_digest = "1111111111111111";  // the initramfs was made again since: the next boot is right
     CHECK(codes().empty());
     in.initramfs_digest = "invalid";  // the hook packed a policy that does not load
-    const auto found = kernel::audit(in);
+    const auto found = report::audit(in);
     REQUIRE(found.size() == 1);
     CHECK(found[0].message.find("update-initramfs -u, or dracut -f") != std::string::npos);
     in.with_policy = false;
@@ -146,10 +146,10 @@ TEST_CASE("the initramfs hook's notes per file: audit names the policy file edit
     }
     CHECK(agent::read_initramfs_digest(root.path().string()) == then.policy.digest);
     auto audit_of = [&](const blkpolicy::policy::Policy& now) {
-        kernel::AuditInput in;
+        report::AuditInput in;
         in.with_policy = true;
         agent::initramfs_audit_input(now, root.path().string(), in);
-        return kernel::audit(in);
+        return report::audit(in);
     };
     CHECK(audit_of(then.policy).empty());  // right after the hook: nothing stale
 
@@ -230,9 +230,9 @@ TEST_CASE("the runner's lines in the initramfs: parsed, merged into the record, 
     REQUIRE(js.exit_code == 0);
     CHECK(json::parse(js.out)["initramfs"]["bound"][0]["outcome"] == "crashed");
 
-    kernel::AuditInput in;
+    report::AuditInput in;
     agent::boot_audit_input(rec, in);
-    const auto found = kernel::audit(in);
+    const auto found = report::audit(in);
     REQUIRE(found.size() == 1);
     CHECK(found[0].code == "initramfs-pass-unfinished");
     CHECK(found[0].device == "*");

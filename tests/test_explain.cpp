@@ -5,11 +5,12 @@
 // what real 6.1, 6.12 and 7.3 kernels set on real disks.
 #include <doctest/doctest.h>
 
-#include "kernel/explain.hpp"
 #include "kernel/rows.hpp"
+#include "report/explain.hpp"
 
 using namespace blkpolicy::policy;
 using namespace blkpolicy::kernel;
+using namespace blkpolicy::report;
 
 namespace {
 

@@ -8,13 +8,14 @@
 
 #include <algorithm>
 
-#include "kernel/export.hpp"
 #include "policy/loader.hpp"
 #include "policy/match.hpp"
+#include "report/export.hpp"
 
 using namespace blkpolicy;
 using namespace blkpolicy::policy;
 using namespace blkpolicy::kernel;
+using namespace blkpolicy::report;
 
 namespace {
 

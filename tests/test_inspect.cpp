@@ -6,14 +6,15 @@
 #include <set>
 #include <sstream>
 
-#include "kernel/audit.hpp"
 #include "kernel/rows.hpp"
+#include "report/audit.hpp"
 #include "support/fake_sysfs.hpp"
 #include "support/run_binary.hpp"
 #include "support/temp_dir.hpp"
 
 using namespace blkpolicy::test;
 namespace kernel = blkpolicy::kernel;
+namespace report = blkpolicy::report;
 namespace policy = blkpolicy::policy;
 
 namespace {
@@ -75,11 +76,11 @@ TEST_CASE("golden: audit of the fleet with a policy and udev rules") {
     // The golden tree shows every kind of finding in the registry, with the
     // registry's severity: a new finding needs a device here that has it.
     std::set<std::string> registered;
-    for (const auto& k : kernel::finding_kinds()) registered.insert(std::string(k.code));
+    for (const auto& k : report::finding_kinds()) registered.insert(std::string(k.code));
     CHECK(codes == registered);
     for (const auto& f : doc["findings"])
-        for (const auto& k : kernel::finding_kinds())
-            if (f["code"] == k.code) CHECK(f["severity"] == kernel::to_string(k.severity));
+        for (const auto& k : report::finding_kinds())
+            if (f["code"] == k.code) CHECK(f["severity"] == report::to_string(k.severity));
     // a real spinning drive is not called virtual
     CHECK(by_device["sdb"].count("rotational-claim-virtual") == 0);
     CHECK(by_device["sdb"].count("readahead-amplification") == 0);
@@ -197,32 +198,32 @@ TEST_CASE("virtual identities") {
     f.drivers = {"sd", "ahci"};
     f.vendor = "ATA";
     f.model = "ST4000NM0035-1V4";
-    CHECK(blkpolicy::kernel::virtual_identity(f).empty());
+    CHECK(blkpolicy::report::virtual_identity(f).empty());
     f.model = "Virtual disk";
     f.vendor = "VMware";
-    CHECK(blkpolicy::kernel::virtual_identity(f) == "model VMware Virtual disk");
+    CHECK(blkpolicy::report::virtual_identity(f) == "model VMware Virtual disk");
     f.vendor = "Msft";
-    CHECK_FALSE(blkpolicy::kernel::virtual_identity(f).empty());
+    CHECK_FALSE(blkpolicy::report::virtual_identity(f).empty());
     f = {};
     f.model = "Amazon Elastic Block Store";
-    CHECK_FALSE(blkpolicy::kernel::virtual_identity(f).empty());
+    CHECK_FALSE(blkpolicy::report::virtual_identity(f).empty());
     f = {};
     f.drivers = {"virtio_blk", "virtio-pci"};
-    CHECK(blkpolicy::kernel::virtual_identity(f) == "driver virtio_blk");
+    CHECK(blkpolicy::report::virtual_identity(f) == "driver virtio_blk");
 }
 
 TEST_CASE("audit: a value the policy chose is not a finding") {
-    kernel::AuditDevice d;
+    report::AuditDevice d;
     d.facts.name = "vda";
     d.facts.driver = "virtio_blk";
     d.facts.drivers = {"virtio_blk"};
     d.facts.has_queue = true;
     d.values = {{"rotational", "0"}, {"read_ahead_kb", "4096"}, {"wbt_lat_usec", "75000"}};
-    kernel::AuditInput in;
+    report::AuditInput in;
     in.devices = {d};
     auto codes = [&] {
         std::set<std::string> out;
-        for (const auto& f : kernel::audit(in)) out.insert(f.code);
+        for (const auto& f : report::audit(in)) out.insert(f.code);
         return out;
     };
     CHECK(codes().count("readahead-amplification"));

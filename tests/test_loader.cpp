@@ -5,6 +5,7 @@
 
 #include "policy/attributes.hpp"
 #include "policy/loader.hpp"
+#include "policy/toml_text.hpp"
 #include "writers/udev_import.hpp"
 
 using namespace blkpolicy::policy;
@@ -453,4 +454,21 @@ TEST_CASE("check_value: one check on the attribute's row, the same words from a 
     CHECK(convert_policy_value("write_cache", " write through ", toml_value).empty());
     CHECK(toml_value == "\"write through\"");
     CHECK(convert_policy_value("nomerges", "x", toml_value) == "nomerges must be a whole number");
+}
+
+TEST_CASE("a name blkpolicy writes into TOML loads back as it was: every ASCII byte, DEL and UTF-8 included") {
+    // toml_quote (policy/toml_text) writes import's and audit's rule names;
+    // TOML refuses a raw control character, DEL (0x7f) among them.
+    std::vector<std::string> names;
+    for (int c = 1; c < 0x80; ++c) names.push_back(std::string("a") + static_cast<char>(c) + "b");
+    for (const char* s : {"tab\there", "q\"uo\\te", "caf\xc3\xa9", "\xf0\x9f\x92\xbe disk", "del\x7f end"})
+        names.push_back(s);
+    for (const auto& name : names) {
+        CAPTURE(name);
+        const auto r =
+            load_policy({{"p.toml", "[[rule]]\nname = " + toml_quote(name) + "\n[rule.set]\nnomerges = 1\n"}});
+        REQUIRE_MESSAGE(r.ok(), (r.errors.empty() ? std::string() : r.errors.front().str()));
+        REQUIRE(r.policy.rules.size() == 1);
+        CHECK(r.policy.rules.front().name == name);
+    }
 }

@@ -76,14 +76,14 @@ TEST_CASE("figures: flushes-dropped is critical exactly for unflushed writes, wr
         CHECK(f.findings.size() == (r.at_risk || cannot_tell ? 1u : 0u));
         if (cannot_tell) {
             REQUIRE(f.findings.size() == 1);
-            CHECK(f.findings.front().severity == kernel::Severity::warning);
+            CHECK(f.findings.front().severity == report::Severity::warning);
             CHECK(f.findings.front().code == kFlushesDropped);
             CHECK(f.findings.front().message.find("cannot be told") != std::string::npos);
         }
         if (r.at_risk) {
             const auto& x = f.findings.front();
             CHECK(x.code == kFlushesDropped);
-            CHECK(x.severity == kernel::Severity::critical);
+            CHECK(x.severity == report::Severity::critical);
             CHECK(x.message ==
                   "vdb: 200 writes and no flush in 60 s: queue/write_cache says write through over a "
                   "volatile write-back cache (cache_type \"write back\"), so the kernel drops every flush "
@@ -115,7 +115,7 @@ TEST_CASE("figures: flushes-dropped is critical exactly for unflushed writes, wr
     CHECK(risk.flush.at_risk);
     CHECK(risk.flush.cache.mode == DeviceCache::Mode::write_back);
     REQUIRE(risk.findings.size() == 1);
-    CHECK(risk.findings[0].severity == kernel::Severity::critical);
+    CHECK(risk.findings[0].severity == report::Severity::critical);
     CHECK(risk.findings[0].message ==
           "dm-0: 200 writes in 60 s: queue/write_cache says write through on a bio-based device, so the block layer "
           "drops every flush and FUA there before its members see them, and their caches are write back (sda \"write "
@@ -131,7 +131,7 @@ TEST_CASE("figures: flushes-dropped is critical exactly for unflushed writes, wr
     const auto blind = device_figures(md, 60, &d, "", traced(), nullptr);
     CHECK_FALSE(blind.flush.at_risk);
     REQUIRE(blind.findings.size() == 1);
-    CHECK(blind.findings[0].severity == kernel::Severity::warning);
+    CHECK(blind.findings[0].severity == report::Severity::warning);
     CHECK(blind.flush.note.find("not read: sdb") != std::string::npos);
     // Write back on the stack itself: the flushes go down.
     md.write_cache = "write back";

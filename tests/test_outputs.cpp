@@ -138,10 +138,10 @@ TEST_CASE("metrics: audit findings, counted per severity, every severity always 
     World w;
     w.rec.set_policy(loops_policy("read_ahead_kb = 128\n"));
     w.rec.reconcile("loop0", Trigger::added);
-    std::vector<kernel::Finding> findings = {
-        {"sda", "write-through-volatile-cache", kernel::Severity::critical, "m", {}, {}},
-        {"vda", "rotational-claim-virtual", kernel::Severity::warning, "m", {}, {}},
-        {"vdb", "rotational-claim-virtual", kernel::Severity::warning, "m", {}, {}},
+    std::vector<report::Finding> findings = {
+        {"sda", "write-through-volatile-cache", report::Severity::critical, "m", {}, {}},
+        {"vda", "rotational-claim-virtual", report::Severity::warning, "m", {}, {}},
+        {"vdb", "rotational-claim-virtual", report::Severity::warning, "m", {}, {}},
     };
     auto m = input(1700000000.0);
     m.findings = &findings;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // util/files: bounded reads, atomic writes, directory lists, errno text;
-// util/fd; util/json_text.
+// util/fd; util/quoted.
 #include <doctest/doctest.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -17,7 +17,7 @@
 #include "support/temp_dir.hpp"
 #include "util/fd.hpp"
 #include "util/files.hpp"
-#include "util/json_text.hpp"
+#include "util/quoted.hpp"
 
 using namespace blkpolicy;
 using blkpolicy::test::TempDir;

@@ -8,7 +8,7 @@
 #include "agent/cli/commands.hpp"
 #include "agent/cli/inspect.hpp"
 #include "agent/snapshot.hpp"
-#include "kernel/audit.hpp"
+#include "report/audit.hpp"
 #include "udev/discovery.hpp"
 #include "udev/host.hpp"
 #include "udev/probes.hpp"
@@ -31,14 +31,14 @@ int run_audit(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::ostr
     if (pol) initramfs_audit_input(*pol, o.config_root, in);
     // This boot's initramfs, with a policy or without.
     if (auto boot = read_boot_record(o.state_dir)) boot_audit_input(boot_record_from(*boot), in);
-    auto findings = kernel::audit(in);
+    auto findings = report::audit(in);
     if (!o.devices.empty()) {
-        std::erase_if(findings, [&](const kernel::Finding& f) {
-            return f.device != kernel::kHostDevice && std::find(names.begin(), names.end(), f.device) == names.end();
+        std::erase_if(findings, [&](const report::Finding& f) {
+            return f.device != report::kHostDevice && std::find(names.begin(), names.end(), f.device) == names.end();
         });
     }
     const bool serious = std::any_of(findings.begin(), findings.end(),
-                                     [](const kernel::Finding& f) { return f.severity != kernel::Severity::info; });
+                                     [](const report::Finding& f) { return f.severity != report::Severity::info; });
     print_findings(out, findings, o.json, pol.has_value());
     return serious ? kExitPartial : kExitOk;
 }

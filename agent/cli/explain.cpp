@@ -12,8 +12,8 @@
 #include "agent/measured.hpp"
 #include "agent/policy_files.hpp"
 #include "agent/snapshot.hpp"
-#include "kernel/explain.hpp"
 #include "policy/match.hpp"
+#include "report/explain.hpp"
 #include "udev/discovery.hpp"
 #include "udev/host.hpp"
 #include "udev/probes.hpp"
@@ -60,8 +60,8 @@ std::vector<std::string> walk(const std::map<std::string, DeviceView>& views, co
 
 }  // namespace
 
-kernel::StackView stack_of(const std::map<std::string, DeviceView>& views, const std::string& name) {
-    kernel::StackView s;
+report::StackView stack_of(const std::map<std::string, DeviceView>& views, const std::string& name) {
+    report::StackView s;
     for (const auto& up : walk(views, name, true)) {
         auto it = views.find(up);
         if (it != views.end() && it->second.facts.holders.empty()) s.tops.push_back(up);
@@ -88,7 +88,7 @@ LookOptions every_value_look(const Options& o, const policy::HostContext& host) 
     return how;
 }
 
-void read_device_context(kernel::ExplainContext& ctx, const udev::Sysfs& sysfs, const DeviceView& v) {
+void read_device_context(report::ExplainContext& ctx, const udev::Sysfs& sysfs, const DeviceView& v) {
     const auto& name = v.facts.name;
     ctx.wbt_state = udev::read_wbt_state(sysfs, name);
     ctx.hw_queues = udev::count_hw_queues(sysfs, name);
@@ -128,7 +128,7 @@ int run_explain(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::os
     std::map<std::string, DeviceView> views;
     for (auto& v : all) views.emplace(v.facts.name, std::move(v));
 
-    kernel::ExplainContext ctx{host};
+    report::ExplainContext ctx{host};
     std::vector<std::string> writer_warnings;
     ctx.writers = writers::scan_writers({o.udev_rules_dirs, o.config_root}, &writer_warnings);
     for (const auto& w : writer_warnings) err << "blkpolicy: warning: " << w << '\n';
@@ -143,7 +143,7 @@ int run_explain(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::os
         const auto& v = it->second;
         read_device_context(ctx, sysfs, v);
         ctx.device = udev_device(sysfs, v.facts, reads);
-        auto x = kernel::explain_device(v.facts, v.values, v.plan, ctx, stack_of(views, name));
+        auto x = report::explain_device(v.facts, v.values, v.plan, ctx, stack_of(views, name));
         if (o.json) {
             docs.push_back(explanation_json(x, v.plan));
             docs.back()["measured"] = measured_device(daemon, name);

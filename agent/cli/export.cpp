@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // `blkpolicy export [--by-serial] [DEV...]`: the host's values that differ
-// from the kernel's own defaults, as a policy (kernel/export), on stdout.
-#include "kernel/export.hpp"
+// from the kernel's own defaults, as a policy (report/export), on stdout.
+#include "report/export.hpp"
 
 #include <map>
 
@@ -28,8 +28,8 @@ int run_export(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::ost
     }
     if (!o.devices.empty()) names = o.devices;
 
-    kernel::ExplainContext ctx{host};
-    std::vector<kernel::ExportInput> inputs;
+    report::ExplainContext ctx{host};
+    std::vector<report::ExportInput> inputs;
     for (const auto& name : names) {
         const auto it = views.find(name);
         if (it == views.end()) return device_went_away(name, err);
@@ -39,13 +39,13 @@ int run_export(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::ost
             return kExitUsage;
         }
         read_device_context(ctx, sysfs, v);
-        inputs.push_back({kernel::explain_device(v.facts, v.values, v.plan, ctx, stack_of(views, name)), v.values});
+        inputs.push_back({report::explain_device(v.facts, v.values, v.plan, ctx, stack_of(views, name)), v.values});
     }
-    const auto exported = kernel::export_policy(inputs, {o.by_serial});
+    const auto exported = report::export_policy(inputs, {o.by_serial});
     const std::string release = host.kernel_release.empty() ? "not known" : host.kernel_release;
     std::string read;
     for (const auto& n : names) read += (read.empty() ? "" : " ") + n;
-    out << kernel::export_toml(
+    out << report::export_toml(
         exported, {"blkpolicy export: the values that differ from the kernel's own defaults, as a policy",
                    "(kernel " + release + "; read on " + read + ").",
                    "A rule applies to every device its match selects, here and on any host the file goes to:",

@@ -11,8 +11,8 @@
 
 #include "agent/options.hpp"
 #include "agent/snapshot.hpp"
-#include "kernel/explain.hpp"
 #include "policy/policy.hpp"
+#include "report/explain.hpp"
 #include "udev/sysfs.hpp"
 
 namespace blkpolicy::agent {
@@ -28,9 +28,9 @@ LookOptions every_value_look(const Options& o, const policy::HostContext& host);
 // The device's own inputs of explain's kernel side (debugfs's wbt state,
 // hardware queues and tags, rotation rate, a loop device's backing store,
 // the devices below), into CTX.
-void read_device_context(kernel::ExplainContext& ctx, const udev::Sysfs& sysfs, const DeviceView& v);
+void read_device_context(report::ExplainContext& ctx, const udev::Sysfs& sysfs, const DeviceView& v);
 // Which devices a filesystem on NAME reads through, and which are below it.
-kernel::StackView stack_of(const std::map<std::string, DeviceView>& views, const std::string& name);
+report::StackView stack_of(const std::map<std::string, DeviceView>& views, const std::string& name);
 
 // The policy, when there is one: explicit --policy must load; the default
 // locations may be empty (then these views work without a policy). On an

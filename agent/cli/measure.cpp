@@ -110,7 +110,7 @@ int run_measure(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::os
         if (!sysfs.exists("block/" + name)) return device_went_away(name, err);
     const bool critical = std::any_of(report.devices.begin(), report.devices.end(), [](const auto& f) {
         return std::any_of(f.findings.begin(), f.findings.end(),
-                           [](const kernel::Finding& x) { return x.severity == kernel::Severity::critical; });
+                           [](const report::Finding& x) { return x.severity == report::Severity::critical; });
     });
     return critical ? kExitPartial : kExitOk;
 }

@@ -530,7 +530,7 @@ private:
         auto in = audit_input(sysfs_, &pol, writers_, opts_.udev_db(), reconciler_.host());
         initramfs_audit_input(pol, opts_.config_root, in);
         if (boot_record_.is_object()) boot_audit_input(boot_record_from(boot_record_), in);
-        findings_ = kernel::audit(in);
+        findings_ = report::audit(in);
         audit_unix_ = now_unix();
         write_reports();  // rare (see above): not worth the report gap
     }
@@ -741,7 +741,7 @@ private:
     nlohmann::json boot_record_;                      // the initramfs pass of this boot (null: none)
     double policy_loaded_unix_ = 0;
     bool audit_due_ = true;
-    std::vector<kernel::Finding> findings_;
+    std::vector<report::Finding> findings_;
     double audit_unix_ = 0;
     OutOfPolicyClock clock_;
     std::unique_ptr<measure::Session> measuring_;

@@ -229,7 +229,7 @@ std::string measured_metrics(const Measured& m) {
                       measure::to_string(f.flush.cache.mode), "source", f.flush.cache.source},
                      "1");
         for (const auto& x : f.findings)
-            finding.sample({"device", x.device, "code", x.code, "severity", kernel::to_string(x.severity)}, "1");
+            finding.sample({"device", x.device, "code", x.code, "severity", report::to_string(x.severity)}, "1");
         const auto it = m.totals.find(f.device);
         if (it == m.totals.end() || !f.wbt.traced) continue;
         const auto& t = it->second;
@@ -333,14 +333,14 @@ std::string metrics_text(const Reconciler& r, const MetricsInput& in) {
 
     Family counts("blkpolicy_audit_findings", "gauge", "Audit findings per severity, as of the last audit.");
     Family found("blkpolicy_audit_finding", "gauge", "One audit finding (blkpolicy audit), as of the last audit.");
-    std::map<kernel::Severity, std::uint64_t> per;
-    for (auto sev : {kernel::Severity::info, kernel::Severity::warning, kernel::Severity::critical}) per[sev] = 0;
+    std::map<report::Severity, std::uint64_t> per;
+    for (auto sev : {report::Severity::info, report::Severity::warning, report::Severity::critical}) per[sev] = 0;
     if (in.findings)
         for (const auto& f : *in.findings) {
             ++per[f.severity];
-            found.sample({"device", f.device, "code", f.code, "severity", kernel::to_string(f.severity)}, "1");
+            found.sample({"device", f.device, "code", f.code, "severity", report::to_string(f.severity)}, "1");
         }
-    for (const auto& [sev, n] : per) counts.sample({"severity", kernel::to_string(sev)}, number(n));
+    for (const auto& [sev, n] : per) counts.sample({"severity", report::to_string(sev)}, number(n));
     out += counts.text();
     out += found.text();
     out += Family("blkpolicy_audit_last_run_timestamp_seconds", "gauge",

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "agent/daemon/reconciler.hpp"
-#include "kernel/audit.hpp"
 #include "measure/figures.hpp"
+#include "report/audit.hpp"
 #include "systemd/journal.hpp"
 
 namespace blkpolicy::agent {
@@ -105,7 +105,7 @@ struct MetricsInput {
     unsigned long reloads = 0;
     // The last audit (refreshed when a device appears or changes and at
     // reload; null before the first), and when it ran.
-    const std::vector<kernel::Finding>* findings = nullptr;
+    const std::vector<report::Finding>* findings = nullptr;
     double audit_unix = 0;
     const OutOfPolicyClock* clock = nullptr;
     const Measured* measured = nullptr;  // daemon.measure on

@@ -16,7 +16,7 @@ cxx=${CXX:-c++}
 # Library -> the include directories its sources really compile with (from
 # compile_commands.json), found through a compile of its target (bp_LIB):
 # one of its files, or one of its unity batches (BLKPOLICY_UNITY).
-libs=(util kernel_rows policy writer_model writers kernel udev systemd agent daemon measure)
+libs=(util kernel_rows policy writer_model writers report udev systemd agent daemon measure)
 declare -A dirs
 for lib in "${libs[@]}"; do
   dirs[$lib]=$(python3 - "$build_dir/compile_commands.json" "bp_$lib" <<'PY'
@@ -57,14 +57,17 @@ expect ok kernel_rows policy/keys.hpp
 expect ok kernel_rows util/text.hpp
 expect refused kernel_rows udev/sysfs_text.hpp
 expect refused kernel_rows util/files.hpp
+expect refused kernel_rows report/explain.hpp
 expect ok policy policy/plan.hpp
 expect ok policy kernel/rows.hpp
-expect refused policy kernel/audit.hpp
+expect refused policy report/explain.hpp
+expect refused policy report/audit.hpp
 expect refused policy writers/model.hpp
 expect refused policy util/files.hpp
 expect ok policy util/names.hpp
 expect ok policy util/utf8.hpp
 expect ok policy util/text.hpp
+expect ok policy util/quoted.hpp
 expect refused policy udev/sysfs_text.hpp
 expect refused policy udev/sysfs.hpp
 expect refused policy agent/state.hpp
@@ -75,18 +78,18 @@ expect refused writer_model writers/parsers.hpp
 expect refused writer_model util/files.hpp
 expect ok writers writers/model.hpp
 expect ok writers util/files.hpp
-expect refused writers kernel/audit.hpp
+expect refused writers report/audit.hpp
 expect refused writers udev/sysfs.hpp
-expect ok kernel writers/model.hpp
-expect ok kernel policy/plan.hpp
-expect refused kernel writers/parsers.hpp
-expect refused kernel writers/udev_rules.hpp
-expect refused kernel util/files.hpp
-expect refused kernel udev/sysfs.hpp
+expect ok report writers/model.hpp
+expect ok report policy/plan.hpp
+expect refused report writers/parsers.hpp
+expect refused report writers/udev_rules.hpp
+expect refused report util/files.hpp
+expect refused report udev/sysfs.hpp
 expect ok udev policy/facts.hpp
 expect ok udev udev/sysfs_text.hpp
 expect refused udev writers/scan.hpp
-expect refused udev kernel/audit.hpp
+expect refused udev report/audit.hpp
 expect refused udev agent/snapshot.hpp
 expect refused udev systemd/alerts.hpp
 expect refused systemd policy/plan.hpp
@@ -99,7 +102,7 @@ expect refused agent agent/cli/commands.hpp
 expect refused agent agent/daemon/outputs.hpp
 expect ok agent agent/daemon_client.hpp
 expect ok measure udev/sysfs.hpp
-expect ok measure kernel/audit.hpp
+expect ok measure report/audit.hpp
 expect refused measure writers/parsers.hpp
 expect refused measure agent/state.hpp
 expect refused measure systemd/alerts.hpp

@@ -11,8 +11,8 @@ namespace blkpolicy::agent {
 
 using nlohmann::json;
 
-void print_findings(std::ostream& out, const std::vector<kernel::Finding>& findings, bool as_json, bool with_policy) {
-    std::map<kernel::Severity, int> count;
+void print_findings(std::ostream& out, const std::vector<report::Finding>& findings, bool as_json, bool with_policy) {
+    std::map<report::Severity, int> count;
     for (const auto& f : findings) count[f.severity]++;
     if (as_json) {
         json arr = json::array();
@@ -20,7 +20,7 @@ void print_findings(std::ostream& out, const std::vector<kernel::Finding>& findi
         out << json{{"format", kJsonFormatVersion}, {"policy", with_policy}, {"findings", arr}}.dump(2) << '\n';
     } else {
         for (const auto& f : findings) {
-            out << kernel::to_string(f.severity) << "  " << f.device << "  " << f.code << "\n  " << f.message << '\n';
+            out << report::to_string(f.severity) << "  " << f.device << "  " << f.code << "\n  " << f.message << '\n';
             for (const auto& [k, v] : f.evidence) out << "  evidence: " << k << " = " << v << '\n';
             if (!f.fix.empty()) {
                 out << "  fix:\n";
@@ -36,8 +36,8 @@ void print_findings(std::ostream& out, const std::vector<kernel::Finding>& findi
             }
             out << '\n';
         }
-        out << findings.size() << " finding(s): " << count[kernel::Severity::critical] << " critical, "
-            << count[kernel::Severity::warning] << " warning, " << count[kernel::Severity::info] << " info"
+        out << findings.size() << " finding(s): " << count[report::Severity::critical] << " critical, "
+            << count[report::Severity::warning] << " warning, " << count[report::Severity::info] << " info"
             << (with_policy ? "" : " (no policy: policy checks skipped)") << '\n';
     }
 }

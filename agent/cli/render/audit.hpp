@@ -5,10 +5,10 @@
 #include <ostream>
 #include <vector>
 
-#include "kernel/audit.hpp"
+#include "report/audit.hpp"
 
 namespace blkpolicy::agent {
 
-void print_findings(std::ostream& out, const std::vector<kernel::Finding>& findings, bool as_json, bool with_policy);
+void print_findings(std::ostream& out, const std::vector<report::Finding>& findings, bool as_json, bool with_policy);
 
 }  // namespace blkpolicy::agent

@@ -29,7 +29,7 @@ json written_by_json(const std::vector<writers::FoundWriter>& writers) {
 
 }  // namespace
 
-json explanation_json(const kernel::DeviceExplanation& x, const policy::DevicePlan& plan) {
+json explanation_json(const report::DeviceExplanation& x, const policy::DevicePlan& plan) {
     json attrs = json::array();
     for (const auto& e : x.attributes) {
         json inputs = json::object();
@@ -60,7 +60,7 @@ json explanation_json(const kernel::DeviceExplanation& x, const policy::DevicePl
          {{"tops", x.stack.tops}, {"lowers", x.stack.lowers}, {"lowers_tuned_in_vain", x.stack.lowers_tuned_in_vain}}}};
 }
 
-void print_explanation(std::ostream& out, const kernel::DeviceExplanation& x, const policy::DevicePlan& plan,
+void print_explanation(std::ostream& out, const report::DeviceExplanation& x, const policy::DevicePlan& plan,
                        bool have_policy, const json& daemon) {
     const auto& f = x.facts;
     const auto measured = measured_device(daemon, f.name);

@@ -6,15 +6,15 @@
 #include <ostream>
 #include <string>
 
-#include "kernel/explain.hpp"
 #include "policy/plan.hpp"
+#include "report/explain.hpp"
 
 namespace blkpolicy::agent {
 
-nlohmann::json explanation_json(const kernel::DeviceExplanation& x, const policy::DevicePlan& plan);
+nlohmann::json explanation_json(const report::DeviceExplanation& x, const policy::DevicePlan& plan);
 // `daemon`: the running daemon's daemon.json (null when none runs): its last
 // measured figures of the device are shown beside the attributes they prove.
-void print_explanation(std::ostream& out, const kernel::DeviceExplanation& x, const policy::DevicePlan& plan,
+void print_explanation(std::ostream& out, const report::DeviceExplanation& x, const policy::DevicePlan& plan,
                        bool have_policy, const nlohmann::json& daemon = nullptr);
 // The kernel rows (kernel/rows) that hold on kernel `k`; --json lists
 // every row with whether it holds.

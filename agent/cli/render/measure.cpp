@@ -50,7 +50,7 @@ void clause_lines(std::ostream& out, const std::string& label, const std::string
 }  // namespace
 
 void print_measure(std::ostream& out, const MeasureReport& r, bool as_json) {
-    std::vector<kernel::Finding> findings;
+    std::vector<report::Finding> findings;
     for (const auto& d : r.devices) findings.insert(findings.end(), d.findings.begin(), d.findings.end());
     if (as_json) {
         json devices = json::array();
@@ -79,13 +79,13 @@ void print_measure(std::ostream& out, const MeasureReport& r, bool as_json) {
         clause_lines(out, "readahead", measure::readahead_sentence(d));
         clause_lines(out, "completions", measure::completion_sentence(d));
         for (const auto& f : d.findings)
-            out << "  " << kernel::to_string(f.severity) << " " << f.code << ": " << f.message << '\n';
+            out << "  " << report::to_string(f.severity) << " " << f.code << ": " << f.message << '\n';
         out << '\n';
     }
     out << findings.size() << " finding(s)";
     // Critical: data at risk; a warning: writes whose safety cannot be told.
     std::string at_risk, cannot_tell;
-    for (const auto& f : findings) (f.severity == kernel::Severity::critical ? at_risk : cannot_tell) += ' ' + f.device;
+    for (const auto& f : findings) (f.severity == report::Severity::critical ? at_risk : cannot_tell) += ' ' + f.device;
     if (!at_risk.empty()) out << ": data at risk on" << at_risk;
     if (!cannot_tell.empty())
         out << (at_risk.empty() ? ":" : ";") << " cannot tell whether data is safe on" << cannot_tell;

@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "kernel/explain.hpp"
 #include "policy/facts.hpp"
+#include "report/explain.hpp"
 
-namespace blkpolicy::kernel {
+namespace blkpolicy::report {
 
 struct ExportOptions {
     bool by_serial = false;  // every rule keyed by the device's serial too
@@ -52,4 +52,4 @@ PolicyExport export_policy(const std::vector<ExportInput>& devices, const Export
 // The policy file: a header (HEADER, each line a comment), then the rules.
 std::string export_toml(const PolicyExport& exported, const std::vector<std::string>& header);
 
-}  // namespace blkpolicy::kernel
+}  // namespace blkpolicy::report

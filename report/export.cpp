@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "kernel/export.hpp"
+#include "report/export.hpp"
 
 #include <algorithm>
 #include <map>
@@ -11,7 +11,9 @@
 #include "policy/toml_text.hpp"
 #include "util/text.hpp"
 
-namespace blkpolicy::kernel {
+namespace blkpolicy::report {
+
+using namespace blkpolicy::kernel;  // the rows this layer reads
 
 namespace {
 
@@ -247,4 +249,4 @@ std::string export_toml(const PolicyExport& exported, const std::vector<std::str
     return text;
 }
 
-}  // namespace blkpolicy::kernel
+}  // namespace blkpolicy::report

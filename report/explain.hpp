@@ -15,7 +15,7 @@
 #include "policy/plan.hpp"
 #include "writers/model.hpp"
 
-namespace blkpolicy::kernel {
+namespace blkpolicy::report {
 
 // The host (policy/host, read once per command) and what explain reads of
 // the device beyond its facts and values.
@@ -86,4 +86,4 @@ struct DeviceExplanation {
 DeviceExplanation explain_device(const policy::DeviceFacts& facts, const policy::Values& values,
                                  const policy::DevicePlan& plan, const ExplainContext& ctx, StackView stack);
 
-}  // namespace blkpolicy::kernel
+}  // namespace blkpolicy::report

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "kernel/explain.hpp"
+#include "report/explain.hpp"
 
 #include <algorithm>
 #include <iterator>
@@ -7,7 +7,9 @@
 #include "policy/attributes.hpp"
 #include "util/text.hpp"
 
-namespace blkpolicy::kernel {
+namespace blkpolicy::report {
+
+using namespace blkpolicy::kernel;  // the rows this layer reads
 
 namespace {
 
@@ -445,4 +447,4 @@ DeviceExplanation explain_device(const policy::DeviceFacts& facts, const policy:
     return out;
 }
 
-}  // namespace blkpolicy::kernel
+}  // namespace blkpolicy::report

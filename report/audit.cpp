@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "kernel/audit.hpp"
+#include "report/audit.hpp"
 
 #include <fnmatch.h>
 
@@ -11,7 +11,9 @@
 #include "util/names.hpp"
 #include "util/text.hpp"
 
-namespace blkpolicy::kernel {
+namespace blkpolicy::report {
+
+using namespace blkpolicy::kernel;  // the rows this layer reads
 
 namespace {
 constexpr util::Named<Severity> kSeverities[] = {
@@ -436,4 +438,4 @@ std::vector<Finding> audit(const AuditInput& in) {
     return out;
 }
 
-}  // namespace blkpolicy::kernel
+}  // namespace blkpolicy::report

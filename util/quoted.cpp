@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "util/json_text.hpp"
+#include "util/quoted.hpp"
 
 #include "util/utf8.hpp"
 
@@ -16,14 +16,15 @@ void append_u00(std::string& out, unsigned char c) {
 
 }  // namespace
 
-void append_json_string(std::string& out, std::string_view s) {
+void append_quoted(std::string& out, std::string_view s, Quoting q) {
     out.reserve(out.size() + s.size() + 2);
     out += '"';
     for (std::size_t i = 0; i < s.size();) {
-        // Printable ASCII other than " and \ goes over as a run.
+        // Printable ASCII other than " and \ goes over as a run (DEL too, in JSON).
         std::size_t run = i;
         while (run < s.size() && static_cast<unsigned char>(s[run]) >= 0x20 &&
-               static_cast<unsigned char>(s[run]) < 0x80 && s[run] != '"' && s[run] != '\\')
+               static_cast<unsigned char>(s[run]) < (q == Quoting::toml ? 0x7f : 0x80) && s[run] != '"' &&
+               s[run] != '\\')
             ++run;
         if (run > i) {
             out.append(s.substr(i, run - i));
@@ -63,7 +64,7 @@ void append_json_string(std::string& out, std::string_view s) {
             case '\t':
                 out += "\\t";
                 break;
-            default:  // the other control characters: printable ASCII went over as a run
+            default:  // the other control characters (and TOML's DEL): printable ASCII went over as a run
                 append_u00(out, c);
         }
         ++i;

@@ -15,7 +15,7 @@
 #include "policy/plan.hpp"
 #include "writers/model.hpp"
 
-namespace blkpolicy::kernel {
+namespace blkpolicy::report {
 
 enum class Severity { info, warning, critical };
 const char* to_string(Severity s);
@@ -73,7 +73,7 @@ struct AuditInput {
 // HARDDISK"), or empty for what looks like a real drive.
 std::string virtual_identity(const policy::DeviceFacts& f);
 
-// Every kind of finding audit reports, from its one registry (kernel/audit.cpp:
+// Every kind of finding audit reports, from its one registry (report/audit.cpp:
 // each kind is a small check function in a row of that table).
 struct FindingKind {
     std::string_view code;
@@ -91,4 +91,4 @@ std::string keep_flushes_fix(const std::string& device);
 // host-wide ones.
 std::vector<Finding> audit(const AuditInput& input);
 
-}  // namespace blkpolicy::kernel
+}  // namespace blkpolicy::report
