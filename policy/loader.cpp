@@ -30,7 +30,30 @@ bool is_key_family(const std::string& name) {
 // toml++'s description of a syntax error in words a policy's author knows
 // ("unterminated string: ..."), for the common mistakes; others as toml++
 // says them, on one line.
-std::string plain_parse_error(std::string_view description) {
+// The byte at LINE:COLUMN of TEXT (1-based; columns count characters, as
+// toml++'s do), or -1 past the end of that line.
+int byte_at(std::string_view text, std::uint32_t line, std::uint32_t column) {
+    std::size_t at = 0;
+    for (std::uint32_t l = 1; l < line; ++l) {
+        at = text.find('\n', at);
+        if (at == std::string_view::npos) return -1;
+        ++at;
+    }
+    for (std::uint32_t c = 1; c < column && at < text.size() && text[at] != '\n'; ++at)
+        if ((static_cast<unsigned char>(text[at]) & 0xC0) != 0x80) ++c;  // a UTF-8 character's lead byte
+    while (at < text.size() && (static_cast<unsigned char>(text[at]) & 0xC0) == 0x80) ++at;
+    return at < text.size() && text[at] != '\n' && text[at] != '\r' ? static_cast<unsigned char>(text[at]) : -1;
+}
+
+std::string plain_parse_error(std::string_view description, int byte_there) {
+    // A control character inside a string that is not the line's end: say
+    // which, and how TOML writes it (toml++ says the same words for both).
+    if (byte_there >= 0 && byte_there != '\t' && (byte_there < 0x20 || byte_there == 0x7f) &&
+        description.find("control characters") != std::string_view::npos) {
+        char hex[8];
+        std::snprintf(hex, sizeof hex, "%04X", static_cast<unsigned>(byte_there));
+        return std::string("a control character (U+") + hex + ") in a string: TOML wants it escaped, as \\u" + hex;
+    }
     // What toml++ says (a part of it) -> what to tell the person.
     struct Plain {
         std::string_view said;
@@ -135,7 +158,9 @@ private:
         try {
             root = toml::parse(src_.text, src_.name);
         } catch (const toml::parse_error& e) {
-            error(pos_of(e.source(), src_.name), plain_parse_error(e.description()));
+            error(
+                pos_of(e.source(), src_.name),
+                plain_parse_error(e.description(), byte_at(src_.text, e.source().begin.line, e.source().begin.column)));
             return;
         }
         using Read = void (FileLoader::*)(const toml::node&, const toml::key&);

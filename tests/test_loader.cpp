@@ -472,3 +472,16 @@ TEST_CASE("a name blkpolicy writes into TOML loads back as it was: every ASCII b
         CHECK(r.policy.rules.front().name == name);
     }
 }
+
+TEST_CASE("a control character inside a string is named, not taken for the string's end") {
+    // toml++ says the same words for both; the byte at its position tells them apart.
+    CHECK(only_error("[[rule]]\nname = \"del\x7f end\"\n[rule.set]\nnomerges = 1\n") ==
+          "p.toml:2:12: a control character (U+007F) in a string: TOML wants it escaped, as \\u007F");
+    CHECK(only_error("[[rule]]\nname = \"a\x01\"\n[rule.set]\nnomerges = 1\n") ==
+          "p.toml:2:10: a control character (U+0001) in a string: TOML wants it escaped, as \\u0001");
+    CHECK(only_error("[[rule]]\nname = \"caf\xc3\xa9 \x7f\"\n[rule.set]\nnomerges = 1\n") ==
+          "p.toml:2:14: a control character (U+007F) in a string: TOML wants it escaped, as \\u007F");
+    // The line's end is still an unterminated string.
+    CHECK(only_error("[[rule]]\nname = \"open\n[rule.set]\nnomerges = 1\n") ==
+          "p.toml:2:13: unterminated string: the closing \" is missing on this line");
+}
