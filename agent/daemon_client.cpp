@@ -15,16 +15,6 @@ namespace blkpolicy::agent {
 
 using json = nlohmann::json;
 
-std::optional<json> read_daemon_json(const std::string& state_dir) {
-    std::ifstream in(std::filesystem::path(state_dir) / "daemon.json");
-    if (!in) return std::nullopt;
-    json j = json::parse(in, nullptr, false);
-    if (j.is_discarded() || !j.is_object() || !j.contains("pid") || !j["pid"].is_number_integer()) return std::nullopt;
-    const auto pid = j["pid"].get<long>();
-    if (pid <= 0 || (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)) return std::nullopt;
-    return j;
-}
-
 namespace {
 
 std::optional<json> read_json_file(const std::filesystem::path& path) {
@@ -46,6 +36,14 @@ unsigned long generation_in(const json& j) {
 bool process_gone(long pid) { return ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH; }
 
 }  // namespace
+
+std::optional<json> read_daemon_json(const std::string& state_dir) {
+    auto j = read_json_file(std::filesystem::path(state_dir) / "daemon.json");
+    if (!j) return std::nullopt;
+    const long pid = pid_in(*j);
+    if (pid <= 0 || process_gone(pid)) return std::nullopt;
+    return j;
+}
 
 int reload_daemon(const std::string& state_dir, long pid, std::ostream& out, std::ostream& err) {
     const auto path = std::filesystem::path(state_dir) / "daemon.json";

@@ -27,9 +27,6 @@ bool is_key_family(const std::string& name) {
     return false;
 }
 
-// toml++'s description of a syntax error in words a policy's author knows
-// ("unterminated string: ..."), for the common mistakes; others as toml++
-// says them, on one line.
 // The byte at LINE:COLUMN of TEXT (1-based; columns count characters, as
 // toml++'s do), or -1 past the end of that line.
 int byte_at(std::string_view text, std::uint32_t line, std::uint32_t column) {
@@ -45,6 +42,9 @@ int byte_at(std::string_view text, std::uint32_t line, std::uint32_t column) {
     return at < text.size() && text[at] != '\n' && text[at] != '\r' ? static_cast<unsigned char>(text[at]) : -1;
 }
 
+// toml++'s description of a syntax error in words a policy's author knows
+// ("unterminated string: ..."), for the common mistakes; others as toml++
+// says them, on one line. BYTE_THERE: the byte at its position (byte_at).
 std::string plain_parse_error(std::string_view description, int byte_there) {
     // A control character inside a string that is not the line's end: say
     // which, and how TOML writes it (toml++ says the same words for both).

@@ -11,6 +11,7 @@ minute or more of both CPUs under TCG.
 """
 
 import stat
+import subprocess
 
 
 def _newc_entry(name, mode, data, ino):
@@ -62,7 +63,6 @@ _COMPRESSED = ((b"\x1f\x8b", "gzip"), (b"\x28\xb5\x2f\xfd", "zstd"), (b"\xfd7zXZ
 def _decompressed(data, tool):
     """DATA (one compressed stream, maybe with padding after it) as it
     decompresses, through the host's TOOL."""
-    import subprocess
     args = {"gzip": ["gzip", "-dc"], "zstd": ["zstd", "-dcq"], "xz": ["xz", "-dc"], "lz4": ["lz4", "-dc"],
             "bzip2": ["bzip2", "-dc"], "lzma": ["xz", "--format=lzma", "-dc"]}[tool]
     out = subprocess.run(args, input=data.rstrip(b"\0"), capture_output=True)
@@ -91,7 +91,7 @@ def _archives(data, out):
                 if name == "TRAILER!!!":
                     pos = body
                     break
-                out[name.lstrip("./") or "."] = (mode, data[body:body + size])
+                out[name.removeprefix("./") or "."] = (mode, data[body:body + size])
                 pos = body + size + (-size % 4)
             continue
         tool = next((t for magic, t in _COMPRESSED if data.startswith(magic, pos)), None)

@@ -589,7 +589,7 @@ def run(ctx):
         # at boot cannot race a second vCPU (an "Oops: int3" in
         # sched_clock_cpu 4 s into a boot here, on 6.12, 2026-12-06).
         g = Guest(image, os.path.join(run_dir, "guest"), share=ctx.share, cpus=CPUS, disks=_machine_disks(),
-                  smbios=SMBIOS, snapshot=getattr(ctx, "snapshot", None))
+                  smbios=SMBIOS, snapshot=ctx.snapshot)
         ctx.boot_guest = g
         g.start()  # from the saved machine (or a boot without one)
         # The test's policy as a drop-in (beside the package's policy.toml,

@@ -363,7 +363,7 @@ def _named_texts(toml):
     return texts
 
 
-# udevd's half of the oracle is kept between runs (ORACLE_CACHE): what
+# udevd's half of the oracle is kept between runs (_oracle_cache): what
 # udevd sets with a corpus file depends on the image (its udev, rules and
 # kernel), the machine and the oracle's devices (this file, machine.py),
 # the values they start from and the file, never on blkpolicy (the package
@@ -378,12 +378,8 @@ ORACLE_RECIPE = "2026-12-07 one add event per file on every device, the start re
 def _oracle_cache(ctx):
     key = images._key(ORACLE_RECIPE, ORACLE_SCRIPT, ORACLE_DISKS, ORACLE_USB, ORACLE_STACKS, ORACLE_PARTITION,
                       ctx.image.dir, [d.spec() for d in machine.DISKS], list(machine.CONTROLLERS))
-    path = os.path.join(images.CACHE, f"oracle-{ctx.suite}-{key}")
-    if not os.path.exists(os.path.join(path, "done")):
-        os.makedirs(path, exist_ok=True)
-        open(os.path.join(path, "done"), "w").close()
-        images._prune(f"oracle-{ctx.suite}-", keep=path)
-    return path
+    # An empty entry the runs fill a file at a time (older keys pruned).
+    return images.cache_entry("oracle", ctx.suite, key, "udevd's values per corpus file", lambda work: None)
 
 
 def _tsv(values):
@@ -431,7 +427,7 @@ def udevd_oracle(ctx):
             paths = " ".join([f"/sys/block/{n}" for n in disks] + ([f"/sys/class/block/{part}"] if part else []))
             g.sh(f"udevadm trigger --settle --action=add {paths}", timeout=180)
             start = _oracle_values(g)
-            g.write_file("/tmp/bp-oracle.start", "".join(f"{n}\t{a}\t{v}\n" for (n, a), v in start.items()))
+            g.write_file("/tmp/bp-oracle.start", "".join(line + "\n" for line in _tsv(start)))
             ids = sorted(g.sh("sh /tmp/bp-oracle.sh ids").splitlines())
             cache = _oracle_cache(ctx)
             fresh = os.environ.get("BLKPOLICY_VM_ORACLE_FRESH") == "1"
