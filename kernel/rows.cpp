@@ -29,6 +29,8 @@ constexpr VersionRange between(KernelVersion a, KernelVersion b) { return {a, b}
 constexpr std::string_view kAll =
     "6.1.0 (Debian 12), 6.12.117 (Debian 13), 6.18.44 (host), 7.3.4 (Debian 13 backports)";
 constexpr std::string_view kGuests = "6.1.0 (Debian 12), 6.12.117 (Debian 13), 7.3.4 (Debian 13 backports)";
+// Where md's rows were seen: the devices group's arrays on every guest kernel.
+constexpr std::string_view kMdObserved = kGuests;
 // The newest kernel series a version-keyed row was observed on.
 constexpr KernelVersion kNewest{7, 3, 4};
 
@@ -593,6 +595,52 @@ constexpr KernelRow kRows[] = {
      WriteCause::none,
      std::nullopt,
      "strict_limit_store, mm/backing-dev.c"},
+    // An md array's own tunables (md/ of the array).
+    {KRow::md_defaults,
+     "md-default:stripe-cache-256-speeds-system",
+     "an md array starts with stripe_cache_size 256 (raid4/5/6) and sync_speed_min and _max following the sysctls "
+     "dev.raid.speed_limit_min and _max (1000 and 200000 KiB/s unless set), read back as \"N (system)\"; the "
+     "array's stop drops whatever was written",
+     {kEvery, kUnused},
+     KnownBy::always,
+     "the kernel's own; blkpolicy reads the files",
+     kMdObserved,
+     WriteCause::none,
+     std::nullopt,
+     "setup_conf, drivers/md/raid5.c; sync_min_show, drivers/md/md.c"},
+    {KRow::md_stripe_cache_raid456,
+     "md-stripe-cache:raid456-17-32768",
+     "only raid4, raid5 and raid6 arrays have md/stripe_cache_size (the raid456 personality's own file, there once "
+     "the array runs); it takes 17 to 32768 stripes and refuses anything else (EINVAL)",
+     {kEvery, kUnused},
+     KnownBy::probe,
+     "md/level of the array; the file is there or not",
+     kMdObserved,
+     WriteCause::none,
+     std::nullopt,
+     "raid5_store_stripe_cache_size, drivers/md/raid5.c"},
+    {KRow::md_sync_speed_redundancy,
+     "md-sync-speed:arrays-with-redundancy",
+     "md/sync_speed_min and _max belong to arrays that resync (raid1, raid4/5/6, raid10); raid0 and linear arrays "
+     "have neither",
+     {kEvery, kUnused},
+     KnownBy::probe,
+     "md/level of the array; the file is there or not",
+     kMdObserved,
+     WriteCause::none,
+     std::nullopt,
+     "md_redundancy_group, drivers/md/md.c"},
+    {KRow::md_sync_speed_local_or_system,
+     "md-sync-speed:reads-local-or-system",
+     "md/sync_speed_min and _max read \"N (local)\" after a number was written and \"N (system)\" while they "
+     "follow the sysctl; writing \"system\" goes back to the sysctl, and 0 is refused (EINVAL)",
+     {kEvery, kUnused},
+     KnownBy::always,
+     "the read-back's word: \"system\" is kept as the value (a restore writes it back)",
+     kMdObserved,
+     WriteCause::none,
+     std::nullopt,
+     "sync_min_store, sync_max_store, drivers/md/md.c"},
 };
 constexpr std::size_t kRowCount = sizeof(kRows) / sizeof(kRows[0]);
 
@@ -874,6 +922,37 @@ std::optional<std::int64_t> bdi_default(Key key) {
         default:
             return std::nullopt;
     }
+}
+
+std::optional<std::string> md_default(Key key) {
+    kernel_row(KRow::md_defaults);
+    switch (key) {
+        case Key::md_stripe_cache_size:
+            return "256";
+        case Key::md_sync_speed_min:
+        case Key::md_sync_speed_max:
+            return "system";
+        default:
+            return std::nullopt;
+    }
+}
+
+bool md_has_stripe_cache(std::string_view level) {
+    kernel_row(KRow::md_stripe_cache_raid456);
+    return level == "raid4" || level == "raid5" || level == "raid6";
+}
+
+bool md_resyncs(std::string_view level) {
+    kernel_row(KRow::md_sync_speed_redundancy);
+    return level == "raid1" || level == "raid10" || md_has_stripe_cache(level);
+}
+
+std::string md_speed_value(std::string_view read) {
+    kernel_row(KRow::md_sync_speed_local_or_system);
+    const auto space = read.find(' ');
+    if (space == std::string_view::npos) return std::string(read);
+    if (read.substr(space) == " (system)") return "system";
+    return std::string(read.substr(0, space));
 }
 
 bool bdi_ratios_accepted(std::int64_t min, std::int64_t max) {

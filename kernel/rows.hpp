@@ -112,8 +112,12 @@ enum class KRow : std::uint8_t {
     bdi_defaults,
     bdi_min_not_above_max,
     bdi_strict_limit_present,
+    md_defaults,
+    md_stripe_cache_raid456,
+    md_sync_speed_redundancy,
+    md_sync_speed_local_or_system,
 };
-inline constexpr std::size_t kKernelRowCount = 51;
+inline constexpr std::size_t kKernelRowCount = 55;
 
 // The questions a kernel's version answers: one row of each holds on every
 // release (checked at compile time at every range's ends).
@@ -260,5 +264,18 @@ std::optional<std::int64_t> bdi_default(Key key);
 // Whether the kernel takes a bdi's min_ratio MIN beside its max_ratio MAX
 // (it refuses a min above the max, either way round: EINVAL).
 bool bdi_ratios_accepted(std::int64_t min, std::int64_t max);
+
+// An md array's tunables as the kernel starts them: stripe_cache_size 256,
+// sync_speed_min and _max following the sysctls dev.raid.speed_limit_min
+// and _max (read back as "system"); nullopt for another key.
+std::optional<std::string> md_default(Key key);
+// Whether an md array of LEVEL ("raid5", as md/level reads) has a stripe
+// cache (raid4, raid5, raid6), and whether it ever resyncs (every level
+// with redundancy: it has sync_speed_min and _max).
+bool md_has_stripe_cache(std::string_view level);
+bool md_resyncs(std::string_view level);
+// md/sync_speed_min or _max as read ("5000 (local)", "1000 (system)") in
+// the form a policy compares and a restore writes: "5000", "system".
+std::string md_speed_value(std::string_view read);
 
 }  // namespace blkpolicy::kernel

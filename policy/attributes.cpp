@@ -275,6 +275,35 @@ constexpr Row kRows[] = {
      .kind = ValueKind::flag,
      .max = 1,
      .hooks = &units::kBdiStrictLimit},
+    // An md array's own tunables (md/ of the array; policy/units/md.cpp):
+    // no queue write, nothing moves them, the array's stop drops them.
+    {.value = Key::md_stripe_cache_size,
+     .path = "md/stripe_cache_size",
+     .phase = Phase::late,
+     .kind = ValueKind::integer,
+     .min = 17,
+     .max = 32768,
+     .note = "stripes in a raid4/5/6 array's cache, a page per member disk each (the kernel refuses fewer than 17 "
+             "and more than 32768); 256 is the kernel's default",
+     .hooks = &units::kMdStripeCache},
+    {.value = Key::md_sync_speed_min,
+     .path = "md/sync_speed_min",
+     .phase = Phase::late,
+     .kind = ValueKind::integer,
+     .min = 1,
+     .max = 2'147'483'647,
+     .note = "KiB/s a resync, recovery or check of the array keeps to even while other I/O waits (the kernel "
+             "refuses 0); the sysctl dev.raid.speed_limit_min's by default",
+     .hooks = &units::kMdSyncSpeed},
+    {.value = Key::md_sync_speed_max,
+     .path = "md/sync_speed_max",
+     .phase = Phase::late,
+     .kind = ValueKind::integer,
+     .min = 1,
+     .max = 2'147'483'647,
+     .note = "KiB/s a resync, recovery or check of the array never goes above (the kernel refuses 0); the sysctl "
+             "dev.raid.speed_limit_max's by default",
+     .hooks = &units::kMdSyncSpeed},
     // Written last: every earlier kind of write can move it.
     {.value = Key::read_ahead_kb,
      .path = "queue/read_ahead_kb",
@@ -381,6 +410,7 @@ std::string policy_key_for_attr(const std::string& attr_path) {
     if (attr_path.rfind("queue/", 0) == 0) return attr_path.substr(6);
     if (attr_path.rfind("device/", 0) == 0) return "device." + attr_path.substr(7);
     if (attr_path.rfind("bdi/", 0) == 0) return "bdi." + attr_path.substr(4);
+    if (attr_path.rfind("md/", 0) == 0) return "md." + attr_path.substr(3);
     return {};
 }
 

@@ -38,6 +38,9 @@ enum class Key : std::uint8_t {
     bdi_max_ratio,    // the device's writeback (bdi): its share of the dirty page cache
     bdi_min_ratio,    // after the max: the kernel refuses a min above it
     bdi_strict_limit,
+    md_stripe_cache_size,  // an md raid4/5/6 array's stripe cache (policy/units/md.cpp)
+    md_sync_speed_min,     // an md array's resync and check speed, KiB/s
+    md_sync_speed_max,
     read_ahead_kb,
     // read only
     max_hw_sectors_kb,
@@ -66,6 +69,9 @@ inline constexpr util::Named<Key> kKeyNames[] = {
     {Key::bdi_max_ratio, "bdi.max_ratio"},
     {Key::bdi_min_ratio, "bdi.min_ratio"},
     {Key::bdi_strict_limit, "bdi.strict_limit"},
+    {Key::md_stripe_cache_size, "md.stripe_cache_size"},
+    {Key::md_sync_speed_min, "md.sync_speed_min"},
+    {Key::md_sync_speed_max, "md.sync_speed_max"},
     {Key::read_ahead_kb, "read_ahead_kb"},
     {Key::max_hw_sectors_kb, "max_hw_sectors_kb"},
     {Key::discard_granularity, "discard_granularity"},

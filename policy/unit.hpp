@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -46,6 +47,16 @@ enum class Judgement {
     someone,     // a value the kernel never puts there (drift)
 };
 
+// The kernel's own value of an attribute on a device, as explain shows it:
+// the value, the kernel row it comes from, how the kernel arrives at it,
+// and what else moves it.
+struct KernelDefault {
+    std::string value;
+    std::string_view row;  // the row's id
+    std::string derivation;
+    std::string disturbs;
+};
+
 struct UnitHooks {
     // Why the plan leaves it alone on this device before anything else
     // (empty: it does not), e.g. read_ahead_kb on a hidden multipath path.
@@ -68,6 +79,13 @@ struct UnitHooks {
     // itself, reading judge_inputs for it.
     Judgement (*judge)(const FoundValue& found) = nullptr;
     std::vector<Key> judge_inputs = {};
+    // explain: the kernel's own value of attribute ID on this device and
+    // host (nullopt: not known from what was read).
+    std::optional<KernelDefault> (*kernel_default)(Key id, const DeviceFacts& facts, const Values& values,
+                                                   const HostContext& host) = nullptr;
+    // The value as the kernel shows it (trimmed), in the form a policy
+    // compares and a restore writes back (md's "1000 (system)": "system").
+    std::string (*read)(std::string_view shown) = nullptr;
 };
 
 // The hooks of an action's attribute (its row's), or nullptr for a plain one.

@@ -5,6 +5,7 @@
 #include <iterator>
 
 #include "policy/attributes.hpp"
+#include "policy/unit.hpp"
 #include "util/text.hpp"
 
 namespace blkpolicy::report {
@@ -342,20 +343,6 @@ void derive_rq_affinity(Explanation& e, const policy::DeviceFacts&, const policy
     e.disturbs = "nothing the kernel does later";
 }
 
-// The device's writeback limits (its bdi): fixed defaults, moved only by writes.
-void derive_bdi(Explanation& e, const policy::DeviceFacts&, const policy::Values&, const ExplainContext&) {
-    const auto key = policy::key_of(e.attribute);
-    const auto value = key ? bdi_default(*key) : std::nullopt;
-    if (!value) return;
-    e.kernel_default = std::to_string(*value);
-    e.kernel_rule = kernel_row(KRow::bdi_defaults).id;
-    e.derivation = *key == Key::bdi_strict_limit
-                       ? "a block device's writeback is held to the global dirty limit only, not to its own share"
-                   : *key == Key::bdi_max_ratio ? "a block device's writeback may take the whole dirty limit"
-                                                : "no part of the dirty limit is kept for one block device";
-    e.disturbs = "nothing the kernel does later; the kernel refuses a min_ratio above the max_ratio";
-}
-
 // The attributes whose kernel side explain derives, each with its
 // derivation, in the order the ones the policy leaves alone are listed.
 using Derive = void (*)(Explanation&, const policy::DeviceFacts&, const policy::Values&, const ExplainContext&);
@@ -369,8 +356,7 @@ constexpr Derivation kDerivations[] = {
     {Key::wbt_lat_usec, derive_wbt},           {Key::write_cache, derive_write_cache},
     {Key::max_sectors_kb, derive_max_sectors}, {Key::io_timeout, derive_io_timeout},
     {Key::nomerges, derive_nomerges},          {Key::rq_affinity, derive_rq_affinity},
-    {Key::bdi_max_ratio, derive_bdi},          {Key::bdi_min_ratio, derive_bdi},
-    {Key::bdi_strict_limit, derive_bdi},       {Key::read_ahead_kb, derive_read_ahead},
+    {Key::read_ahead_kb, derive_read_ahead},
 };
 
 const Derivation* derivation_of(std::string_view attribute) {
@@ -390,11 +376,14 @@ DeviceExplanation explain_device(const policy::DeviceFacts& facts, const policy:
 
     std::vector<std::string> order;
     for (const auto& a : plan.actions) order.push_back(a.attribute);
-    for (const auto& d : kDerivations) {
-        const std::string notable(policy::key_text(d.key));
-        if (std::find(order.begin(), order.end(), notable) == order.end() && values.count(notable))
-            order.push_back(notable);
-    }
+    auto notable = [&](policy::Key key) {
+        const std::string name(policy::key_text(key));
+        if (std::find(order.begin(), order.end(), name) == order.end() && values.count(name)) order.push_back(name);
+    };
+    for (const auto& d : kDerivations) notable(d.key);
+    // Then every attribute whose unit knows its kernel default (bdi, md).
+    for (const auto& k : policy::kKeyNames)
+        if (const auto* hooks = policy::hooks_of(k.value); hooks && hooks->kernel_default) notable(k.value);
 
     for (const auto& attr : order) {
         Explanation e;
@@ -408,7 +397,18 @@ DeviceExplanation explain_device(const policy::DeviceFacts& facts, const policy:
             e.overridden = a.overridden;
             e.plan_note = a.note;
         }
-        if (const auto* d = derivation_of(attr)) d->derive(e, facts, values, ctx);
+        if (const auto* d = derivation_of(attr)) {
+            d->derive(e, facts, values, ctx);
+        } else if (const auto key = policy::key_of(attr)) {
+            const auto* hooks = policy::hooks_of(*key);
+            if (auto k =
+                    hooks && hooks->kernel_default ? hooks->kernel_default(*key, facts, values, ctx) : std::nullopt) {
+                e.kernel_default = std::move(k->value);
+                e.kernel_rule = k->row;
+                e.derivation = std::move(k->derivation);
+                e.disturbs = std::move(k->disturbs);
+            }
+        }
         out.attributes.push_back(std::move(e));
     }
     for (const auto& found : writers::writers_of(ctx.writers, ctx.device)) {

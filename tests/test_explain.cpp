@@ -173,3 +173,24 @@ TEST_CASE("explain: a block device's writeback limits start at max_ratio 100, mi
     v.erase("bdi.strict_limit");
     CHECK_FALSE(explain(disk("sd"), v, kernel_at(6, 1)).count("bdi.strict_limit"));
 }
+
+TEST_CASE("explain: an md array's stripe cache starts at 256, its resync speeds follow the sysctls") {
+    auto ctx = kernel_at(6, 12);
+    ctx.hw_queues = 0;
+    Values v = {{"rotational", "0"},
+                {"read_ahead_kb", "128"},
+                {"md.stripe_cache_size", "8192"},  // written since: the default is still the kernel's
+                {"md.sync_speed_min", "system"},
+                {"md.sync_speed_max", "500000"}};
+    auto x = explain(disk("", Stack::md), v, ctx);
+    CHECK(x["md.stripe_cache_size"].kernel_default == "256");
+    CHECK(x["md.stripe_cache_size"].current == "8192");
+    CHECK(x["md.stripe_cache_size"].kernel_rule == "md-default:stripe-cache-256-speeds-system");
+    CHECK(x["md.sync_speed_min"].kernel_default == "system");
+    CHECK(x["md.sync_speed_min"].derivation ==
+          "an array follows the sysctl dev.raid.speed_limit_min until a number is written to it");
+    CHECK(x["md.sync_speed_max"].kernel_default == "system");
+    // A raid1 array reads no stripe cache: nothing to explain.
+    v.erase("md.stripe_cache_size");
+    CHECK_FALSE(explain(disk("", Stack::md), v, ctx).count("md.stripe_cache_size"));
+}

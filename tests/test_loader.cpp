@@ -147,7 +147,7 @@ TEST_CASE("validation messages - exactly") {
          "p.toml:4:1: unknown attribute \"readahead_kb\" in [rule.set] (writable: rotational, max_sectors_kb, "
          "discard_max_bytes, write_cache, add_random, iostats, scheduler, nr_requests, async_depth, wbt_lat_usec, "
          "nomerges, rq_affinity, device.timeout, device.queue_depth, device.iopolicy, io_timeout, bdi.max_ratio, "
-         "bdi.min_ratio, bdi.strict_limit, read_ahead_kb, "
+         "bdi.min_ratio, bdi.strict_limit, md.stripe_cache_size, md.sync_speed_min, md.sync_speed_max, read_ahead_kb, "
          "iosched.<tunable>)"},
         {"[[rule]]\nname = \"x\"\n[rule.match]\nmodel_name = \"x\"\n[rule.set]\nnomerges = 1\n",
          "p.toml:4:1: unknown match key \"model_name\" (known: kernel, driver, model, vendor, serial, wwid, "
@@ -221,13 +221,13 @@ TEST_CASE("validation messages - exactly") {
          "max_sectors_kb, discard_max_bytes, write_cache, add_random, iostats, scheduler, nr_requests, "
          "async_depth, wbt_lat_usec, nomerges, rq_affinity, device.timeout, device.queue_depth, device.iopolicy, "
          "io_timeout, bdi.max_ratio, bdi.min_ratio, bdi.strict_limit, "
-         "read_ahead_kb, iosched.<tunable>)"},
+         "md.stripe_cache_size, md.sync_speed_min, md.sync_speed_max, read_ahead_kb, iosched.<tunable>)"},
         {"[[rule]]\nname = \"x\"\n[rule.set]\ndevice.eh_deadline = 1\n",
          "p.toml:4:8: unknown attribute \"device.eh_deadline\" in [rule.set] (writable: rotational, "
          "max_sectors_kb, discard_max_bytes, write_cache, add_random, iostats, scheduler, nr_requests, "
          "async_depth, wbt_lat_usec, nomerges, rq_affinity, device.timeout, device.queue_depth, device.iopolicy, "
          "io_timeout, bdi.max_ratio, bdi.min_ratio, bdi.strict_limit, "
-         "read_ahead_kb, iosched.<tunable>)"},
+         "md.stripe_cache_size, md.sync_speed_min, md.sync_speed_max, read_ahead_kb, iosched.<tunable>)"},
         {"[[rule]]\nname = \"x\"\n", "p.toml:1:1: rule \"x\" has no [rule.set] table: it would do nothing"},
         {"[[rule]]\nname = \"x\"\n[rule.set]\n", "p.toml:3:7: [rule.set] is empty: the rule would do nothing"},
         {"[[rule]]\n[rule.set]\nnomerges = 1\n", "p.toml:1:1: rule has no name: add name = \"...\""},

@@ -514,3 +514,76 @@ TEST_CASE("bdi writeback limits: each ratio planned against the other as it will
         CHECK(r.errors[0].str().rfind("p.toml:4:17: bdi.max_ratio = 101 is out of range: must be 0..100", 0) == 0);
     }
 }
+
+TEST_CASE("md array tunables: on the array alone, each where its level has it; read back as the kernel shows them") {
+    const auto array = [](const std::string& level) {
+        DeviceFacts f;
+        f.name = "md127";
+        f.has_queue = true;
+        f.stack = Stack::md;
+        f.md_level = level;
+        return f;
+    };
+    Values raid5 = {{"read_ahead_kb", "128"},
+                    {"md.stripe_cache_size", "256"},
+                    {"md.sync_speed_min", "system"},
+                    {"md.sync_speed_max", "system"}};
+    const auto plan = [&](const std::string& set, const DeviceFacts& facts, const Values& values) {
+        return plan_device(blkpolicy::test::policy_from_toml("[[rule]]\nname = \"raid\"\n[rule.set]\n" + set), facts,
+                           values, PlanContext{});
+    };
+    const std::string set = "md.stripe_cache_size = 8192\nmd.sync_speed_min = 50000\nmd.sync_speed_max = 400000\n";
+    SUBCASE("a raid5 array takes all three, after the queue's values and before read_ahead_kb") {
+        auto p = plan("read_ahead_kb = 4096\n" + set, array("raid5"), raid5);
+        CHECK(order(p) == std::vector<std::string>{"md.stripe_cache_size:write", "md.sync_speed_min:write",
+                                                   "md.sync_speed_max:write", "read_ahead_kb:write"});
+        CHECK(action(p, "md.stripe_cache_size").path == "md/stripe_cache_size");
+        CHECK(action(p, "md.sync_speed_min").current == "system");
+        CHECK(action(p, "md.sync_speed_min").expected == "50000");
+    }
+    SUBCASE("a raid1 array has no stripe cache; a raid0 array never resyncs") {
+        auto raid1 = raid5;
+        raid1.erase("md.stripe_cache_size");
+        auto p = plan(set, array("raid1"), raid1);
+        CHECK(action(p, "md.stripe_cache_size").kind == ActionKind::skip);
+        CHECK(action(p, "md.stripe_cache_size").note ==
+              "an md raid1 array has no stripe cache (raid4, raid5 and raid6 have one)");
+        CHECK(action(p, "md.sync_speed_min").kind == ActionKind::write);
+        auto q = plan(set, array("raid0"), {{"read_ahead_kb", "128"}});
+        for (const auto& a : q.actions) {
+            CAPTURE(a.attribute);
+            CHECK(a.kind == ActionKind::skip);
+        }
+        CHECK(action(q, "md.sync_speed_max").note == "an md raid0 array never resyncs: it has no sync speed");
+    }
+    SUBCASE("any other device is not an array: skipped, never unavailable") {
+        auto p = plan(set, loop_facts(), loop_values());
+        for (const auto& a : p.actions) {
+            CAPTURE(a.attribute);
+            CHECK(a.kind == ActionKind::skip);
+            CHECK(a.note == "not an md array: md/ tunables are the array's own (its members have none)");
+        }
+    }
+    SUBCASE("an array of the level that is not running yet has no file: skipped until its start") {
+        auto p = plan("md.stripe_cache_size = 8192\n", array("raid5"), {{"read_ahead_kb", "128"}});
+        const auto& a = action(p, "md.stripe_cache_size");
+        CHECK(a.kind == ActionKind::skip);
+        CHECK(a.note == "the array has no md/stripe_cache_size now (its level has one once the array runs)");
+    }
+    SUBCASE("already as wanted: unchanged") {
+        auto set_ = raid5;
+        set_["md.sync_speed_min"] = "50000";
+        CHECK(action(plan("md.sync_speed_min = 50000\n", array("raid6"), set_), "md.sync_speed_min").kind ==
+              ActionKind::unchanged);
+    }
+    SUBCASE("the kernel's ranges, at file:line:col") {
+        auto r = load_policy({{"p.toml", "[[rule]]\nname = \"x\"\n[rule.set]\nmd.stripe_cache_size = 16\n"}});
+        REQUIRE(r.errors.size() == 1);
+        CHECK(r.errors[0].str().rfind("p.toml:4:24: md.stripe_cache_size = 16 is out of range: must be 17..32768", 0) ==
+              0);
+        r = load_policy({{"p.toml", "[[rule]]\nname = \"x\"\n[rule.set]\nmd.sync_speed_min = 0\n"}});
+        REQUIRE(r.errors.size() == 1);
+        CHECK(r.errors[0].str().rfind("p.toml:4:21: md.sync_speed_min = 0 is out of range: must be 1..2147483647", 0) ==
+              0);
+    }
+}

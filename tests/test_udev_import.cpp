@@ -229,7 +229,7 @@ TEST_CASE("import of udev rules: a file without tuning converts to nothing, says
     CHECK(r.exit_code == 0);
     CHECK(r.out.empty());
     CHECK(r.err ==
-          "blkpolicy: nothing that tunes block queues (queue/, bdi/read_ahead_kb or device/ writes) in 1 source(s): "
+          "blkpolicy: nothing that tunes block queues (queue/, bdi/, md/ or device/ writes) in 1 source(s): "
           "nothing to convert\n");
     CHECK(run_blkpolicy({"import"}).exit_code == 2);
     CHECK(run_blkpolicy({"import", "/nonexistent.rules"}).exit_code == 2);
@@ -415,8 +415,8 @@ TEST_CASE("import: storage writes no policy key takes as written are named with 
         "the device (blockdev)",
         "70-storage-writes.rules:16: left out: RUN+=\"/lib/udev/hdparm\": a program it runs tunes the device "
         "(hdparm)",
-        "70-storage-writes.rules:19: left out: ATTR{md/stripe_cache_size}=\"8192\": blkpolicy does not manage md "
-        "arrays' attributes",
+        "70-storage-writes.rules:19: left out: ATTR{md/group_thread_cnt}=\"4\": blkpolicy does not write "
+        "md/group_thread_cnt",
     };
     for (const char* n : named) {
         CAPTURE(n);
@@ -535,7 +535,7 @@ TEST_CASE("import: a block device's attribute no policy key sets is named, never
         "f.rules:1: left out: ATTR{events_poll_msecs}=\"-1\": blkpolicy does not manage the device's "
         "events_poll_msecs",
         "f.rules:2: left out: ATTR{comp_algorithm}=\"lz4\": blkpolicy does not manage the device's comp_algorithm "
-        "(it sets queue/, bdi/ and device/ attributes); ATTR{disksize}=\"2048M\"",
+        "(it sets queue/, bdi/, md/ and device/ attributes); ATTR{disksize}=\"2048M\"",
         "f.rules:3: left out: ATTR{events_poll_msecs}=\"2000\"",
     };
     for (const char* n : named) {
@@ -666,4 +666,31 @@ TEST_CASE("import: a match on what an earlier line wrote reads the written value
         CHECK(o.left_out == 0);
         CHECK(o.converted == o.tuning_rules);
     }
+}
+
+TEST_CASE("import: an md array's stripe cache and resync speeds, in the shape NAS and storage guides give them") {
+    // The array's own files on its change event (its start): TEST of the
+    // very file the line writes, as udevd writes it only where it is there.
+    auto r = import_udev_rules(
+        parse_udev_rules_text("md.rules",
+                              "SUBSYSTEM==\"block\", KERNEL==\"md*\", ACTION==\"add|change\", "
+                              "TEST==\"md/stripe_cache_size\", ATTR{md/stripe_cache_size}=\"16384\"\n"
+                              "SUBSYSTEM==\"block\", KERNEL==\"md[0-9]*\", ATTR{md/sync_speed_min}=\"50000\", "
+                              "ATTR{md/sync_speed_max}=\"500000\"\n"
+                              "SUBSYSTEM==\"block\", KERNEL==\"md*\", ATTR{md/stripe_cache_size}=\"16\"\n"),
+        {"md.rules"});
+    CAPTURE(r.diagnostics);
+    CAPTURE(r.toml);
+    CHECK(r.converted == 2);
+    CHECK(r.toml.find("md.stripe_cache_size = 16384") != std::string::npos);
+    CHECK(r.toml.find("md.sync_speed_min = 50000") != std::string::npos);
+    CHECK(r.toml.find("md.sync_speed_max = 500000") != std::string::npos);
+    // A value the kernel refuses is left out with the range's own words.
+    CHECK(std::any_of(r.diagnostics.begin(), r.diagnostics.end(), [](const std::string& d) {
+        return d.rfind("md.rules:3: ", 0) == 0 &&
+               d.find("md.stripe_cache_size = 16 is out of range: must be 17..32768") != std::string::npos;
+    }));
+    const auto loaded = load_policy({{"imported", r.toml}});
+    CAPTURE(loaded.errors.size());
+    CHECK(loaded.ok());
 }

@@ -40,5 +40,11 @@ TEST_CASE("scheduler lines: offered names and the bracketed active one") {
 TEST_CASE("normalise_readback") {
     CHECK(normalise_readback("scheduler", "[none] mq-deadline\n") == "none");
     CHECK(normalise_readback("write_cache", "write through\n") == "write through");
+    // md's resync speeds: a number written reads "N (local)"; the sysctl's
+    // "N (system)", which is kept as "system" (a restore writes it back).
+    CHECK(normalise_readback("md.sync_speed_min", "50000 (local)\n") == "50000");
+    CHECK(normalise_readback("md.sync_speed_max", "200000 (system)\n") == "system");
+    CHECK(normalise_readback("md.sync_speed_min", "1000") == "1000");
+    CHECK(normalise_readback("md.stripe_cache_size", "256\n") == "256");
     CHECK(normalise_readback("read_ahead_kb", "2560\n") == "2560");
 }

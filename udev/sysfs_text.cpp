@@ -2,6 +2,7 @@
 #include "udev/sysfs_text.hpp"
 
 #include "policy/keys.hpp"
+#include "policy/unit.hpp"
 #include "util/text.hpp"
 
 namespace blkpolicy::udev {
@@ -29,6 +30,9 @@ SchedulerLine parse_scheduler_line(std::string_view line) {
 
 std::string normalise_readback(std::string_view attribute, std::string_view raw) {
     if (attribute == policy::key_text(policy::Key::scheduler)) return parse_scheduler_line(raw).active;
+    // A unit that reads its value otherwise says how (md's "N (system)").
+    if (const auto key = policy::key_of(attribute))
+        if (const auto* hooks = policy::hooks_of(*key); hooks && hooks->read) return hooks->read(util::trim(raw));
     return util::trim(raw);
 }
 

@@ -435,7 +435,7 @@ std::string out_of_scope(const UdevRule& r) {
         if (contains({t.value, t.op == UdevOp::nomatch}, "block")) continue;
         return "out of blkpolicy's scope: " + t.text() +
                " writes attributes of devices that are not block devices (blkpolicy tunes block queues and "
-               "their SCSI devices, as queue/*, bdi/read_ahead_kb and device/* of a disk)";
+               "their SCSI devices, as queue/*, bdi/*, md/* and device/* of a disk)";
     }
     return {};
 }
@@ -643,9 +643,9 @@ ImportResult import_udev_rules(const std::vector<UdevRule>& rules, const std::ve
             const auto& r = file_rules[i];
             auto diag = [&](const std::string& m) { out.diagnostics.push_back(r.where() + ": " + m); };
             if (!r.error.empty()) {
-                const bool tuning = r.text.find("ATTR{queue/") != std::string::npos ||
-                                    r.text.find("ATTR{bdi/") != std::string::npos ||
-                                    r.text.find("ATTR{device/") != std::string::npos;
+                const bool tuning =
+                    r.text.find("ATTR{queue/") != std::string::npos || r.text.find("ATTR{bdi/") != std::string::npos ||
+                    r.text.find("ATTR{md/") != std::string::npos || r.text.find("ATTR{device/") != std::string::npos;
                 diag(std::string(tuning ? "left out: " : "skipped: ") + "cannot parse the rule: " + r.error);
                 if (tuning) {
                     ++out.tuning_rules;
@@ -716,7 +716,7 @@ ImportResult import_udev_rules(const std::vector<UdevRule>& rules, const std::ve
             for (const auto& t : r.tokens) {
                 if (block && unmanaged_block_write(t) && !tuning(t))
                     unmanaged.push_back(t.text() + ": blkpolicy does not manage the device's " + t.attr +
-                                        " (it sets queue/, bdi/ and device/ attributes)");
+                                        " (it sets queue/, bdi/, md/ and device/ attributes)");
                 if (runs_program(t))
                     unmanaged.push_back(t.text() +
                                         ": a program run on the block device's event, whose writes blkpolicy cannot "

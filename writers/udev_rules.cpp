@@ -194,7 +194,6 @@ std::string unconvertible_storage_write(const UdevToken& t) {
                        "partitions";
             return {};
         }
-        if (a.rfind("md/", 0) == 0) return "blkpolicy does not manage md arrays' attributes (" + a + ") yet";
         if (a == "timeout" || a == "queue_depth")
             return "a SCSI device's own " + a +
                    ", which blkpolicy converts from a rule on that device's event "

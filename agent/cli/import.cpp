@@ -187,8 +187,8 @@ int run_import(const Options& o, udev::Sysfs& sysfs, std::ostream& out, std::ost
                    "blkpolicy's scope, nothing converted\n";
             return kExitPartial;
         }
-        err << "blkpolicy: nothing that tunes block queues (queue/, bdi/read_ahead_kb or device/ writes) in "
-            << sources.size() << " source(s): nothing to convert";
+        err << "blkpolicy: nothing that tunes block queues (queue/, bdi/, md/ or device/ writes) in " << sources.size()
+            << " source(s): nothing to convert";
         if (unreadable) err << "; " << unreadable << " line(s) or profile(s) could not be read (see above)";
         err << '\n';
         return unreadable ? kExitPartial : kExitOk;

@@ -52,10 +52,23 @@ void strict_limit_missing(Action& a) {
     a.note = "this kernel has no bdi/strict_limit (6.2 and later have it)";
 }
 
+// Fixed defaults, moved only by writes.
+std::optional<KernelDefault> bdi_kernel_default(Key id, const DeviceFacts&, const Values&, const HostContext&) {
+    const auto value = kernel::bdi_default(id);
+    if (!value) return std::nullopt;
+    return KernelDefault{std::to_string(*value), kernel::kernel_row(kernel::KRow::bdi_defaults).id,
+                         id == Key::bdi_strict_limit
+                             ? "a block device's writeback is held to the global dirty limit only, not to its "
+                               "own share"
+                         : id == Key::bdi_max_ratio ? "a block device's writeback may take the whole dirty limit"
+                                                    : "no part of the dirty limit is kept for one block device",
+                         "nothing the kernel does later; the kernel refuses a min_ratio above the max_ratio"};
+}
+
 }  // namespace
 
-const UnitHooks kBdiMaxRatio = {.after_writes = max_ratio_after_writes};
-const UnitHooks kBdiMinRatio = {.after_writes = min_ratio_after_writes};
-const UnitHooks kBdiStrictLimit = {.missing = strict_limit_missing};
+const UnitHooks kBdiMaxRatio = {.after_writes = max_ratio_after_writes, .kernel_default = bdi_kernel_default};
+const UnitHooks kBdiMinRatio = {.after_writes = min_ratio_after_writes, .kernel_default = bdi_kernel_default};
+const UnitHooks kBdiStrictLimit = {.missing = strict_limit_missing, .kernel_default = bdi_kernel_default};
 
 }  // namespace blkpolicy::policy::units

@@ -16,5 +16,7 @@ extern const UnitHooks kReadAhead;       // recomputed by limits commits; a mult
 extern const UnitHooks kBdiMaxRatio;     // not below the bdi's min_ratio
 extern const UnitHooks kBdiMinRatio;     // not above the bdi's max_ratio
 extern const UnitHooks kBdiStrictLimit;  // 6.2+
+extern const UnitHooks kMdStripeCache;   // raid4/5/6 arrays only
+extern const UnitHooks kMdSyncSpeed;     // arrays with redundancy only; "N (system)" reads as "system"
 
 }  // namespace blkpolicy::policy::units

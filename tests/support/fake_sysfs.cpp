@@ -364,6 +364,14 @@ void FakeSysfs::add_md(const std::string& name, const std::string& level, int mi
     file(devpath + "/md/level", level);
     file(devpath + "/md/raid_disks", "2");
     file(devpath + "/md/array_state", "clean");
+    // The array's own tunables, as a running array of the level has them
+    // (the kernel rows md-sync-speed:arrays-with-redundancy and
+    // md-stripe-cache:raid456-17-32768, seen in the guests' arrays).
+    if (level != "raid0" && level != "linear") {
+        file(devpath + "/md/sync_speed_min", "1000 (system)");
+        file(devpath + "/md/sync_speed_max", "200000 (system)");
+    }
+    if (level == "raid4" || level == "raid5" || level == "raid6") file(devpath + "/md/stripe_cache_size", "256");
 }
 
 void FakeSysfs::add_loop(const std::string& name, int minor, const std::string& backing_file) {

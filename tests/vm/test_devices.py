@@ -1122,6 +1122,104 @@ def stacks(ctx):
         g.sh(f"mdadm /dev/md/bpmd --add /dev/{b} >/dev/null 2>&1 || true; systemctl stop {UNIT}")
 
 
+# A raid5 and a raid0 on loop devices of the guest's own (the raid1 of the
+# stack disks is the third level): what the kernel starts each with, what it
+# refuses, and the md units' apply, status, explain and restore on them.
+MD_LEVELS_SCRIPT = r"""
+set -e
+for i in 0 1 2 3 4; do truncate -s 32M /var/tmp/bp-md$i.img; losetup -f /var/tmp/bp-md$i.img; done
+l() { losetup -j /var/tmp/bp-md$1.img | cut -d: -f1; }
+mdadm --create /dev/md/bp5 --level=5 --raid-devices=3 --metadata=1.2 --assume-clean --run --quiet $(l 0) $(l 1) $(l 2)
+mdadm --create /dev/md/bp0 --level=0 --raid-devices=2 --metadata=1.2 --run --quiet $(l 3) $(l 4)
+udevadm settle
+basename "$(readlink -f /dev/md/bp5)"; basename "$(readlink -f /dev/md/bp0)"
+"""
+MD_LEVELS_TEARDOWN = ("mdadm --stop /dev/md/bp5 /dev/md/bp0 >/dev/null 2>&1; "
+                      "for i in 0 1 2 3 4; do for d in $(losetup -j /var/tmp/bp-md$i.img | cut -d: -f1); do "
+                      "losetup -d $d; done; rm -f /var/tmp/bp-md$i.img; done; true")
+MD_POLICY = """\
+[[rule]]
+name = "arrays"
+[rule.match]
+stack = "md"
+[rule.set]
+md.stripe_cache_size = 1024
+md.sync_speed_min = 50000
+md.sync_speed_max = 400000
+"""
+
+
+def md_tunables(ctx):
+    g, s, R = ctx.guest, ctx.suite, ctx.results
+    raid1 = ctx.names["md"]
+    with R.step(s, "md arrays' own tunables: the kernel's defaults and refusals per level (rows md-*), then "
+                   "apply, status, explain and restore of md.stripe_cache_size and md.sync_speed_min/max"):
+        try:
+            raid5, raid0 = g.sh(MD_LEVELS_SCRIPT, timeout=180).split()
+            md = {n: f"/sys/block/{n}/md" for n in (raid5, raid1, raid0)}
+            files = {n: g.sh(f"cd {d} && ls stripe_cache_size sync_speed_min sync_speed_max 2>/dev/null || true").split()
+                     for n, d in md.items()}
+            R.figure(s, "md files per level", {f"{n} ({lvl})": files[n] for n, lvl in
+                                               ((raid5, "raid5"), (raid1, "raid1"), (raid0, "raid0"))})
+            expect_eq(files[raid5], ["stripe_cache_size", "sync_speed_max", "sync_speed_min"],
+                      "raid5's files (rows md-stripe-cache:raid456, md-sync-speed:arrays-with-redundancy)")
+            expect_eq(files[raid1], ["sync_speed_max", "sync_speed_min"], "raid1's files")
+            expect_eq(files[raid0], [], "raid0's files (it never resyncs)")
+            limits = g.sh("cat /proc/sys/dev/raid/speed_limit_min /proc/sys/dev/raid/speed_limit_max").split()
+            start = g.sh(f"cat {md[raid5]}/stripe_cache_size {md[raid5]}/sync_speed_min {md[raid5]}/sync_speed_max")
+            R.figure(s, "raid5 as the kernel starts it", start.splitlines())
+            expect_eq(start.splitlines(), ["256", f"{limits[0]} (system)", f"{limits[1]} (system)"],
+                      "stripe_cache_size and the speeds as the kernel starts them (row md-default)")
+            # What the kernel refuses and how the speeds read back (coreutils'
+            # echo: sh's own says "I/O error" for any errno).
+            probe = g.sh(f"cd {md[raid5]}; for v in 16 32769 17 256; do /bin/echo $v 2>&1 > stripe_cache_size "
+                         f"| sed 's/.*: //'; echo \"$v -> $(cat stripe_cache_size)\"; done; "
+                         f"/bin/echo 0 2>&1 > sync_speed_min | sed 's/.*: //'; "
+                         f"echo 50000 > sync_speed_min; echo \"50000 -> $(cat sync_speed_min)\"; "
+                         f"echo system > sync_speed_min; echo \"system -> $(cat sync_speed_min)\"; "
+                         f"echo 1000 > sync_speed_max; /bin/echo 5000 2>&1 > sync_speed_min | sed 's/.*: //'; "
+                         f"echo \"min 5000 over max 1000 -> $(cat sync_speed_min) / $(cat sync_speed_max)\"; "
+                         f"echo system > sync_speed_min; echo system > sync_speed_max")
+            R.figure(s, "md writes", probe.splitlines())
+            lines = probe.splitlines()
+            expect(lines[:2] == ["Invalid argument", "16 -> 256"] and lines[2:4] == ["Invalid argument", "32769 -> 256"]
+                   and "17 -> 17" in lines and "256 -> 256" in lines,
+                   f"stripe_cache_size: 16 and 32769 refused, 17 taken (row md-stripe-cache):\n{probe}")
+            expect("50000 -> 50000 (local)" in lines and f"system -> {limits[0]} (system)" in lines,
+                   f"sync_speed_min read back (row md-sync-speed:reads-local-or-system):\n{probe}")
+            expect(lines.index("50000 -> 50000 (local)") > 0 and lines[lines.index("50000 -> 50000 (local)") - 1]
+                   == "Invalid argument", f"sync_speed_min 0 refused:\n{probe}")
+
+            g.write_file("/root/md.toml", MD_POLICY)
+            rc, out, err = g.run(f"blkpolicy apply --json --policy /root/md.toml --state-dir /run/bp-md "
+                                 f"{raid5} {raid1} {raid0}", check=False)
+            expect(rc == 0, f"apply on the arrays: exit {rc}\n{out}{err}")
+            res = {d["device"]: {r["attribute"]: r["outcome"] for r in d["results"]} for d in json.loads(out)["devices"]}
+            R.figure(s, "apply on raid5, raid1, raid0", res)
+            expect_eq(res[raid5], {"md.stripe_cache_size": "applied", "md.sync_speed_min": "applied",
+                                   "md.sync_speed_max": "applied"}, "apply on raid5")
+            expect_eq(res[raid1], {"md.stripe_cache_size": "skipped", "md.sync_speed_min": "applied",
+                                   "md.sync_speed_max": "applied"}, "apply on raid1")
+            expect_eq(set(res[raid0].values()), {"skipped"}, "apply on raid0")
+            now = g.sh(f"cat {md[raid5]}/stripe_cache_size {md[raid5]}/sync_speed_min {md[raid1]}/sync_speed_max")
+            expect_eq(now.splitlines(), ["1024", "50000 (local)", "400000 (local)"], "read from sysfs after apply")
+            rc, out, _ = g.run(f"blkpolicy status --policy /root/md.toml --state-dir /run/bp-md {raid5} {raid1}",
+                               check=False)
+            expect(rc == 0, f"status after apply: exit {rc}\n{out}")
+            x = {a["attribute"]: a for a in
+                 json.loads(g.sh(f"blkpolicy explain --json --no-policy {raid5}"))["devices"][0]["attributes"]}
+            expect_eq((x["md.stripe_cache_size"]["kernel_default"], x["md.stripe_cache_size"]["current"],
+                       x["md.sync_speed_min"]["kernel_default"]), ("256", "1024", "system"), "explain on raid5")
+            rc, out, err = g.run(f"blkpolicy restore --state-dir /run/bp-md {raid5} {raid1}", check=False)
+            back = g.sh(f"cat {md[raid5]}/stripe_cache_size {md[raid5]}/sync_speed_min {md[raid1]}/sync_speed_max")
+            R.figure(s, "after restore", back.splitlines())
+            expect(rc == 0, f"restore: exit {rc}\n{out}{err}")
+            expect_eq(back.splitlines(), ["256", f"{limits[0]} (system)", f"{limits[1]} (system)"],
+                      "restore puts the stripe cache back and the speeds to the sysctls' (\"system\")")
+        finally:
+            g.run(MD_LEVELS_TEARDOWN, check=False)
+
+
 # --- udev rules and their import, on real disks ----------------------------
 
 # Tuning rules in the shapes distributions and fleets ship.
@@ -1278,5 +1376,6 @@ def run(ctx):
     contention(ctx)
     hotplug(ctx)
     stacks(ctx)
+    md_tunables(ctx)
     if "udev-equivalence" in ctx.device_checks:
         udev_equivalence(ctx)

@@ -224,7 +224,8 @@ def clouds(ctx):
 ORACLE_ATTRS = ("queue/scheduler queue/rotational queue/read_ahead_kb queue/nr_requests queue/rq_affinity "
                 "queue/add_random queue/nomerges queue/max_sectors_kb queue/wbt_lat_usec queue/io_timeout "
                 "queue/iosched/read_lat_nsec queue/iosched/back_seek_penalty queue/iosched/low_latency "
-                "bdi/read_ahead_kb bdi/strict_limit device/timeout events_poll_msecs")
+                "bdi/read_ahead_kb bdi/strict_limit device/timeout events_poll_msecs "
+                "md/stripe_cache_size md/sync_speed_min md/sync_speed_max md/group_thread_cnt")
 ORACLE_SCRIPT = """#!/bin/sh
 # blkpolicy's guest test: read (or put back, from a file of "disk attr value"
 # lines) the values a rule file may set, on every whole disk.
@@ -275,7 +276,11 @@ reset)
             cur=
             read -r cur <"$f" 2>/dev/null
             case $a in queue/scheduler) cur=${cur#*\\[}; cur=${cur%%\\]*} ;; esac
-            [ "$cur" = "$v" ] || echo "$v" >"$f" 2>/dev/null
+            w=$v
+            # md's speeds read "N (local)" or "N (system)"; "system"
+            # makes the array follow the sysctl again.
+            case $a:$v in md/sync_speed_*:*"(system)") w=system ;; md/sync_speed_*:*) w=${v%% *} ;; esac
+            [ "$cur" = "$v" ] || echo "$w" >"$f" 2>/dev/null
         done <"$2"
     done ;;
 esac
