@@ -641,6 +641,17 @@ constexpr KernelRow kRows[] = {
      WriteCause::none,
      std::nullopt,
      "sync_min_store, sync_max_store, drivers/md/md.c"},
+    {KRow::md_sync_speed_min_over_max_taken,
+     "md-sync-speed:min-over-max-taken",
+     "md takes a sync_speed_min above the sync_speed_max, whichever is written first, and then never holds a "
+     "resync back below the min: the max does nothing under it",
+     {kEvery, kUnused},
+     KnownBy::always,
+     "planned from both values (the policy's, else the array's): said, not refused",
+     kMdObserved,
+     WriteCause::none,
+     std::nullopt,
+     "sync_min_store, md_do_sync, drivers/md/md.c"},
 };
 constexpr std::size_t kRowCount = sizeof(kRows) / sizeof(kRows[0]);
 
@@ -953,6 +964,11 @@ std::string md_speed_value(std::string_view read) {
     if (space == std::string_view::npos) return std::string(read);
     if (read.substr(space) == " (system)") return "system";
     return std::string(read.substr(0, space));
+}
+
+bool md_speed_max_holds(std::int64_t min, std::int64_t max) {
+    kernel_row(KRow::md_sync_speed_min_over_max_taken);
+    return min <= max;
 }
 
 bool bdi_ratios_accepted(std::int64_t min, std::int64_t max) {

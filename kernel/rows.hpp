@@ -116,8 +116,9 @@ enum class KRow : std::uint8_t {
     md_stripe_cache_raid456,
     md_sync_speed_redundancy,
     md_sync_speed_local_or_system,
+    md_sync_speed_min_over_max_taken,
 };
-inline constexpr std::size_t kKernelRowCount = 55;
+inline constexpr std::size_t kKernelRowCount = 56;
 
 // The questions a kernel's version answers: one row of each holds on every
 // release (checked at compile time at every range's ends).
@@ -277,5 +278,9 @@ bool md_resyncs(std::string_view level);
 // md/sync_speed_min or _max as read ("5000 (local)", "1000 (system)") in
 // the form a policy compares and a restore writes: "5000", "system".
 std::string md_speed_value(std::string_view read);
+// Whether a resync of an array with sync_speed_min MIN and _max MAX is
+// held to MAX: the kernel takes a min above the max (either written
+// first) and then never holds a resync back below the min.
+bool md_speed_max_holds(std::int64_t min, std::int64_t max);
 
 }  // namespace blkpolicy::kernel

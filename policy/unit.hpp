@@ -14,8 +14,18 @@
 #include "kernel/rows.hpp"
 #include "policy/facts.hpp"
 #include "policy/plan.hpp"
+#include "util/text.hpp"
 
 namespace blkpolicy::policy {
+
+// Another attribute's value once the plan has run: the policy's where the
+// plan writes or keeps it (FROM: "(rule NAME)"), else the device's ("on
+// this device").
+struct OtherValue {
+    std::optional<std::int64_t> value;
+    std::string from;
+    bool planned = false;
+};
 
 // What the plan knows of the writes before an action, in its second pass
 // (write order), when it asks that action's unit what they do to it.
@@ -30,6 +40,14 @@ struct PlanSoFar {
     // attribute ID on this kernel; null when none was written or it moves nothing.
     const kernel::KernelRow* by(kernel::WriteCause cause, Key id) const {
         return written.count(cause) ? kernel::disturbed_by(cause, id, ctx.kernel) : nullptr;
+    }
+    // KEY's value once the whole plan has run (bdi's ratios, md's speeds:
+    // each is planned against the other).
+    OtherValue other(Key key) const {
+        for (const auto& x : actions)
+            if (x.id == key && (x.kind == ActionKind::write || x.kind == ActionKind::unchanged))
+                return {util::parse_int(x.expected), "(" + x.rule.name + ")", true};
+        return {util::parse_int(value_of(current, key)), "on this device", false};
     }
 };
 

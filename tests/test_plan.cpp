@@ -587,3 +587,30 @@ TEST_CASE("md array tunables: on the array alone, each where its level has it; r
               0);
     }
 }
+
+TEST_CASE("md resync speeds: a min above the max is taken by the kernel, and said on either") {
+    DeviceFacts f;
+    f.name = "md127";
+    f.has_queue = true;
+    f.stack = Stack::md;
+    f.md_level = "raid1";
+    const Values v = {{"md.sync_speed_min", "system"}, {"md.sync_speed_max", "20000 (local)"}};
+    auto values = v;
+    values["md.sync_speed_max"] = "20000";
+    const auto plan = [&](const std::string& set) {
+        return plan_device(blkpolicy::test::policy_from_toml("[[rule]]\nname = \"raid\"\n[rule.set]\n" + set), f,
+                           values, PlanContext{});
+    };
+    auto p = plan("md.sync_speed_min = 50000\n");
+    CHECK(action(p, "md.sync_speed_min").kind == ActionKind::write);
+    CHECK(action(p, "md.sync_speed_min").note ==
+          "above md.sync_speed_max (20000 on this device): the kernel takes it, and the max holds no resync back "
+          "below this");
+    p = plan("md.sync_speed_min = 50000\nmd.sync_speed_max = 10000\n");
+    CHECK(action(p, "md.sync_speed_max").kind == ActionKind::write);
+    CHECK(action(p, "md.sync_speed_max").note ==
+          "below md.sync_speed_min (50000 (raid)): the kernel takes it, and a resync still goes at least that fast");
+    // In order, or against the sysctl's ("system", a number not read): nothing to say.
+    CHECK(action(plan("md.sync_speed_min = 5000\n"), "md.sync_speed_min").note.empty());
+    CHECK(action(plan("md.sync_speed_max = 10\n"), "md.sync_speed_max").note.empty());
+}

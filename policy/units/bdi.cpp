@@ -10,26 +10,13 @@
 namespace blkpolicy::policy::units {
 namespace {
 
-// The other ratio once the plan has run, and where that comes from.
-struct Other {
-    std::optional<std::int64_t> value;
-    std::string from;  // "(rule NAME)" or "on this device"
-    bool planned = false;
-};
-Other other_ratio(const PlanSoFar& so_far, Key key) {
-    for (const auto& x : so_far.actions)
-        if (x.id == key && (x.kind == ActionKind::write || x.kind == ActionKind::unchanged))
-            return {util::parse_int(x.expected), "(" + x.rule.name + ")", true};
-    return {util::parse_int(value_of(so_far.current, key)), "on this device", false};
-}
-
 void max_ratio_after_writes(Action& a, const PlanSoFar& so_far) {
     const auto max = util::parse_int(a.expected);
     const auto min = util::parse_int(value_of(so_far.current, Key::bdi_min_ratio));
     if (!max || !min || kernel::bdi_ratios_accepted(*min, *max)) return;
     // min_ratio is written after it: even where the plan lowers it, this
     // write would meet the old one first.
-    const auto planned = other_ratio(so_far, Key::bdi_min_ratio);
+    const auto planned = so_far.other(Key::bdi_min_ratio);
     a.kind = ActionKind::refuse;
     a.note = "below bdi.min_ratio (" + std::to_string(*min) + " on this device): the kernel refuses it (EINVAL)";
     if (planned.planned && planned.value && kernel::bdi_ratios_accepted(*planned.value, *max))
@@ -39,7 +26,7 @@ void max_ratio_after_writes(Action& a, const PlanSoFar& so_far) {
 
 void min_ratio_after_writes(Action& a, const PlanSoFar& so_far) {
     const auto min = util::parse_int(a.expected);
-    const auto max = other_ratio(so_far, Key::bdi_max_ratio);
+    const auto max = so_far.other(Key::bdi_max_ratio);
     if (!min || !max.value || kernel::bdi_ratios_accepted(*min, *max.value)) return;
     a.kind = ActionKind::refuse;
     a.note =

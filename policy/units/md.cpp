@@ -10,6 +10,7 @@
 // "system", which a restore writes back.
 #include "kernel/rows.hpp"
 #include "policy/units/units.hpp"
+#include "util/text.hpp"
 
 namespace blkpolicy::policy::units {
 namespace {
@@ -35,6 +36,24 @@ std::string sync_speed_skip(const DeviceFacts& facts) {
 // (the personality's files come with its start: the change event after).
 void not_running(Action& a) { a.note = "the array has no " + a.path + " now (its level has one once the array runs)"; }
 
+// A min above the max is taken (kernel row md-sync-speed:min-over-max-taken)
+// and makes the max do nothing below it: said on whichever the policy sets,
+// planned against the other as it will be. ("system" is the sysctl's,
+// whose number the plan does not read.)
+void speed_after_writes(Action& a, const PlanSoFar& so_far) {
+    const bool is_max = a.id == Key::md_sync_speed_max;
+    const auto mine = util::parse_int(a.expected);
+    const auto other = so_far.other(is_max ? Key::md_sync_speed_min : Key::md_sync_speed_max);
+    if (!mine || !other.value) return;
+    const auto min = is_max ? *other.value : *mine, max = is_max ? *mine : *other.value;
+    if (kernel::md_speed_max_holds(min, max)) return;
+    if (!a.note.empty()) a.note += "; ";
+    a.note += is_max ? "below md.sync_speed_min (" + std::to_string(min) + " " + other.from +
+                           "): the kernel takes it, and a resync still goes at least that fast"
+                     : "above md.sync_speed_max (" + std::to_string(max) + " " + other.from +
+                           "): the kernel takes it, and the max holds no resync back below this";
+}
+
 // Fixed defaults (the speeds the sysctls'), dropped with the array's stop.
 std::optional<KernelDefault> md_kernel_default(Key id, const DeviceFacts&, const Values&, const HostContext&) {
     auto value = kernel::md_default(id);
@@ -54,7 +73,10 @@ std::string speed_read(std::string_view shown) { return kernel::md_speed_value(s
 
 const UnitHooks kMdStripeCache = {
     .skip = stripe_cache_skip, .missing = not_running, .kernel_default = md_kernel_default};
-const UnitHooks kMdSyncSpeed = {
-    .skip = sync_speed_skip, .missing = not_running, .kernel_default = md_kernel_default, .read = speed_read};
+const UnitHooks kMdSyncSpeed = {.skip = sync_speed_skip,
+                                .missing = not_running,
+                                .after_writes = speed_after_writes,
+                                .kernel_default = md_kernel_default,
+                                .read = speed_read};
 
 }  // namespace blkpolicy::policy::units

@@ -1189,6 +1189,8 @@ def md_tunables(ctx):
                    f"sync_speed_min read back (row md-sync-speed:reads-local-or-system):\n{probe}")
             expect(lines.index("50000 -> 50000 (local)") > 0 and lines[lines.index("50000 -> 50000 (local)") - 1]
                    == "Invalid argument", f"sync_speed_min 0 refused:\n{probe}")
+            expect("min 5000 over max 1000 -> 5000 (local) / 1000 (local)" in lines,
+                   f"a min above the max taken (row md-sync-speed:min-over-max-taken):\n{probe}")
 
             g.write_file("/root/md.toml", MD_POLICY)
             rc, out, err = g.run(f"blkpolicy apply --json --policy /root/md.toml --state-dir /run/bp-md "
