@@ -597,7 +597,13 @@ def disk_pulled(ctx):
                 g.qmp.call("device_del", id="dev-" + node)
                 g.wait_for(f"! test -e /sys/block/{name}", timeout=120, what=f"{name} gone")
                 gone = time.monotonic() - t0
-                g.unplug(node, throttled=True, deleted=True)
+                # The held write goes now (the disk is gone from the guest),
+                # and qemu may keep the node in use until the hold is over
+                # (32 s): on Debian 13 with one other guest beside it,
+                # twice "Node ... is in use" 30 s after the disk was gone
+                # (2026-12-07; never beside two).
+                g.throttle(node, {"bps-write": 0})
+                g.unplug(node, timeout=90, throttled=True, deleted=True)
                 plugged = None
                 R.figure(s, f"{label} pulled: device_del -> the disk gone from sysfs", round(gone, 1), "s")
                 kept = _wait_forgotten(g, [name])
