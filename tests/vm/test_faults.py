@@ -599,8 +599,8 @@ def disk_pulled(ctx):
                 gone = time.monotonic() - t0
                 # The held write goes now (the disk is gone from the guest),
                 # and qemu may keep the node in use until the hold is over
-                # (32 s): on Debian 13 with one other guest beside it,
-                # twice "Node ... is in use" 30 s after the disk was gone
+                # (32 s): on Debian 13, alone and beside one other guest,
+                # "Node ... is in use" 30 s after the disk was gone
                 # (2026-12-07; never beside two).
                 g.throttle(node, {"bps-write": 0})
                 g.unplug(node, timeout=90, throttled=True, deleted=True)
