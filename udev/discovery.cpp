@@ -203,9 +203,9 @@ std::optional<DeviceFacts> read_facts(const Sysfs& s, const std::string& name, c
     f.request_based = s.is_dir(dir + "/mq");
     if (auto rot = s.read(dir + "/queue/rotational"); rot.ok()) {
         f.has_queue = true;
-        const std::string key(policy::key_text(policy::Key::rotational));
-        f.live_values[key] = normalise_readback(key, rot.value);
-        f.rotational = f.live_values[key] == "1";
+        const auto& row = policy::fixed_attribute(policy::Key::rotational);
+        f.live_values[row.key] = normalise_readback(&row, rot.value);
+        f.rotational = f.live_values[row.key] == "1";
     }
     if (auto sched = s.read(dir + "/queue/scheduler"); sched.ok()) {
         f.has_queue = true;
@@ -529,16 +529,13 @@ std::vector<std::pair<std::string, bool>> lowers_rotational(const Sysfs& s, cons
 }
 
 ReadResult read_value(const Sysfs& s, const std::string& name, const std::string& key) {
-    std::string rel = "block/" + name + "/";
-    if (const auto* fixed = policy::fixed_attribute(key))
-        rel += fixed->path;
-    else if (auto spec = policy::find_attribute(key))
-        rel += spec->path;
-    else
-        rel += "queue/" + key;
-    auto r = s.read(rel);
+    // Its row (an iosched.NAME's is made for it), whose path and reading it asks.
+    const policy::AttributeSpec* spec = policy::fixed_attribute(key);
+    std::optional<policy::AttributeSpec> family;
+    if (!spec && (family = policy::find_attribute(key))) spec = &*family;
+    auto r = s.read("block/" + name + "/" + (spec ? spec->path : "queue/" + key));
     if (!r.ok()) return r;
-    r.value = normalise_readback(key, r.value);
+    r.value = normalise_readback(spec, r.value);
     if (key == policy::key_text(policy::Key::wbt_lat_usec) && r.value != "0" && s.has_debugfs_block()) {
         // debugfs (when mounted) has the real state: 3 off by default (bfq
         // turned it off), 4 off by hand. 6.1 keeps showing the old latency

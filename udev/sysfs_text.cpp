@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "udev/sysfs_text.hpp"
 
-#include "policy/keys.hpp"
 #include "policy/unit.hpp"
 #include "util/text.hpp"
 
@@ -28,12 +27,14 @@ SchedulerLine parse_scheduler_line(std::string_view line) {
     return out;
 }
 
-std::string normalise_readback(std::string_view attribute, std::string_view raw) {
-    if (attribute == policy::key_text(policy::Key::scheduler)) return parse_scheduler_line(raw).active;
-    // A unit that reads its value otherwise says how (md's "N (system)").
-    if (const auto key = policy::key_of(attribute))
-        if (const auto* hooks = policy::hooks_of(*key); hooks && hooks->read) return hooks->read(util::trim(raw));
+std::string normalise_readback(const policy::AttributeSpec* spec, std::string_view raw) {
+    if (spec && spec->id == policy::Key::scheduler) return parse_scheduler_line(raw).active;
+    if (spec && spec->hooks && spec->hooks->read) return spec->hooks->read(util::trim(raw));
     return util::trim(raw);
+}
+
+std::string normalise_readback(std::string_view attribute, std::string_view raw) {
+    return normalise_readback(policy::fixed_attribute(attribute), raw);
 }
 
 }  // namespace blkpolicy::udev

@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "policy/attributes.hpp"
+
 namespace blkpolicy::udev {
 
 // "none [mq-deadline] kyber bfq" -> the offered names and the active one.
@@ -18,7 +20,11 @@ struct SchedulerLine {
 SchedulerLine parse_scheduler_line(std::string_view line);
 
 // The value of an attribute as it reads back, in the form the policy compares:
-// the bracketed scheduler name, trimmed text otherwise.
+// the bracketed scheduler name, what the attribute's unit reads where it
+// reads otherwise (md's "1000 (system)": "system"), trimmed text otherwise.
+// SPEC: the attribute's row (nullptr: a value no row writes).
+std::string normalise_readback(const policy::AttributeSpec* spec, std::string_view raw);
+// The same by the attribute's policy key (its row looked up).
 std::string normalise_readback(std::string_view attribute, std::string_view raw);
 
 }  // namespace blkpolicy::udev

@@ -67,8 +67,6 @@ std::optional<KernelDefault> md_kernel_default(Key id, const DeviceFacts&, const
                          "default)"};
 }
 
-std::string speed_read(std::string_view shown) { return kernel::md_speed_value(shown); }
-
 }  // namespace
 
 const UnitHooks kMdStripeCache = {
@@ -77,6 +75,6 @@ const UnitHooks kMdSyncSpeed = {.skip = sync_speed_skip,
                                 .missing = not_running,
                                 .after_writes = speed_after_writes,
                                 .kernel_default = md_kernel_default,
-                                .read = speed_read};
+                                .read = kernel::md_speed_value};
 
 }  // namespace blkpolicy::policy::units
